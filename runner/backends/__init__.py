@@ -1,0 +1,1 @@
+"""Backends consume a ``LaunchPlan``; each is one module (docker, slurm)."""

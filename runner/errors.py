@@ -1,0 +1,76 @@
+"""One exception type per kind of failure; the CLI maps each to its exit code.
+
+Exit codes are the contract's: 0 ok, 1 engine/dependency unavailable, 2 invalid
+usage/config/policy (nothing launched), 3 run-time failure, 4 leak found.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with the input; ``where`` is ``file:line`` when known."""
+
+    message: str
+    where: str | None = None
+    hint: str | None = None
+
+    def __str__(self) -> str:
+        text = f"{self.where}: {self.message}" if self.where else self.message
+        return f"{text} ({self.hint})" if self.hint else text
+
+
+class RunnerError(Exception):
+    exit_code = 3
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+
+class UsageError(RunnerError):
+    """Bad command line: nothing was launched."""
+
+    exit_code = 2
+
+
+class ConfigError(RunnerError):
+    """Config, policy or missing-secret problems: every one found, at once."""
+
+    exit_code = 2
+
+    def __init__(self, problems: list[Problem] | Problem, hint: str | None = None):
+        self.problems = [problems] if isinstance(problems, Problem) else list(problems)
+        lines = [str(p) for p in self.problems]
+        message = lines[0] if len(lines) == 1 else f"{len(lines)} problems:\n  " + "\n  ".join(lines)
+        super().__init__(message, hint)
+
+
+class EngineUnavailable(RunnerError):
+    """Docker daemon, Slurm or a required client library is not reachable."""
+
+    exit_code = 1
+
+
+class RuntimeFailure(RunnerError):
+    """The runner failed at run time (build failed, container not created, sbatch refused)."""
+
+    exit_code = 3
+
+
+class LeakFound(RunnerError):
+    """``audit`` found a secret value where it must never be."""
+
+    exit_code = 4
+
+
+class JobExit(Exception):
+    """The job ran; the command returns the job's own exit code."""
+
+    def __init__(self, code: int, message: str | None = None):
+        super().__init__(message or f"job exited with {code}")
+        self.code = code
+        self.message = message

@@ -1,0 +1,58 @@
+"""The common front half of every launch command: config + env file + flags -> plan.
+
+Also installs the masker for everything printed afterwards, so from this point
+on no secret value in scope can reach the terminal.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Sequence
+
+from runner.config import Config, load_config
+from runner.envfile import EnvFile, load_env_file
+from runner.plan import LaunchFlags, Planned, build_plan
+from runner.secrets import Masker
+from runner.ui import Output
+
+
+@dataclass
+class Prepared:
+    config: Config
+    env_file: EnvFile
+    planned: Planned
+    masker: Masker
+
+
+def prepare(
+    out: Output,
+    config_file: str | None,
+    env_file_name: str | None,
+    command: Sequence[str],
+    flags: LaunchFlags = LaunchFlags(),
+    extra_layer: dict | None = None,
+    extra_env: Sequence[tuple[str, str]] = (),
+    quiet: bool = False,
+) -> Prepared:
+    env_file = load_env_file(env_file_name)
+    # Mask env-file and host secrets before anything else can fail and print.
+    layer = flags.config_layer()
+    if extra_layer:
+        from runner.config import _merge
+
+        layer = _merge(layer, extra_layer, (), {}, {})
+    config = load_config(config_file, layer or None)
+    planned = build_plan(config, command, dict(os.environ), env_file, flags, extra_env=extra_env)
+    masker = Masker(planned.scope_secrets)
+    out.use_masker(masker)
+    from runner import ci
+
+    ci.register_masks(planned.scope_secrets)
+    if not quiet:
+        for warning in planned.warnings:
+            out.warn(warning)
+        if planned.plan:
+            for notice in planned.plan.notices:
+                out.notice(notice)
+    return Prepared(config, env_file, planned, masker)

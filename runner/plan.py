@@ -1,0 +1,342 @@
+"""The ``LaunchPlan``: everything a launch will do, decided without side effects.
+
+``build_plan`` reads config, environment and flags and touches nothing: no
+daemon, no network, no file written. ``plan``, ``check`` and ``--dry-run``
+render its result, so what they print is exactly what would run.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import posixpath
+import secrets as _random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from runner import __version__
+from runner.config import Config
+from runner.envfile import EnvFile
+from runner.errors import ConfigError, Problem
+from runner.policy import Classifier, EnvDecision, resolve_env
+from runner.resources import policies_dir
+from runner.secrets import MASK, Secret
+from runner.trackers import TrackerPlan, analyze_trackers
+
+LABEL = "io.primus-runner.managed"
+LABEL_JOB = "io.primus-runner.job"
+LABEL_VERSION = "io.primus-runner.version"
+
+
+@dataclass(frozen=True)
+class Mount:
+    source: str
+    target: str
+    mode: str = "rw"
+    named_volume: bool = False
+
+    def __str__(self) -> str:
+        return f"{self.source}:{self.target}:{self.mode}"
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    image: str
+    command: tuple[str, ...]
+    name: str
+    gpu: str
+    env: tuple[EnvDecision, ...]
+    trackers: TrackerPlan
+    mounts: tuple[Mount, ...] = ()
+    devices: tuple[str, ...] = ()
+    gpu_request: str | None = None
+    cap_add: tuple[str, ...] = ()
+    group_add: tuple[str, ...] = ()
+    security_opt: tuple[str, ...] = ()
+    ulimits: tuple[str, ...] = ()
+    privileged: bool = False
+    ipc: str | None = None
+    network: str | None = None
+    user: str | None = None
+    workdir: str | None = None
+    shm_size: str | None = None
+    memory: str | None = None
+    cpus: float | None = None
+    secrets_via: str = "stdin"
+    stop_timeout: float = 10.0
+    labels: tuple[tuple[str, str], ...] = ()
+    notices: tuple[str, ...] = ()
+    config_files: tuple[str, ...] = ()
+
+    @property
+    def forwarded(self) -> list[EnvDecision]:
+        return [d for d in self.env if d.forwarded]
+
+    @property
+    def skipped(self) -> list[EnvDecision]:
+        return [d for d in self.env if not d.forwarded]
+
+    def public_env(self) -> dict[str, str]:
+        """Forwarded non-secret variables: safe for ``docker inspect`` and files."""
+        return {d.name: str(d.value) for d in self.forwarded if not d.secret}
+
+    def secret_env(self) -> dict[str, Secret]:
+        return {d.name: d.value for d in self.forwarded if d.secret and isinstance(d.value, Secret)}
+
+    def to_dict(self) -> dict:
+        """The redacted, JSON-ready form (``plan --json``): secret values are ``***``."""
+        env = {d.name: (MASK if d.secret else d.value) for d in self.forwarded}
+        return {
+            "image": self.image,
+            "command": list(self.command),
+            "name": self.name,
+            "gpu": self.gpu,
+            "env": env,
+            "secrets": [d.name for d in self.forwarded if d.secret],
+            "skipped": [{"name": d.name, "reason": d.skip_reason} for d in self.skipped],
+            "env_sources": {d.name: {"reason": d.reason, "source": d.source} for d in self.forwarded},
+            "mounts": [{"source": m.source, "target": m.target, "mode": m.mode} for m in self.mounts],
+            "devices": list(self.devices),
+            "gpu_request": self.gpu_request,
+            "cap_add": list(self.cap_add),
+            "group_add": list(self.group_add),
+            "security_opt": list(self.security_opt),
+            "ulimits": list(self.ulimits),
+            "privileged": self.privileged,
+            "ipc": self.ipc,
+            "network": self.network,
+            "user": self.user,
+            "workdir": self.workdir,
+            "shm_size": self.shm_size,
+            "memory": self.memory,
+            "cpus": self.cpus,
+            "secrets_via": self.secrets_via,
+            "labels": dict(self.labels),
+            "trackers": {
+                "framework": self.trackers.framework,
+                "enabled": list(self.trackers.enabled),
+                "overrides": list(self.trackers.overrides),
+            },
+            "notices": list(self.notices),
+            "config_files": list(self.config_files),
+        }
+
+
+@dataclass
+class Planned:
+    """The outcome of planning: a plan (when nothing is wrong) and everything found."""
+
+    plan: LaunchPlan | None
+    problems: list[Problem] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    scope_secrets: list[Secret] = field(default_factory=list)  # every secret value the masker must know
+
+    def require(self) -> LaunchPlan:
+        if self.problems or self.plan is None:
+            raise ConfigError(self.problems)
+        return self.plan
+
+
+@dataclass(frozen=True)
+class LaunchFlags:
+    """LAUNCH options from the command line (highest layer)."""
+
+    image: str | None = None
+    env: tuple[str, ...] = ()
+    volume: tuple[str, ...] = ()
+    device: tuple[str, ...] = ()
+    gpu: str | None = None
+    name: str | None = None
+    workdir: str | None = None
+    shm_size: str | None = None
+    memory: str | None = None
+    cpus: str | None = None
+    network: str | None = None
+    ipc: str | None = None
+    user: str | None = None
+
+    def config_layer(self) -> dict:
+        """The flags as a config layer, so they merge and validate like a file."""
+        options: dict = {}
+        for key, value in (
+            ("image", self.image), ("name", self.name), ("workdir", self.workdir), ("shm-size", self.shm_size),
+            ("memory", self.memory), ("network", self.network), ("ipc", self.ipc), ("user", self.user),
+        ):
+            if value is not None:
+                options[key] = value
+        if self.cpus is not None:
+            options["cpus"] = _number(self.cpus)
+        if self.volume:
+            options["volume"] = list(self.volume)
+        if self.device:
+            options["device"] = list(self.device)
+        layer: dict = {"container": {"options": options}} if options else {}
+        if self.gpu is not None:
+            layer.setdefault("container", {})["gpu"] = self.gpu
+        return layer
+
+
+def _number(text: str):
+    try:
+        return float(text) if "." in text else int(text)
+    except ValueError:
+        return text  # the schema reports it
+
+
+def _as_list(value) -> list[str]:
+    if value is None:
+        return []
+    return [str(v) for v in value] if isinstance(value, list) else [str(value)]
+
+
+def _as_bool(value) -> bool:
+    return value is True or (isinstance(value, str) and value.lower() == "true")
+
+
+def _gpu_policy() -> dict:
+    import yaml
+
+    with open(policies_dir() / "gpu.yaml", encoding="utf-8") as fh:
+        return yaml.load(fh, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+def _volume(spec: str, where: str | None, problems: list[Problem]) -> Mount | None:
+    parts = spec.split(":")
+    if len(parts) > 3 or not parts[0]:
+        problems.append(Problem(f"volume '{spec}' is not SRC[:DST[:OPTS]]", where=where))
+        return None
+    src = parts[0]
+    dst = parts[1] if len(parts) > 1 and parts[1] else None
+    mode = parts[2] if len(parts) > 2 else "rw"
+    named = "/" not in src and not src.startswith((".", "~"))
+    if not named:
+        src = os.path.abspath(os.path.expanduser(src))
+        if not os.path.exists(src):
+            problems.append(Problem(f"volume source {src} does not exist", where=where, hint="create it or fix the path"))
+            return None
+    target = posixpath.normpath(dst) if dst else (src if not named else None)
+    if target is None or not target.startswith("/"):
+        problems.append(Problem(f"volume '{spec}': the container path must be absolute", where=where))
+        return None
+    if any(opt not in {"ro", "rw", "z", "Z", "shared", "slave", "private", "rshared", "rslave", "rprivate", "nocopy", "delegated", "cached", "consistent"} for opt in mode.split(",")):
+        problems.append(Problem(f"volume '{spec}': unknown option '{mode}'", where=where, hint="use ro or rw"))
+        return None
+    return Mount(src, target, mode, named)
+
+
+def _resolve_devices(config: Config, gpu: str, notices: list[str]) -> tuple[list[str], str | None, list[str]]:
+    policy = _gpu_policy()
+    flavor = policy["flavors"][gpu] or {}
+    gpu_device = lambda d: any(glob.fnmatch.fnmatchcase(d, p) for p in policy["gpu_devices"])  # noqa: E731
+    wanted = list(flavor.get("devices", []))
+    for device in _as_list(config.get("container", "options", "device")):
+        if gpu_device(device) and device not in flavor.get("devices", []):
+            continue  # another flavor's GPU device
+        if device not in wanted:
+            wanted.append(device)
+    devices = []
+    for device in wanted:
+        if device in policy["optional_devices"] and not os.path.exists(device.split(":")[0]):
+            notices.append(f"{device} is not present on this host; it is left out (no RDMA)")
+            continue
+        devices.append(device)
+    return devices, flavor.get("device_request"), list(flavor.get("group_add", []))
+
+
+def default_name() -> str:
+    return f"primus-{_random.token_hex(4)}"
+
+
+def build_plan(
+    config: Config,
+    command: Sequence[str],
+    host_env: Mapping[str, str],
+    env_file: EnvFile,
+    flags: LaunchFlags = LaunchFlags(),
+    name: str | None = None,
+    extra_env: Sequence[tuple[str, str]] = (),
+) -> Planned:
+    """Decide everything about a launch. Pure: reads its arguments only.
+
+    ``extra_env`` are values the runner computes itself (a Slurm node's rank,
+    a tracker run id): forwarded as-is, never secrets.
+    """
+    problems: list[Problem] = []
+    warnings: list[str] = list(env_file.warnings)
+    notices: list[str] = []
+
+    def lookup(key: str) -> str | None:
+        return host_env.get(key, env_file.values.get(key))
+
+    trackers = analyze_trackers(config, lookup, command)
+    problems += trackers.problems
+    warnings += trackers.warnings
+
+    resolution = resolve_env(config, host_env, env_file.values, env_file.path, flags.env, trackers.wanted)
+    problems += resolution.problems
+    warnings += resolution.warnings
+    decisions = list(resolution.decisions)
+    computed = {key for key, _ in extra_env}
+    decisions = [d for d in decisions if d.name not in computed]
+    decisions += [EnvDecision(key, True, False, "computed", "runner", value) for key, value in extra_env]
+
+    options = config.get("container", "options", default={}) or {}
+    gpu = flags.gpu or config.get("container", "gpu", default="rocm")
+    devices, gpu_request, group_add = _resolve_devices(config, gpu, notices)
+    for group in _as_list(options.get("group-add")):
+        if group not in group_add:
+            group_add.append(group)
+
+    mounts = []
+    for index, spec in enumerate(_as_list(options.get("volume"))):
+        mount = _volume(spec, config.where(("container", "options", "volume", index)), problems)
+        if mount:
+            mounts.append(mount)
+
+    if not command:
+        problems.append(Problem("no command given", hint="put the job's command after --, e.g. primus-runner up -- python train.py"))
+    full_command = tuple(command) + trackers.overrides
+
+    classifier = Classifier.from_config(config)
+    scope = [d.value for d in decisions if d.secret and isinstance(d.value, Secret)]
+    for source in (host_env, env_file.values):
+        scope += [Secret(v) for k, v in source.items() if v and classifier.is_secret(k)]
+
+    unset = [d.name for d in decisions if d.skip_reason == "unset" and d.reason == "allowlist"]
+    if unset:
+        notices.append(f"not set on this host, not forwarded: {', '.join(unset)}")
+
+    job_name = name or flags.name or options.get("name") or default_name()
+    cpus = options.get("cpus")
+    plan = LaunchPlan(
+        image=str(options.get("image") or ""),
+        command=full_command,
+        name=str(job_name),
+        gpu=gpu,
+        env=tuple(decisions),
+        trackers=trackers,
+        mounts=tuple(mounts),
+        devices=tuple(devices),
+        gpu_request=gpu_request,
+        cap_add=tuple(_as_list(options.get("cap-add"))),
+        group_add=tuple(group_add),
+        security_opt=tuple(_as_list(options.get("security-opt"))),
+        ulimits=tuple(_as_list(options.get("ulimit"))),
+        privileged=_as_bool(options.get("privileged", False)),
+        ipc=options.get("ipc"),
+        network=options.get("network"),
+        user=str(options["user"]) if options.get("user") is not None else None,
+        workdir=options.get("workdir"),
+        shm_size=str(options["shm-size"]) if options.get("shm-size") is not None else None,
+        memory=str(options["memory"]) if options.get("memory") is not None else None,
+        cpus=float(cpus) if cpus is not None else None,
+        secrets_via=config.get("container", "secrets_via", default="stdin"),
+        stop_timeout=float(config.get("container", "stop_timeout", default=10)),
+        labels=((LABEL, "true"), (LABEL_JOB, str(job_name)), (LABEL_VERSION, __version__)),
+        notices=tuple(notices),
+        config_files=tuple(config.files),
+    )
+    if not plan.image:
+        problems.append(Problem("no image set", hint="set container.options.image or pass --image"))
+    return Planned(plan, problems, warnings, scope)

@@ -1,0 +1,195 @@
+"""The env passthrough policy: which host variables reach the job, and which are secrets.
+
+Every variable the runner considers gets one ``EnvDecision`` saying whether it
+is forwarded, why, where its value came from, and whether it is a secret. This
+is the one place a name is classified.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from typing import Iterable, Mapping
+
+from runner.config import ENV_PATH, Config
+from runner.errors import Problem
+from runner.secrets import Secret
+
+NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class Classifier:
+    """Secret and deny classification from policy data (names and shell patterns)."""
+
+    secret_patterns: tuple[str, ...]
+    deny: frozenset[str]
+    prefixes: tuple[str, ...]
+
+    @classmethod
+    def from_config(cls, config: Config) -> "Classifier":
+        return cls(
+            secret_patterns=tuple(config.get("passthrough", "secrets", default=[]) or []),
+            deny=frozenset(config.get("passthrough", "deny", default=[]) or []),
+            prefixes=tuple(config.get("passthrough", "prefixes", default=[]) or []),
+        )
+
+    def is_secret(self, name: str) -> bool:
+        upper = name.upper()
+        return any(fnmatchcase(upper, pattern.upper()) for pattern in self.secret_patterns)
+
+    def is_denied(self, name: str) -> bool:
+        return name in self.deny
+
+    def prefix_of(self, name: str) -> str | None:
+        return next((p for p in self.prefixes if name.startswith(p)), None)
+
+
+@dataclass(frozen=True)
+class EnvDecision:
+    """What happens to one variable. ``value`` is a ``Secret`` for secret names."""
+
+    name: str
+    forwarded: bool
+    secret: bool
+    reason: str  # why it was considered: allowlist, prefix NCCL_, required, tracker wandb, ...
+    source: str | None = None  # env, env-file, literal, config, computed
+    value: str | Secret | None = None
+    skip_reason: str | None = None
+    where: str | None = None
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """A name something other than the allowlist asks for (a tracker, a computed setting)."""
+
+    name: str
+    reason: str
+    required: bool = False
+    value: str | None = None  # a value the runner computed from the config (tracker settings)
+
+
+@dataclass
+class EnvResolution:
+    decisions: list[EnvDecision] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def forwarded(self) -> list[EnvDecision]:
+        return [d for d in self.decisions if d.forwarded]
+
+    @property
+    def skipped(self) -> list[EnvDecision]:
+        return [d for d in self.decisions if not d.forwarded]
+
+
+def resolve_env(
+    config: Config,
+    host_env: Mapping[str, str],
+    env_file: Mapping[str, str | None],
+    env_file_name: str | None = None,
+    cli_env: Iterable[str] = (),
+    wanted: Iterable[Wanted] = (),
+) -> EnvResolution:
+    """Apply the passthrough rules of the contract to the host environment.
+
+    Values come from the process environment first, then the env file.
+    """
+    classifier = Classifier.from_config(config)
+    result = EnvResolution()
+    decided: dict[str, EnvDecision] = {}
+
+    def lookup(name: str) -> tuple[str | None, str | None]:
+        if name in host_env:
+            return host_env[name], "env"
+        value = env_file.get(name)
+        if value is not None:
+            return value, f"env-file {env_file_name}" if env_file_name else "env-file"
+        return None, None
+
+    def decide(name: str, reason: str, where: str | None, literal: str | None = None, literal_source: str = "literal") -> None:
+        secret = classifier.is_secret(name)
+        if literal is not None:
+            value, source = literal, literal_source
+        else:
+            value, source = lookup(name)
+        if value is None:
+            decision = EnvDecision(name, False, secret, reason, skip_reason="unset", where=where)
+        elif "\x00" in value:
+            result.problems.append(Problem(f"the value of {name} ({source}) contains a NUL byte, which no environment can hold", where=where))
+            return
+        else:
+            decision = EnvDecision(name, True, secret, reason, source, Secret(value) if secret else value, where=where)
+        decided[name] = decision
+
+    # 1. The allowlist, from every config layer and --env flags.
+    entries = [(entry, config.where(ENV_PATH + (i,))) for i, entry in enumerate(config.get(*ENV_PATH, default=[]) or [])]
+    entries += [(entry, "command line (--env)") for entry in cli_env]
+    for entry, where in entries:
+        name, sep, literal = entry.partition("=")
+        name = name.strip()
+        if not NAME_RE.match(name):
+            result.problems.append(
+                Problem(f"invalid environment variable name '{name}'", where=where, hint="names are letters, digits and _, not starting with a digit")
+            )
+            continue
+        if classifier.is_denied(name):
+            result.problems.append(
+                Problem(f"{name} is on the deny list and is never forwarded", where=where, hint="remove it from the env list")
+            )
+            continue
+        if sep and classifier.is_secret(name):
+            result.problems.append(
+                Problem(
+                    f"{name} is a secret but has a literal value in the config",
+                    where=where,
+                    hint=f"list just '{name}' and set its value in the environment or the env file",
+                )
+            )
+            continue
+        decide(name, "allowlist", where, literal if sep else None)
+
+    # 2. Names required by the config or by enabled trackers; tracker settings.
+    required = [(n, "required", config.where(("passthrough", "required", i))) for i, n in enumerate(config.get("passthrough", "required", default=[]) or [])]
+    for want in wanted:
+        if want.required:
+            required.append((want.name, want.reason, None))
+        if want.name in decided and decided[want.name].forwarded:
+            continue
+        if want.value is not None:  # an explicit config setting beats the host's value
+            decide(want.name, want.reason, None, want.value, "config")
+        elif want.name not in decided or want.required:
+            decide(want.name, want.reason, None)
+    for name, reason, where in required:
+        if name not in decided and not classifier.is_denied(name):
+            decide(name, reason, where)
+
+    # 3. Prefix rules: never a secret, never a denied name, never an invalid name.
+    for name in sorted(host_env):
+        if name in decided or not NAME_RE.match(name):
+            continue
+        prefix = classifier.prefix_of(name)
+        if prefix is None:
+            continue
+        reason = f"prefix {prefix}"
+        if classifier.is_denied(name):
+            decided[name] = EnvDecision(name, False, False, reason, skip_reason="denied by policy")
+        elif classifier.is_secret(name):
+            decided[name] = EnvDecision(name, False, True, reason, skip_reason="secret: prefixes never forward secrets; list it by name to forward it")
+        else:
+            decide(name, reason, None)
+
+    result.decisions = list(decided.values())
+    missing = sorted({name for name, _, _ in required if not (name in decided and decided[name].forwarded)})
+    if missing:
+        why = {name: reason for name, reason, _ in reversed(required)}
+        listed = ", ".join(f"{n} ({why[n]})" for n in missing)
+        result.problems.append(
+            Problem(
+                f"missing required variable{'s' if len(missing) > 1 else ''}: {listed}",
+                hint="export them or put them in the env file (.env or --env-file); nothing was launched",
+            )
+        )
+    return result

@@ -1,0 +1,64 @@
+"""Everything the runner prints goes through here, and through the masker.
+
+stdout carries results (``--json`` objects, plan text, job output); stderr
+carries human messages. Colour follows ``--no-color``, ``NO_COLOR`` and ``CI``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any, TextIO
+
+from runner.secrets import Masker
+
+
+class Output:
+    def __init__(self, json_mode: bool = False, color: bool = True, verbose: bool = False, masker: Masker | None = None):
+        self.json_mode = json_mode
+        self.verbose = verbose
+        self.masker = masker or Masker()
+        self.color = color and not os.environ.get("NO_COLOR") and os.environ.get("CI", "").lower() not in ("true", "1") and sys.stderr.isatty()
+
+    def use_masker(self, masker: Masker) -> None:
+        self.masker = masker
+
+    # -- human messages (stderr) ------------------------------------------
+    def _err(self, prefix: str, message: str, style: str) -> None:
+        text = self.masker.mask(message)
+        if self.color:
+            prefix = f"\033[{style}m{prefix}\033[0m"
+        print(f"{prefix}{text}", file=sys.stderr, flush=True)
+
+    def error(self, message: str, hint: str | None = None) -> None:
+        self._err("error: ", message, "1;31")
+        if hint:
+            self._err("  fix: ", hint, "33")
+
+    def warn(self, message: str) -> None:
+        self._err("warning: ", message, "33")
+
+    def notice(self, message: str) -> None:
+        self._err("notice: ", message, "36")
+
+    def info(self, message: str) -> None:
+        self._err("", message, "0")
+
+    def debug(self, message: str) -> None:
+        if self.verbose:
+            self._err("debug: ", message, "2")
+
+    # -- results (stdout) ---------------------------------------------------
+    def result(self, text: str, stream: TextIO | None = None) -> None:
+        print(self.masker.mask(text), file=stream or sys.stdout, flush=True)
+
+    def json(self, obj: Any) -> None:
+        # json.dumps raises on a Secret: an unredacted value cannot slip through.
+        print(self.masker.mask(json.dumps(obj, indent=2)), flush=True)
+
+    def rich_console(self, stderr: bool = False):
+        """A rich console for tables; imported only when a human view is drawn."""
+        from rich.console import Console
+
+        return Console(stderr=stderr, no_color=not self.color, highlight=False, soft_wrap=True)
