@@ -84,6 +84,14 @@ class LaunchPlan:
     def secret_env(self) -> dict[str, Secret]:
         return {d.name: d.value for d in self.forwarded if d.secret and isinstance(d.value, Secret)}
 
+    def with_env(self, pairs: Mapping[str, str], reason: str = "computed") -> "LaunchPlan":
+        """A copy with runner-computed, non-secret variables added or replaced (run ids, node rank)."""
+        from dataclasses import replace
+
+        kept = tuple(d for d in self.env if d.name not in pairs)
+        added = tuple(EnvDecision(k, True, False, reason, "runner", v) for k, v in pairs.items())
+        return replace(self, env=kept + added)
+
     def to_dict(self) -> dict:
         """The redacted, JSON-ready form (``plan --json``): secret values are ``***``."""
         env = {d.name: (MASK if d.secret else d.value) for d in self.forwarded}
