@@ -69,8 +69,11 @@ def run_check(args, out: Output, flags: LaunchFlags) -> int:
     else:
         for warning in warnings:
             out.warn(warning)
-        for problem in problems:
-            out.error(str(problem))
+        from runner import ci
+
+        if not ci.report_problems(problems, out.masker):  # GitHub Actions: file/line annotations
+            for problem in problems:
+                out.error(str(problem))
         if engine_error:
             out.error(engine_error)
         for item in online:

@@ -1,45 +1,302 @@
-"""CI integration: GitHub Actions masks, annotations, groups and step summary.
+"""CI integration: GitHub Actions masks, annotations, groups and step summary; GitLab sections.
 
 Under GitHub Actions the runner first prints ``::add-mask::VALUE`` for every
 secret in scope: the one place a value is printed on purpose, because the
-Actions runner consumes those lines and hides the value in its logs.
+Actions runner consumes those lines and hides the value in its logs. Workflow
+commands (masks, annotations) go to stderr: the Actions runner reads commands
+from both streams, and stderr keeps ``--json`` stdout parseable and keeps
+``::add-mask::`` lines out of files a step redirects stdout into.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
+import re
 import sys
-from typing import Iterable
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterable, Iterator, Mapping
 
 from runner.secrets import Secret
 
-_registered: set[int] = set()
+if TYPE_CHECKING:
+    from runner.errors import Problem
+    from runner.plan import LaunchPlan
+    from runner.secrets import Masker
+
+# Digests (never values) of the secrets already registered in this process.
+_registered: set[bytes] = set()
+_enabled = True
 
 
 def github_actions() -> bool:
-    return os.environ.get("GITHUB_ACTIONS", "").lower() == "true"
+    return _enabled and os.environ.get("GITHUB_ACTIONS", "").lower() == "true"
 
 
 def gitlab_ci() -> bool:
-    return os.environ.get("GITLAB_CI", "").lower() == "true"
+    return _enabled and os.environ.get("GITLAB_CI", "").lower() == "true"
 
 
-def register_masks(secrets: Iterable[Secret]) -> None:
-    """Emit ``::add-mask::`` once per value, before any other output that could carry it."""
+def in_ci() -> bool:
+    """Any CI: no colour, no interactive progress, no prompts."""
+    return os.environ.get("CI", "").lower() in ("true", "1") or github_actions() or gitlab_ci()
+
+
+def disable() -> None:
+    """Turn CI integration off for this process (the Slurm node agent: its output lands in files)."""
+    global _enabled
+    _enabled = False
+
+
+# -- masks ------------------------------------------------------------------
+def register_masks(secrets: Iterable[Secret | str]) -> None:
+    """Emit ``::add-mask::`` once per value, before any other output that could carry it.
+
+    Each value is registered with its encodings (base64, URL, JSON-escaped) and,
+    for multi-line values, line by line: the Actions masker matches per line.
+    """
     if not github_actions():
         return
     from runner.secrets import encodings
 
+    lines: list[str] = []
     for secret in secrets:
-        value = secret.reveal()
-        if id(secret) in _registered or not value:
+        value = secret.reveal() if isinstance(secret, Secret) else secret
+        if not value or not value.strip():
             continue
-        _registered.add(id(secret))
-        for form in sorted(encodings(value)):
-            line = form.decode("utf-8", "surrogateescape")
-            if "\n" not in line and "\r" not in line:
-                sys.stdout.write(f"::add-mask::{line}\n")
-        for part in value.splitlines():
-            if part:
-                sys.stdout.write(f"::add-mask::{part}\n")
+        digest = hashlib.sha256(value.encode("utf-8", "surrogateescape")).digest()
+        if digest in _registered:
+            continue
+        _registered.add(digest)
+        forms = {form.decode("utf-8", "surrogateescape") for form in encodings(value)}
+        forms.update(part for part in value.splitlines() if part.strip())
+        lines += [f"::add-mask::{form}" for form in sorted(forms) if "\n" not in form and "\r" not in form]
+    if lines:
+        sys.stdout.flush()
+        sys.stderr.write("".join(line + "\n" for line in lines))
+        sys.stderr.flush()
+
+
+def early_secrets(config_file: str | None, env_file_name: str | None) -> list[Secret]:
+    """Secret values in scope before the config is loaded (it may be broken).
+
+    Classifies the environment and the env file by the built-in policy plus any
+    ``passthrough.secrets`` patterns readable from the config files, so the masks
+    come first even when ``load_config`` then fails. Never raises.
+    """
+    from fnmatch import fnmatchcase
+
+    patterns: list[str] = []
+    try:
+        from runner.config import default_layer_paths
+        from runner.resources import policies_dir
+
+        import yaml
+
+        paths = [policies_dir() / "defaults.yaml"] + [p for p, _ in default_layer_paths(config_file)]
+        for path in paths:
+            try:
+                data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) if Path(path).is_file() else None
+                listed = (data.get("passthrough") or {}).get("secrets") if isinstance(data, dict) else None
+                patterns += [str(p) for p in listed or [] if isinstance(p, (str, int))]
+            except Exception:  # a broken file: the defaults still apply; load_config reports it
+                continue
+    except Exception:
+        pass
+    patterns = patterns or ["*_TOKEN", "*_API_KEY", "*_SECRET*", "*_PASSWORD", "WANDB_API_KEY", "HF_TOKEN"]
+    values: dict[str, str | None] = dict(os.environ)
+    try:
+        from runner.envfile import load_env_file
+
+        for key, value in load_env_file(env_file_name).values.items():
+            values.setdefault(f"{key}\x00file", value)
+    except Exception:  # the env file's own problem is reported by prepare()
+        pass
+    found: list[Secret] = []
+    for key, value in values.items():
+        name = key.split("\x00", 1)[0].upper()
+        if value and any(fnmatchcase(name, p.upper()) for p in patterns):
+            found.append(Secret(value))
+    return found
+
+
+def early_masks(args, out) -> None:
+    """First thing a command does under CI: register masks, install a masker for error paths."""
+    if getattr(args, "cmd", None) == "node-agent":
+        disable()  # runs on Slurm nodes; its output is written to log files
+        return
+    if getattr(args, "cmd", None) == "completion" or not (github_actions() or in_ci()):
+        return
+    secrets = early_secrets(getattr(args, "config", None), getattr(args, "env_file", None))
+    if secrets:
+        from runner.secrets import Masker
+
+        out.use_masker(Masker(secrets))
+    register_masks(secrets)
+
+
+# -- annotations ------------------------------------------------------------
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def split_where(where: str | None) -> tuple[str | None, int | None]:
+    """``file:line`` -> (file relative to the workspace when inside it, line)."""
+    if not where:
+        return None, None
+    path, sep, line = where.rpartition(":")
+    if not sep or not line.isdigit():
+        path, line = where, ""
+    if path.startswith("command line") or not path:
+        return None, None
+    base = os.environ.get("GITHUB_WORKSPACE") or os.environ.get("CI_PROJECT_DIR") or os.getcwd()
+    try:
+        rel = os.path.relpath(os.path.abspath(path), os.path.abspath(base))
+        if not rel.startswith(".."):
+            path = rel
+    except ValueError:
+        pass
+    return path, int(line) if line else None
+
+
+def annotation(level: str, message: str, where: str | None = None, title: str | None = None) -> str:
+    """One GitHub workflow command: ``::error file=F,line=L,title=T::message``."""
+    props = []
+    path, line = split_where(where)
+    if path:
+        props.append(f"file={_escape_property(path)}")
+        if line:
+            props.append(f"line={line}")
+    if title:
+        props.append(f"title={_escape_property(title)}")
+    head = f"::{level} {','.join(props)}::" if props else f"::{level}::"
+    return head + _escape_data(message)
+
+
+def annotate(level: str, message: str, where: str | None = None, title: str | None = None) -> bool:
+    """Print an annotation under GitHub Actions (stderr); False elsewhere, so callers print plainly."""
+    if not github_actions():
+        return False
     sys.stdout.flush()
+    print(annotation(level, message, where, title), file=sys.stderr, flush=True)
+    return True
+
+
+def report_problems(problems: Iterable["Problem"], masker: "Masker | None" = None) -> bool:
+    """Config problems as ``::error file=…,line=…::`` annotations; False when not under Actions."""
+    if not github_actions():
+        return False
+    mask = masker.mask if masker else (lambda s: s)
+    for problem in problems:
+        text = problem.message + (f" (fix: {problem.hint})" if problem.hint else "")
+        annotate("error", mask(text), problem.where, "primus-runner")
+    return True
+
+
+# -- groups / sections -------------------------------------------------------
+_SECTION_RE = re.compile(r"[^a-z0-9_.-]+")
+
+
+@contextlib.contextmanager
+def group(title: str, stream=None) -> Iterator[None]:
+    """Fold long output (the job's) into a collapsible group in the CI log.
+
+    GitHub: ``::group::``/``::endgroup::``; GitLab: ``section_start``/``section_end``.
+    Written to ``stream`` (default stdout, where job output goes) so markers and
+    output stay in order.
+    """
+    stream = stream or sys.stdout
+    title = title.replace("\r", " ").replace("\n", " ")
+    name = ""
+    if github_actions():
+        _write(stream, f"::group::{title}\n")
+    elif gitlab_ci():
+        name = (_SECTION_RE.sub("_", title.lower()).strip("_") or "primus")[:40] + f"_{os.getpid()}"
+        _write(stream, f"\x1b[0Ksection_start:{int(time.time())}:{name}[collapsed=true]\r\x1b[0K{title}\n")
+    try:
+        yield
+    finally:
+        if github_actions():
+            _write(stream, "\n::endgroup::\n")
+        elif gitlab_ci():
+            _write(stream, f"\n\x1b[0Ksection_end:{int(time.time())}:{name}\r\x1b[0K\n")
+
+
+def _write(stream, text: str) -> None:
+    for other in (sys.stdout, sys.stderr):
+        other.flush()
+    buffer = getattr(stream, "buffer", None)
+    if buffer is not None:
+        buffer.write(text.encode())
+        buffer.flush()
+    else:
+        stream.write(text)
+        stream.flush()
+
+
+# -- step summary -------------------------------------------------------------
+def safe_link(url: str) -> str:
+    """A run link without credentials (``https://user:pass@host`` -> ``https://host``)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    if parts.username is not None or parts.password is not None:
+        host = parts.hostname or ""
+        if parts.port:
+            host += f":{parts.port}"
+        return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+    return url
+
+
+def _md(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ").replace("`", "'")
+
+
+def summary_markdown(plan: "LaunchPlan", exit_code: int, links: Mapping[str, str] | None = None) -> str:
+    """The run summary: image, forwarded names, tracker links, exit code. Names only, never values."""
+    verdict = "succeeded" if exit_code == 0 else "failed"
+    forwarded = sorted(plan.forwarded, key=lambda d: d.name)
+    lines = [
+        f"### primus-runner: `{_md(plan.name)}` {verdict} (exit code {exit_code})",
+        "",
+        "| | |",
+        "| --- | --- |",
+        f"| image | `{_md(plan.image)}` |",
+        f"| GPU | {_md(plan.gpu)} |",
+        f"| exit code | {exit_code} |",
+        f"| forwarded variables | {', '.join('`' + _md(d.name) + '`' for d in forwarded if not d.secret) or '-'} |",
+        f"| forwarded secrets (names) | {', '.join('`' + _md(d.name) + '`' for d in forwarded if d.secret) or '-'} |",
+    ]
+    skipped = sorted(d.name for d in plan.skipped)
+    if skipped:
+        lines.append(f"| not forwarded | {', '.join('`' + _md(n) + '`' for n in skipped)} |")
+    for tracker, link in sorted((links or {}).items()):
+        shown = safe_link(link)
+        target = f"[{_md(shown)}]({shown})" if shown.startswith(("http://", "https://")) else f"`{_md(shown)}`"
+        lines.append(f"| {_md(tracker)} run | {target} |")
+    return "\n".join(lines) + "\n\n"
+
+
+def write_summary(plan: "LaunchPlan", exit_code: int, links: Mapping[str, str] | None = None, masker: "Masker | None" = None) -> bool:
+    """Append the run summary to ``$GITHUB_STEP_SUMMARY`` (GitHub Actions); False when there is none."""
+    path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not github_actions() or not path:
+        return False
+    text = summary_markdown(plan, exit_code, links)
+    if masker is not None:
+        text = masker.mask(text)
+    try:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError:
+        return False
+    return True

@@ -150,13 +150,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     try:
+        from runner import ci
+
+        ci.early_masks(args, out)  # under CI: ::add-mask:: first, before anything can fail and print
         return _dispatch(args, out) or 0
     except JobExit as exc:
         if exc.message:
             out.error(exc.message)
         return exc.code
     except RunnerError as exc:
-        out.error(exc.message, exc.hint)
+        from runner import ci
+        from runner.errors import ConfigError
+
+        if isinstance(exc, ConfigError) and ci.report_problems(exc.problems, out.masker):
+            if exc.hint:  # each problem is an ::error file=…,line=…:: annotation
+                out.info(f"  fix: {exc.hint}")
+        else:
+            out.error(exc.message, exc.hint)
         return exc.exit_code
     except KeyboardInterrupt:
         out.error("interrupted")

@@ -20,6 +20,8 @@ class Output:
         self.verbose = verbose
         self.masker = masker or Masker()
         self.color = color and not os.environ.get("NO_COLOR") and os.environ.get("CI", "").lower() not in ("true", "1") and sys.stderr.isatty()
+        # Progress bars and spinners only for a person at a terminal, never in CI logs.
+        self.interactive = self.color and not json_mode
 
     def use_masker(self, masker: Masker) -> None:
         self.masker = masker
@@ -27,6 +29,10 @@ class Output:
     # -- human messages (stderr) ------------------------------------------
     def _err(self, prefix: str, message: str, style: str) -> None:
         text = self.masker.mask(message)
+        from runner import ci
+
+        if prefix in ("error: ", "warning: ") and ci.annotate(prefix[:-2], text):
+            return  # under GitHub Actions: an annotation instead of a plain line
         if self.color:
             prefix = f"\033[{style}m{prefix}\033[0m"
         print(f"{prefix}{text}", file=sys.stderr, flush=True)
