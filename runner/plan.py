@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import posixpath
 import secrets as _random
 from dataclasses import dataclass, field
@@ -23,6 +24,18 @@ from runner.policy import Classifier, EnvDecision, resolve_env
 from runner.resources import policies_dir
 from runner.secrets import MASK, Secret
 from runner.trackers import TrackerPlan, analyze_trackers
+
+# Docker's image reference grammar (distribution/reference): anything else -- a
+# space, ';', '$(', a backtick, upper case in the path -- is refused before any
+# engine call, so an image name can never smuggle in a flag or a shell word.
+_DOMAIN_PART = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
+_PATH_PART = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_DOMAIN = rf"(?:(?:localhost|{_DOMAIN_PART}(?:\.{_DOMAIN_PART})+)(?::[0-9]+)?|{_DOMAIN_PART}:[0-9]+)"
+IMAGE_RE = re.compile(
+    rf"(?:{_DOMAIN}/)?{_PATH_PART}(?:/{_PATH_PART})*"
+    r"(?::[\w][\w.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?",
+    re.ASCII,
+)
 
 LABEL = "io.primus-runner.managed"
 LABEL_JOB = "io.primus-runner.job"
@@ -347,4 +360,12 @@ def build_plan(
     )
     if not plan.image:
         problems.append(Problem("no image set", hint="set container.options.image or pass --image"))
+    elif not IMAGE_RE.fullmatch(plan.image):
+        problems.append(
+            Problem(
+                f"image {plan.image!r} is not a valid image reference",
+                where=config.where(("container", "options", "image")),
+                hint="use [REGISTRY/]NAME[:TAG][@DIGEST] in lower case, e.g. rocm/primus:v26.5",
+            )
+        )
     return Planned(plan, problems, warnings, scope)

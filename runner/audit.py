@@ -1,0 +1,410 @@
+"""``primus-runner audit``: look for the secrets in scope where they must never be.
+
+The scan uses the masker's own definition of a leak (``secrets.encodings``: the
+plain value, base64 at every alignment, URL and JSON forms) in one Aho-Corasick
+pass, so audit and masking can never disagree about what a leak is. Unlike the
+masker it must say *which* secret matched, so every pattern maps back to the
+NAMES that produce it. A finding names the secret and the place; the value is
+never printed (and every line still goes through the output masker).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping
+
+from runner.errors import ConfigError, EngineUnavailable, UsageError
+from runner.secrets import Masker, Secret, encodings
+
+CHUNK = 1 << 20  # files are streamed in 1 MiB chunks, with an overlap of the longest pattern
+MANAGED = "io.primus-runner.managed=true"
+NL = b"\n"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One leak: the secret's NAME and where it was found, never its value."""
+
+    secret: str
+    location: str
+
+    def to_dict(self) -> dict:
+        return {"secret": self.secret, "location": self.location}
+
+    def __str__(self) -> str:
+        return f"{self.secret} at {self.location}"
+
+
+class Scanner:
+    """Every encoding of every secret in scope, each mapped back to the names that produce it."""
+
+    def __init__(self, named: Mapping[str, Secret | str]):
+        owners: dict[bytes, set[str]] = {}
+        for name, value in named.items():
+            plain = value.reveal() if isinstance(value, Secret) else value
+            if not plain:
+                continue
+            for form in encodings(plain):
+                owners.setdefault(form, set()).add(name)
+        self._patterns = sorted(owners, key=len, reverse=True)
+        self._owners = [sorted(owners[p]) for p in self._patterns]
+        self.max_len = max((len(p) for p in self._patterns), default=0)
+        self._automaton = None
+        if self._patterns:
+            import ahocorasick_rs
+
+            # Standard + overlapping: a secret inside another secret is reported too.
+            self._automaton = ahocorasick_rs.BytesAhoCorasick(self._patterns)
+
+    @classmethod
+    def of(cls, scope: Any) -> "Scanner":
+        """Accept what callers have at hand: a Scanner, a mapping NAME -> value,
+        a ``LaunchPlan``/``Planned`` (its secret env), a ``Masker`` or a list of secrets."""
+        if isinstance(scope, Scanner):
+            return scope
+        if isinstance(scope, Mapping):
+            return cls(scope)
+        if hasattr(scope, "secret_env"):  # LaunchPlan
+            return cls(scope.secret_env())
+        if hasattr(scope, "scope_secrets"):  # Planned
+            named = dict(scope.plan.secret_env()) if scope.plan else {}
+            for i, value in enumerate(scope.scope_secrets):
+                if value not in named.values():
+                    named[f"secret#{i + 1}"] = value
+            return cls(named)
+        if isinstance(scope, Masker):  # only patterns are known: report them as "a secret in scope"
+            scanner = cls({})
+            scanner._patterns = list(scope._patterns)
+            scanner._owners = [["secret"]] * len(scanner._patterns)
+            scanner.max_len = scope.max_len
+            if scanner._patterns:
+                import ahocorasick_rs
+
+                scanner._automaton = ahocorasick_rs.BytesAhoCorasick(scanner._patterns)
+            return scanner
+        return cls({f"secret#{i + 1}": v for i, v in enumerate(scope)})
+
+    def __bool__(self) -> bool:
+        return self._automaton is not None
+
+    def matches(self, data: bytes) -> Iterator[tuple[str, int, int]]:
+        """(name, start, end) for every occurrence of every encoding in ``data``."""
+        if self._automaton is None or not data:
+            return
+        for index, start, end in self._automaton.find_matches_as_indexes(data, overlapping=True):
+            for name in self._owners[index]:
+                yield name, start, end
+
+    def names_in(self, data: bytes) -> list[str]:
+        return sorted({name for name, _, _ in self.matches(data)})
+
+    # ------------------------------------------------------------ structures
+    def scan_object(self, obj: Any, path: str) -> list[Finding]:
+        """Walk a JSON-like object (``docker inspect``); keys are checked as well as values."""
+        found: list[Finding] = []
+        if isinstance(obj, dict):
+            for key, value in obj.items():
+                child = f"{path}.{key}" if path else str(key)
+                for name in self.names_in(str(key).encode("utf-8", "surrogateescape")):
+                    found.append(Finding(name, f"{child} (key)"))
+                found += self.scan_object(value, child)
+        elif isinstance(obj, list):
+            for i, value in enumerate(obj):
+                found += self.scan_object(value, f"{path}[{i}]")
+        elif obj is not None:
+            text = obj if isinstance(obj, str) else str(obj)
+            found += [Finding(name, path or "(value)") for name in self.names_in(text.encode("utf-8", "surrogateescape"))]
+        return found
+
+    # ------------------------------------------------------------ streams
+    def scan_stream(self, fh, label: str) -> list[Finding]:
+        """Scan a binary stream in chunks; ``label:line`` for text, ``label@offset`` for binary.
+
+        Consecutive chunks overlap by ``max_len - 1`` bytes, so a value split by
+        a chunk boundary is found; a match lying wholly in the overlap was
+        already reported with the previous chunk and is skipped.
+        """
+        if not self:
+            return []
+        found: dict[tuple[str, str], Finding] = {}
+        keep = self.max_len - 1
+        tail = b""
+        base = 0  # file offset of tail[0]
+        line = 1  # line number at tail[0]
+        binary = False
+        first = True
+        while True:
+            chunk = fh.read(CHUNK)
+            if not chunk:
+                break
+            if first:
+                binary = b"\x00" in chunk[:8192]
+                first = False
+            data = tail + chunk
+            for name, start, end in self.matches(data):
+                if end <= len(tail):
+                    continue  # already seen in the previous window
+                where = f"{label}@{base + start}" if binary else f"{label}:{line + data.count(NL, 0, start)}"
+                found.setdefault((name, where), Finding(name, where))
+            cut = max(len(data) - keep, 0)
+            line += data.count(NL, 0, cut)
+            base += cut
+            tail = data[cut:]
+        return list(found.values())
+
+
+# ------------------------------------------------------------------ targets
+
+def audit_paths(paths: Iterable[str | os.PathLike], scope: Any) -> list[Finding]:
+    """Scan files and directories (recursively); symlinks and special files are not followed.
+
+    Used by ``submit --audit`` on the job's output directory and rendered script.
+    """
+    scanner = Scanner.of(scope)
+    found: list[Finding] = []
+    for path in paths:
+        for file in _walk(Path(path)):
+            for name in scanner.names_in(os.fsencode(file)):
+                found.append(Finding(name, f"{file} (file name)"))
+            try:
+                with open(file, "rb") as fh:
+                    found += scanner.scan_stream(fh, str(file))
+            except OSError:
+                continue  # vanished or unreadable: nothing the runner could have written there
+    return found
+
+
+def _walk(path: Path) -> Iterator[Path]:
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return
+    if stat.S_ISREG(mode):
+        yield path
+    elif stat.S_ISDIR(mode):
+        for root, dirs, files in os.walk(path, followlinks=False):
+            dirs.sort()
+            for name in sorted(files):
+                file = Path(root) / name
+                try:
+                    if stat.S_ISREG(os.lstat(file).st_mode):  # never block on a FIFO or follow a link
+                        yield file
+                except OSError:
+                    continue
+
+
+def _client():
+    """A Docker client that answers, or ``EngineUnavailable`` with how to fix it."""
+    try:
+        import docker
+
+        client = docker.from_env(version="auto", timeout=30)
+        client.ping()
+        return client
+    except Exception as exc:  # DockerException, requests errors: all mean "no daemon"
+        host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+        raise EngineUnavailable(
+            f"the Docker daemon at {host} does not answer ({type(exc).__name__})",
+            hint="start it (sudo systemctl start docker, or dockerd &) or fix DOCKER_HOST",
+        ) from None
+
+
+def audit_container(container_id: str, scope: Any, client=None) -> list[Finding]:
+    """Scan ``docker inspect`` of a container: ``Config.Env[i]``, ``Args``, ``Config.Cmd``, labels, ...
+
+    ``up --audit`` calls this right after the container starts.
+    """
+    scanner = Scanner.of(scope)
+    client = client or _client()
+    info = client.api.inspect_container(container_id)
+    return scanner.scan_object(info, "")
+
+
+def audit_image(image: str, scope: Any, client=None, layers: bool = True) -> list[Finding]:
+    """Scan an image's config, labels and history, and (``layers``) every file in every layer."""
+    scanner = Scanner.of(scope)
+    client = client or _client()
+    found = scanner.scan_object(client.api.inspect_image(image), "")
+    for i, entry in enumerate(client.api.history(image)):
+        for key, value in entry.items():
+            found += scanner.scan_object(value, f"history[{i}].{_snake(key)}")
+    if layers:
+        found += _scan_image_layers(client, image, scanner)
+    return found
+
+
+def _snake(key: str) -> str:
+    return "".join("_" + c.lower() if c.isupper() and i else c.lower() for i, c in enumerate(key))
+
+
+class _ChunkReader(io.RawIOBase):
+    """A file object over the chunk iterator of ``docker save``, read once, front to back."""
+
+    def __init__(self, chunks: Iterator[bytes]):
+        self._chunks = chunks
+        self._buf = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        while not self._buf:
+            try:
+                self._buf = next(self._chunks)
+            except StopIteration:
+                return 0
+        n = min(len(b), len(self._buf))
+        b[:n] = self._buf[:n]
+        self._buf = self._buf[n:]
+        return n
+
+
+def _scan_image_layers(client, image: str, scanner: Scanner) -> list[Finding]:
+    found: list[Finding] = []
+    raw = io.BufferedReader(_ChunkReader(iter(client.api.get_image(image, chunk_size=CHUNK))), CHUNK)
+    with tarfile.open(fileobj=raw, mode="r|") as outer:
+        for member in outer:
+            if not member.isfile():
+                continue
+            fh = outer.extractfile(member)
+            if member.name.endswith(".tar"):  # a layer: scan each file in it
+                layer = member.name.split("/")[0][:12]
+                with tarfile.open(fileobj=fh, mode="r|") as inner:
+                    for item in inner:
+                        for name in scanner.names_in(item.name.encode("utf-8", "surrogateescape")):
+                            found.append(Finding(name, f"layer {layer}:{item.name} (file name)"))
+                        if item.isfile():
+                            found += scanner.scan_stream(inner.extractfile(item), f"layer {layer}:{item.name}")
+            else:  # manifest, image config: already covered by inspect, but cheap
+                found += scanner.scan_stream(fh, f"image archive:{member.name}")
+    return found
+
+
+def runner_state_dirs() -> list[Path]:
+    """Where the runner itself writes: its cache/state dir, and ``./primus-runs`` if present."""
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    dirs = [base / "primus-runner"]
+    runs = Path.cwd() / "primus-runs"
+    if runs.exists():
+        dirs.append(runs)
+    return [d for d in dirs if d.exists()]
+
+
+# ------------------------------------------------------------------ scope
+
+def secrets_in_scope(out, config_file: str | None, env_file: str | None) -> dict[str, Secret]:
+    """NAME -> value of every secret the runner would know now: the host's and the env file's.
+
+    A broken config must not stop an audit (a leak is worse than a typo), so on a
+    config error the built-in secret patterns are used and the problem is a warning.
+    """
+    from runner.launch import prepare
+    from runner.policy import Classifier
+
+    try:
+        prepared = prepare(out, config_file, env_file, ["true"], quiet=True)
+        config, values = prepared.config, prepared.env_file.values
+        named: dict[str, Secret] = dict(prepared.planned.plan.secret_env()) if prepared.planned.plan else {}
+    except ConfigError as exc:
+        from runner.config import Config
+        from runner.envfile import load_env_file
+        from runner.resources import policies_dir
+        from runner.yamlsource import load_yaml
+
+        values = load_env_file(env_file).values  # an unreadable env file is still exit 2
+        config = Config(load_yaml(policies_dir() / "defaults.yaml", "built-in defaults").data)
+        named = {}
+        classifier = Classifier.from_config(config)
+        out.use_masker(Masker([v for k, v in list(os.environ.items()) + list(values.items()) if v and classifier.is_secret(k)]))
+        out.warn(f"config problem ({exc.message.splitlines()[0]}); auditing with the built-in secret names and patterns")
+    classifier = Classifier.from_config(config)
+    for source in (os.environ, values):
+        for name, value in source.items():
+            if value and classifier.is_secret(name) and name not in named:
+                named[name] = Secret(value)
+    return named
+
+
+# ------------------------------------------------------------------ command
+
+def cmd_audit(args, out) -> int:
+    """``primus-runner audit [TARGET…]``: exit 0 clean, 4 when any secret is found."""
+    named = secrets_in_scope(out, args.config, args.env_file)
+    if not named:
+        out.warn("no secrets in scope (none of the secret names is set in the environment or the env file); nothing to look for")
+    scanner = Scanner(named)
+    findings: list[Finding] = []
+    scanned: list[str] = []
+    client = None
+
+    def docker_client():
+        nonlocal client
+        if client is None:
+            client = _client()
+        return client
+
+    targets = list(args.targets)
+    if not targets:
+        try:
+            for c in docker_client().api.containers(all=True, filters={"label": MANAGED}):
+                cid = c["Id"][:12]
+                name = (c.get("Names") or [cid])[0].lstrip("/")
+                findings += [Finding(f.secret, f"container {name}: {f.location}") for f in audit_container(cid, scanner, client)]
+                scanned.append(f"container {name}")
+        except EngineUnavailable as exc:
+            out.warn(f"{exc.message}: containers not audited")
+        paths = runner_state_dirs()
+        findings += audit_paths(paths, scanner)
+        scanned += [str(p) for p in paths]
+    for target in targets:
+        if os.path.lexists(target):
+            findings += audit_paths([target], scanner)
+            scanned.append(target)
+            continue
+        findings += _audit_engine_object(target, scanner, docker_client())
+        scanned.append(target)
+
+    findings = list(dict.fromkeys(findings))  # drop exact duplicates, keep order
+    clean = not findings
+    if out.json_mode:
+        out.json({"clean": clean, "findings": [f.to_dict() for f in findings], "scanned": scanned, "secrets": sorted(named)})
+    else:
+        for finding in findings:
+            out.result(str(finding))
+    if clean:
+        out.info(f"clean: {len(named)} secret(s) in scope, none found in {len(scanned)} target(s)")
+        return 0
+    leaked = sorted({f.secret for f in findings})
+    out.error(
+        f"{len(findings)} leak(s) of {', '.join(leaked)}",
+        "remove them (docker rm / delete the files) and rotate the leaked secrets",
+    )
+    return 4
+
+
+def _audit_engine_object(target: str, scanner: Scanner, client) -> list[Finding]:
+    import docker.errors
+
+    try:
+        info = client.api.inspect_container(target)
+    except docker.errors.NotFound:
+        info = None
+    except docker.errors.APIError as exc:
+        raise UsageError(f"cannot inspect {target}: {exc.explanation or exc}") from None
+    if info is not None:
+        name = info.get("Name", target).lstrip("/")
+        return [Finding(f.secret, f"container {name}: {f.location}") for f in scanner.scan_object(info, "")]
+    try:
+        return [Finding(f.secret, f"image {target}: {f.location}") for f in audit_image(target, scanner, client)]
+    except docker.errors.ImageNotFound:
+        raise UsageError(
+            f"'{target}' is not a file, directory, container or image",
+            hint="give a path, a container name/id (primus-runner ps) or an image name",
+        ) from None
+    except docker.errors.APIError as exc:
+        raise UsageError(f"cannot inspect {target}: {exc.explanation or exc}") from None
