@@ -66,10 +66,16 @@ def default_layer_paths(extra: str | None) -> list[tuple[Path, bool]]:
     return layers
 
 
-def load_config(extra: str | None = None, cli_layer: dict | None = None, project_dir: Path | None = None) -> Config:
-    """Load every layer, validate each against the schema, and merge them."""
-    paths = default_layer_paths(extra)
-    if project_dir is not None:
+def load_config(
+    extra: str | None = None, cli_layer: dict | None = None, project_dir: Path | None = None, user_files: bool = True
+) -> Config:
+    """Load every layer, validate each against the schema, and merge them.
+
+    ``user_files=False`` skips ``~/.primus.yaml`` and ``./.primus.yaml`` (the
+    demo runs on the built-in defaults only).
+    """
+    paths = default_layer_paths(extra) if user_files else ([(Path(extra), True)] if extra else [])
+    if project_dir is not None and user_files:
         paths[1] = (project_dir / ".primus.yaml", False)
     layers = [load_yaml(policies_dir() / "defaults.yaml", "built-in defaults")]
     seen: set[Path] = set()

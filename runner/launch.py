@@ -34,15 +34,15 @@ def prepare(
     extra_layer: dict | None = None,
     extra_env: Sequence[tuple[str, str]] = (),
     quiet: bool = False,
+    user_files: bool = True,
 ) -> Prepared:
     env_file = load_env_file(env_file_name)
-    # Mask env-file and host secrets before anything else can fail and print.
     layer = flags.config_layer()
-    if extra_layer:
+    if extra_layer:  # a command's own layer (demo, node agent): below the flags
         from runner.config import _merge
 
-        layer = _merge(layer, extra_layer, (), {}, {})
-    config = load_config(config_file, layer or None)
+        layer = _merge(extra_layer, layer, (), {}, {})
+    config = load_config(config_file, layer or None, user_files=user_files)
     planned = build_plan(config, command, dict(os.environ), env_file, flags, extra_env=extra_env)
     masker = Masker(planned.scope_secrets)
     out.use_masker(masker)
