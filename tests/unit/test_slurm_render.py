@@ -1,0 +1,214 @@
+"""Slurm backend, the parts that need no cluster: script, plan file, settings, Slurm's text formats."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from runner.backends import slurm
+from runner.config import load_config
+from runner.envfile import EnvFile
+from runner.errors import ConfigError
+from runner.plan import LaunchFlags, build_plan
+from runner.secrets import Secret, encodings
+
+CANARY = "canary-slurm-unit-7f3a91c2d4e5"
+FILE_CANARY = "canary-slurm-envfile-0b9e8d7c6a"
+NOT_LISTED = "canary-slurm-notlisted-55aa33"
+
+YAML = """\
+container:
+  options:
+    image: primus-test/busybox:latest
+    env: [FOO, HF_TOKEN, MY_API_KEY, LIT=hello]
+slurm:
+  nodes: 3
+  partition: debug
+  account: proj1
+  master_port: 2345
+  sbatch_args: ["--exclusive"]
+"""
+
+
+@pytest.fixture
+def work(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".primus.yaml").write_text(YAML)
+    return tmp_path
+
+
+def args(**kw):
+    base = dict(nodes=None, partition=None, time=None, account=None, gpus_per_node=None)
+    base.update(kw)
+    return SimpleNamespace(**base)
+
+
+def make_plan(gpu="none", command=("sh", "-c", "echo hi")):
+    host = {"FOO": "foo-value", "HF_TOKEN": CANARY, "UNLISTED_TOKEN": NOT_LISTED, "NODE_RANK": "7"}
+    env_file = EnvFile("/x/.env", {"MY_API_KEY": FILE_CANARY})
+    per_node = [(n, "(per node)") for n in slurm.COMPUTED]
+    planned = build_plan(load_config(), list(command), host, env_file, LaunchFlags(gpu=gpu), extra_env=per_node)
+    return planned
+
+
+def assert_no_value(text: str):
+    for value in (CANARY, FILE_CANARY, NOT_LISTED):
+        for form in encodings(value):
+            assert form.decode() not in text
+
+
+def test_cli_over_config(work):
+    config = load_config()
+    s = slurm.settings_from(config, args())
+    assert (s.nodes, s.partition, s.account, s.master_port, s.sbatch_args) == (3, "debug", "proj1", 2345, ("--exclusive",))
+    s = slurm.settings_from(config, args(nodes=2, partition="gpu", time="10", gpus_per_node=4))
+    assert (s.nodes, s.partition, s.time, s.gpus_per_node) == (2, "gpu", "10", 4)
+
+
+def test_script_has_names_only_and_an_explicit_export_list(work):
+    planned = make_plan()
+    plan = planned.require()
+    script = slurm.render_script(plan, slurm.settings_from(load_config(), args(nodes=2)), work / "job")
+    assert_no_value(script)
+    assert "set -x" not in script and "ALL" not in script
+    export = next(line for line in script.splitlines() if line.startswith("#SBATCH --export="))
+    names = export.split("=", 1)[1].split(",")
+    assert set(names) == {"FOO", "HF_TOKEN", "MY_API_KEY", "LIT", "PATH"}
+    assert "ALL" not in names and "UNLISTED_TOKEN" not in names
+    assert not set(slurm.COMPUTED) & set(names), "per-node values are computed on the node, never exported"
+    assert "#SBATCH --nodes=2" in script and "#SBATCH --partition=debug" in script and "#SBATCH --account=proj1" in script
+    assert "#SBATCH --exclusive" in script
+    assert "--gpus-per-node" not in script  # --gpu none requests no GPUs
+    srun = next(line for line in script.splitlines() if line.startswith("srun "))
+    assert "--ntasks-per-node=1" in srun and "--kill-on-bad-exit=1" in srun
+    assert f"{sys.executable} -P -m runner node-agent {work / 'job' / 'plan.json'}" in srun
+    assert "node-agent --cleanup" in script
+
+
+def test_script_is_valid_bash(work):
+    plan = make_plan().require()
+    script = slurm.render_script(plan, slurm.settings_from(load_config(), args()), work / "dir with space")
+    assert subprocess.run(["bash", "-n"], input=script, text=True).returncode == 0
+    assert '#SBATCH --output="' in script
+
+
+def test_gpus_requested_for_a_gpu_flavor(work):
+    plan = make_plan(gpu="rocm").require()
+    script = slurm.render_script(plan, slurm.settings_from(load_config(), args(gpus_per_node=8)), work)
+    assert "#SBATCH --gpus-per-node=8" in script
+
+
+def test_plan_document_has_names_only_and_round_trips(work):
+    plan = make_plan().require()
+    settings = slurm.settings_from(load_config(), args(nodes=2))
+    doc = slurm.plan_document(plan, settings, work / "job", kill_wait=10)
+    text = json.dumps(doc)
+    assert_no_value(text)
+    assert "foo-value" not in text and "hello" not in text, "values of any kind come from the node's environment"
+    assert {e["name"]: e["secret"] for e in doc["env"]} == {"FOO": False, "HF_TOKEN": True, "MY_API_KEY": True, "LIT": False}
+
+    node_env = {"FOO": "foo-value", "HF_TOKEN": CANARY, "MY_API_KEY": FILE_CANARY, "LIT": "hello"}
+    rebuilt, masker, missing = slurm.plan_from_document(json.loads(text), node_env)
+    assert missing == []
+    assert rebuilt.public_env() == {"FOO": "foo-value", "LIT": "hello"}
+    assert {k: v.reveal() for k, v in rebuilt.secret_env().items()} == {"HF_TOKEN": CANARY, "MY_API_KEY": FILE_CANARY}
+    assert (rebuilt.image, rebuilt.command, rebuilt.gpu, rebuilt.labels) == (plan.image, plan.command, plan.gpu, plan.labels)
+    assert masker.mask(f"x {CANARY} y") == "x *** y"
+
+    _, _, missing = slurm.plan_from_document(json.loads(text), {"FOO": "1"})
+    assert set(missing) == {"HF_TOKEN", "MY_API_KEY", "LIT"}
+
+
+def test_write_private_refuses_a_secret(work):
+    from runner.secrets import Masker
+
+    with pytest.raises(ConfigError):
+        slurm._write_private(work / "f", f"echo {CANARY}", Masker([CANARY]))
+    assert not (work / "f").exists()
+    slurm._write_private(work / "g", "names only", Masker([CANARY]))
+    assert (work / "g").stat().st_mode & 0o777 == 0o600
+
+
+@pytest.mark.parametrize("bad", [["--export=ALL"], ["--get-user-env"], ["--x\n#SBATCH --y"]])
+def test_sbatch_args_may_not_widen_the_export(work, bad):
+    (work / ".primus.yaml").write_text(YAML.replace('["--exclusive"]', json.dumps(bad)))
+    with pytest.raises(ConfigError):
+        slurm.settings_from(load_config(), args())
+
+
+def test_directive_injection_is_refused(work):
+    with pytest.raises(ConfigError):
+        slurm.settings_from(load_config(), args(partition="debug\n#SBATCH --export=ALL"))
+
+
+SCONTROL = (
+    "JobId=42 JobName=primus-x UserId=root(0) GroupId=root(0) MCS_label=N/A Priority=1 Nice=0 Account=(null) "
+    "QOS=(null) JobState=FAILED Reason=NonZeroExitCode Dependency=(null) Requeue=1 Restarts=0 BatchFlag=1 "
+    "Reboot=0 ExitCode=7:0 RunTime=00:00:02 TimeLimit=04:00:00 NodeList=n[1-2] BatchHost=n1 "
+    "TRES=cpu=2,mem=1M,node=2,billing=2 Socks/Node=* ReqB:S:C:T=0:0:*:* Command=/tmp/a b/job.sbatch WorkDir=/tmp/a b"
+)
+
+
+def test_parse_scontrol_job_line():
+    fields = slurm.parse_job(SCONTROL)
+    assert fields["JobState"] == "FAILED" and fields["NodeList"] == "n[1-2]"
+    assert fields["TRES"] == "cpu=2,mem=1M,node=2,billing=2"
+    assert fields["Command"] == "/tmp/a b/job.sbatch" and fields["WorkDir"] == "/tmp/a b"
+    assert slurm.exit_code_of(fields) == 7
+
+
+@pytest.mark.parametrize(
+    "exit_code,expected", [("0:0", 0), ("7:0", 7), ("0:15", 143), ("0:9", 137), ("", None)]
+)
+def test_exit_code_of(exit_code, expected):
+    assert slurm.exit_code_of({"ExitCode": exit_code}) == expected
+
+
+@pytest.mark.parametrize(
+    "raw,state", [("PENDING", "pending"), ("RUNNING", "running"), ("COMPLETING", "running"), ("COMPLETED", "completed"),
+                  ("FAILED", "failed"), ("NODE_FAIL", "failed"), ("CANCELLED", "cancelled"), ("TIMEOUT", "timeout")]
+)
+def test_state_names(raw, state):
+    assert slurm.STATES[raw] == state
+
+
+def test_final_exit_code_falls_back_to_the_agents_files(tmp_path):
+    (tmp_path / "exit-5-0").write_text("0\n")
+    (tmp_path / "exit-5-1").write_text("9\n")
+    assert slurm.final_exit_code(None, tmp_path, "5") == 9
+    cancelled = slurm.JobState("5", "cancelled", 0, "CANCELLED", {})
+    assert slurm.final_exit_code(cancelled, tmp_path, "5") == 143
+    failed = slurm.JobState("5", "failed", 3, "FAILED", {})
+    assert slurm.final_exit_code(failed, tmp_path, "5") == 3
+
+
+def test_dry_run_prints_no_value(work, monkeypatch):
+    monkeypatch.setenv("HF_TOKEN", CANARY)
+    (work / ".env").write_text(f"MY_API_KEY={FILE_CANARY}\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "runner", "submit", "--gpu", "none", "--nodes", "2", "--dry-run", "--", "sh", "-c", "echo hi"],
+        capture_output=True, text=True, cwd=work, env={**__import__("os").environ, "HF_TOKEN": CANARY},
+    )
+    assert result.returncode == 0, result.stderr
+    assert "#SBATCH --export=" in result.stdout and "HF_TOKEN" in result.stdout
+    assert_no_value(result.stdout + result.stderr)
+    assert not (work / "primus-runs").exists(), "--dry-run writes nothing"
+
+
+def test_missing_required_secret_submits_nothing(work):
+    (work / ".primus.yaml").write_text(YAML + "passthrough:\n  required: [HF_TOKEN]\n")
+    env = {k: v for k, v in __import__("os").environ.items() if k != "HF_TOKEN"}
+    result = subprocess.run([sys.executable, "-m", "runner", "submit", "--gpu", "none", "--", "true"], capture_output=True, text=True, cwd=work, env=env)
+    assert result.returncode == 2 and "HF_TOKEN" in result.stderr
+    assert not (work / "primus-runs").exists()
+
+
+def test_unknown_job_id_is_a_usage_error():
+    result = subprocess.run([sys.executable, "-m", "runner", "status", "not-a-job"], capture_output=True, text=True)
+    assert result.returncode == 2
