@@ -66,13 +66,14 @@ def register_masks(secrets: Iterable[Secret | str]) -> None:
         value = secret.reveal() if isinstance(secret, Secret) else secret
         if not value or not value.strip():
             continue
-        digest = hashlib.sha256(value.encode("utf-8", "surrogateescape")).digest()
-        if digest in _registered:
-            continue
-        _registered.add(digest)
         forms = {form.decode("utf-8", "surrogateescape") for form in encodings(value)}
         forms.update(part for part in value.splitlines() if part.strip())
-        lines += [f"::add-mask::{form}" for form in sorted(forms) if "\n" not in form and "\r" not in form]
+        for form in sorted(forms):
+            digest = hashlib.sha256(form.encode("utf-8", "surrogateescape")).digest()
+            if "\n" in form or "\r" in form or digest in _registered:
+                continue
+            _registered.add(digest)
+            lines.append(f"::add-mask::{form}")
     if lines:
         sys.stdout.flush()
         sys.stderr.write("".join(line + "\n" for line in lines))

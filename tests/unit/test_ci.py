@@ -1,0 +1,236 @@
+"""CI integration (issue 8): masks first, annotations with file:line, groups, step summary.
+
+Every check runs the real CLI (``python -m runner``) or the real module with a
+canary secret, and asserts the canary appears nowhere but the ``::add-mask::`` lines.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import subprocess
+import sys
+import urllib.parse
+import uuid
+from pathlib import Path
+
+import pytest
+
+from runner import ci
+
+ENV_CANARY = f"canary-ci-env-{uuid.uuid4().hex[:12]}"
+FILE_CANARY = f"canary-ci-file-{uuid.uuid4().hex[:12]}"
+CANARIES = (ENV_CANARY, FILE_CANARY)
+
+
+def forms(value: str) -> list[str]:
+    """Independent of runner.secrets: the plain value and the encodings a log could show."""
+    raw = value.encode()
+    return [value, base64.b64encode(raw).decode(), base64.b64encode(raw[1:22]).decode(),
+            urllib.parse.quote(value, safe=""), json.dumps(value)[1:-1]]
+
+
+def assert_clean(text: str, where: str) -> None:
+    for value in CANARIES:
+        for form in forms(value):
+            assert form not in text, f"a canary form leaked in {where}"
+
+
+def run(args, cwd: Path, **env_extra):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PRIMUS_", "WANDB", "MLFLOW", "HF_", "GITHUB_", "GITLAB_", "CI"))}
+    env.update({"HOME": str(cwd), "NO_COLOR": "1", "HF_TOKEN": ENV_CANARY})
+    env.update(env_extra)
+    return subprocess.run([sys.executable, "-m", "runner", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / ".primus.yaml").write_text("container:\n  gpu: none\n  options:\n    image: busybox\n    env: [HF_TOKEN, WANDB_API_KEY]\n")
+    env_file = tmp_path / ".env"
+    env_file.write_text(f"WANDB_API_KEY={FILE_CANARY}\n")
+    env_file.chmod(0o600)
+    return tmp_path
+
+
+BROKEN = "container:\n  gpu: none\n  options:\n    image: busybox\n    env:\n      - WANDB_API_KEY\n      - HF_TOKEN=literal-in-yaml\n"
+BROKEN_LINE = 7  # the HF_TOKEN=... entry
+
+
+def split_masks(stderr: str) -> tuple[list[str], list[str]]:
+    lines = stderr.splitlines()
+    n = 0
+    while n < len(lines) and lines[n].startswith("::add-mask::"):
+        n += 1
+    return lines[:n], lines[n:]
+
+
+def test_masks_are_the_first_lines_and_values_appear_nowhere_else(project):
+    result = run(["plan", "--", "echo", "hi"], project, GITHUB_ACTIONS="true")
+    assert result.returncode == 0, result.stderr
+    masks, rest = split_masks(result.stderr)
+    registered = {line.removeprefix("::add-mask::") for line in masks}
+    for value in CANARIES:
+        assert value in registered
+        assert base64.b64encode(value.encode()).decode() in registered
+    assert not any("::add-mask::" in line for line in rest)
+    assert_clean("\n".join(rest), "stderr after the masks")
+    assert_clean(result.stdout, "stdout")
+    assert "WANDB_API_KEY" in result.stdout and "HF_TOKEN" in result.stdout
+
+
+def test_masks_come_first_even_when_the_config_is_broken(project):
+    (project / ".primus.yaml").write_text(BROKEN)
+    result = run(["plan", "--", "echo", "hi"], project, GITHUB_ACTIONS="true")
+    assert result.returncode == 2
+    masks, rest = split_masks(result.stderr)
+    assert {ENV_CANARY, FILE_CANARY} <= {m.removeprefix("::add-mask::") for m in masks}
+    assert_clean("\n".join(rest) + result.stdout, "output after the masks")
+
+
+def test_masks_come_first_when_the_yaml_does_not_parse(project):
+    (project / ".primus.yaml").write_text("container:\n  options: [unclosed\n")
+    result = run(["plan", "--", "echo", "hi"], project, GITHUB_ACTIONS="true")
+    assert result.returncode == 2
+    masks, rest = split_masks(result.stderr)
+    assert {ENV_CANARY, FILE_CANARY} <= {m.removeprefix("::add-mask::") for m in masks}
+    assert any(line.startswith("::error file=.primus.yaml,line=") for line in rest), result.stderr
+    assert_clean("\n".join(rest) + result.stdout, "output after the masks")
+
+
+@pytest.mark.parametrize("command", [["plan", "--", "true"], ["check"]])
+def test_config_error_is_an_annotation_with_file_and_line(project, command):
+    (project / ".primus.yaml").write_text(BROKEN)
+    result = run(command, project, GITHUB_ACTIONS="true", GITHUB_WORKSPACE=str(project))
+    assert result.returncode == 2
+    _, rest = split_masks(result.stderr)
+    errors = [line for line in rest if line.startswith("::error ")]
+    assert any(line.startswith(f"::error file=.primus.yaml,line={BROKEN_LINE},") and "HF_TOKEN is a secret" in line for line in errors), result.stderr
+    assert_clean("\n".join(rest) + result.stdout, "annotations")
+
+
+def test_json_stdout_stays_parseable_under_actions(project):
+    result = run(["--json", "plan", "--", "echo", "hi"], project, GITHUB_ACTIONS="true")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["env"]["HF_TOKEN"] == "***"
+    assert result.stderr.startswith("::add-mask::")
+
+
+def test_no_workflow_commands_outside_actions(project):
+    result = run(["plan", "--", "echo", "hi"], project, CI="true")
+    assert result.returncode == 0, result.stderr
+    assert "::add-mask::" not in result.stdout + result.stderr
+    assert "\x1b[" not in result.stdout + result.stderr  # CI=true: no colour
+    assert_clean(result.stdout + result.stderr, "output without Actions")
+
+
+def test_warnings_become_warning_annotations(project):
+    (project / ".env").chmod(0o644)  # a world-readable env file is warned about
+    result = run(["plan", "--", "echo", "hi"], project, GITHUB_ACTIONS="true")
+    _, rest = split_masks(result.stderr)
+    assert any(line.startswith("::warning::") for line in rest), result.stderr
+
+
+def test_node_agent_never_prints_masks(monkeypatch, capsys):
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("HF_TOKEN", ENV_CANARY)
+    monkeypatch.setattr(ci, "_enabled", True)
+    monkeypatch.setattr(ci, "_registered", set())
+
+    class Args:
+        cmd, config, env_file = "node-agent", None, None
+
+    ci.early_masks(Args(), None)
+    ci.register_masks([ENV_CANARY])
+    assert capsys.readouterr() == ("", "")
+
+
+def test_register_masks_once_per_value_and_per_line(monkeypatch, capsys):
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setattr(ci, "_enabled", True)
+    monkeypatch.setattr(ci, "_registered", set())
+    multi = f"{ENV_CANARY}\nsecond-line-{FILE_CANARY}"
+    ci.register_masks([ENV_CANARY, multi])
+    ci.register_masks([ENV_CANARY])
+    err = capsys.readouterr().err
+    lines = err.splitlines()
+    assert lines.count(f"::add-mask::{ENV_CANARY}") == 1
+    assert f"::add-mask::second-line-{FILE_CANARY}" in lines
+    assert all(line.startswith("::add-mask::") for line in lines)
+
+
+def test_annotation_escapes_and_relative_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("GITHUB_WORKSPACE", str(tmp_path))
+    text = ci.annotation("error", "100% wrong\nsecond line", f"{tmp_path}/conf,ig/a:b.yaml:12", "t")
+    assert text == "::error file=conf%2Cig/a%3Ab.yaml,line=12,title=t::100%25 wrong%0Asecond line"
+    assert ci.annotation("warning", "plain") == "::warning::plain"
+    assert ci.annotation("error", "m", "command line (--env)") == "::error::m"
+
+
+@pytest.mark.parametrize("flavor", ["github", "gitlab", "none"])
+def test_group_markers(monkeypatch, capfd, flavor):
+    for name in ("GITHUB_ACTIONS", "GITLAB_CI"):
+        monkeypatch.delenv(name, raising=False)
+    if flavor == "github":
+        monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    if flavor == "gitlab":
+        monkeypatch.setenv("GITLAB_CI", "true")
+    monkeypatch.setattr(ci, "_enabled", True)
+    with ci.group("Job output: primus-1234"):
+        sys.stdout.write("job line\n")
+    out = capfd.readouterr().out
+    if flavor == "github":
+        assert out == "::group::Job output: primus-1234\njob line\n\n::endgroup::\n"
+    elif flavor == "gitlab":
+        start = re.match(r"\x1b\[0Ksection_start:(\d+):([a-z0-9_.-]+)\[collapsed=true\]\r\x1b\[0KJob output: primus-1234\n", out)
+        assert start, repr(out)
+        assert "job line\n" in out
+        assert re.search(r"\x1b\[0Ksection_end:\d+:" + re.escape(start.group(2)) + r"\r\x1b\[0K\n$", out), repr(out)
+    else:
+        assert out == "job line\n"
+
+
+def _plan(tmp_path, monkeypatch, host_env):
+    from runner.config import load_config
+    from runner.envfile import EnvFile
+    from runner.plan import LaunchFlags, build_plan
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / ".primus.yaml").write_text(
+        "container:\n  options:\n    image: primus-test/busybox:latest\n    env: [HF_TOKEN, PLAIN, WANDB_API_KEY]\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    config = load_config(project_dir=tmp_path)
+    planned = build_plan(config, ["echo", "hi"], host_env, EnvFile(None), LaunchFlags(gpu="none"))
+    return planned
+
+
+def test_step_summary_has_names_links_exit_code_and_no_value(tmp_path, monkeypatch):
+    planned = _plan(tmp_path, monkeypatch, {"HF_TOKEN": ENV_CANARY, "PLAIN": "visible"})
+    summary = tmp_path / "summary.md"
+    summary.write_text("earlier step\n")
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    monkeypatch.setattr(ci, "_enabled", True)
+    from runner.secrets import Masker
+
+    links = {"mlflow": f"http://user:{FILE_CANARY}@127.0.0.1:5000/#/experiments/1/runs/abc", "wandb": "/tmp/wandb/run-1"}
+    assert ci.write_summary(planned.require(), 3, links, Masker(planned.scope_secrets))
+    text = summary.read_text()
+    assert text.startswith("earlier step\n")  # appended, not replaced
+    for needle in ("primus-test/busybox:latest", "`PLAIN`", "`HF_TOKEN`", "exit code | 3", "http://127.0.0.1:5000/#/experiments/1/runs/abc", "/tmp/wandb/run-1"):
+        assert needle in text, needle
+    assert "`WANDB_API_KEY`" in text  # unset: listed as not forwarded
+    assert "visible" not in text  # names only, never values
+    assert_clean(text, "step summary")
+
+
+def test_no_step_summary_outside_actions(tmp_path, monkeypatch):
+    planned = _plan(tmp_path, monkeypatch, {"HF_TOKEN": ENV_CANARY})
+    summary = tmp_path / "summary.md"
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    assert not ci.write_summary(planned.require(), 0, {})
+    assert not summary.exists()
