@@ -23,7 +23,7 @@ from runner.errors import ConfigError, Problem
 from runner.policy import Classifier, EnvDecision, resolve_env
 from runner.resources import policies_dir
 from runner.secrets import MASK, Secret
-from runner.trackers import TrackerPlan, analyze_trackers
+from runner.trackers import TrackerPlan, analyze_trackers, job_lookup, literal_values
 
 # Docker's image reference grammar (distribution/reference): anything else -- a
 # space, ';', '$(', a backtick, upper case in the path -- is refused before any
@@ -138,6 +138,7 @@ class LaunchPlan:
                 "framework": self.trackers.framework,
                 "enabled": list(self.trackers.enabled),
                 "overrides": list(self.trackers.overrides),
+                "mlflow_run_name": self.trackers.run_name,
             },
             "notices": list(self.notices),
             "config_files": list(self.config_files),
@@ -290,9 +291,12 @@ def build_plan(
     def lookup(key: str) -> str | None:
         return host_env.get(key, env_file.values.get(key))
 
-    trackers = analyze_trackers(config, lookup, command)
+    options = config.get("container", "options", default={}) or {}
+    job_name = name or flags.name or options.get("name") or default_name()
+    trackers = analyze_trackers(config, job_lookup(literal_values(config, flags.env), lookup), command, default_run_name=str(job_name))
     problems += trackers.problems
     warnings += trackers.warnings
+    notices += trackers.notices
 
     resolution = resolve_env(config, host_env, env_file.values, env_file.path, flags.env, trackers.wanted)
     problems += resolution.problems
@@ -328,7 +332,6 @@ def build_plan(
     if unset:
         notices.append(f"not set on this host, not forwarded: {', '.join(unset)}")
 
-    job_name = name or flags.name or options.get("name") or default_name()
     cpus = options.get("cpus")
     plan = LaunchPlan(
         image=str(options.get("image") or ""),
