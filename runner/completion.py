@@ -83,7 +83,7 @@ def spec_from_parser(parser: argparse.ArgumentParser) -> Spec:
             continue
         helps = {a.dest: a.help for a in action._choices_actions}
         for name, sub in action.choices.items():
-            if name not in helps:  # help=SUPPRESS: internal (node-agent)
+            if helps.get(name, argparse.SUPPRESS) == argparse.SUPPRESS:  # internal (node-agent)
                 continue
             opts, choices, paths = _options(sub)
             commands.append(Command(name, _clean(helps[name] or ""), opts, choices, paths))
