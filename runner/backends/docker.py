@@ -535,12 +535,16 @@ def up(args, out: Output, flags: LaunchFlags) -> int:
 
     tail = _Tail()
     began = datetime.now(timezone.utc)
-    code = run_plan(
-        plan, prepared.masker, out, keep=args.keep, tail=tail, build=args.build,
-        on_started=audit if args.audit else None,
-    )
+    from runner import ci
+
+    with ci.group(f"job output: {plan.name} ({plan.image})"):  # a collapsible group in CI logs
+        code = run_plan(
+            plan, prepared.masker, out, keep=args.keep, tail=tail, build=args.build,
+            on_started=audit if args.audit else None,
+        )
     ended = datetime.now(timezone.utc)
     hs.finish(code, tail.bytes())
+    ci.write_summary(plan, code, hs.links, prepared.masker)  # $GITHUB_STEP_SUMMARY: names, links, exit code
     if args.report:
         from runner import report
 
