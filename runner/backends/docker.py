@@ -516,6 +516,9 @@ def up(args, out: Output, flags: LaunchFlags) -> int:
         _require_module("runner.audit", "--audit")
     if args.report:
         _require_module("runner.report", "--report")
+        from runner import report
+
+        report.check_path(args.report)  # fail before launch, not after a long run
     prepared = prepare(out, args.config, args.env_file, args.command, flags)
     plan = prepared.planned.require()
     if plan.trackers.enabled:
@@ -531,7 +534,7 @@ def up(args, out: Output, flags: LaunchFlags) -> int:
     def audit(started: Started) -> None:
         from runner import audit as auditor
 
-        leaks.extend(auditor.audit_container(started.id, prepared.masker))
+        leaks.extend(auditor.audit_container(started.id, prepared.planned))
 
     tail = _Tail()
     began = datetime.now(timezone.utc)
@@ -548,7 +551,10 @@ def up(args, out: Output, flags: LaunchFlags) -> int:
     if args.report:
         from runner import report
 
-        report.write_report(args.report, plan=plan, started=began, ended=ended, exit_code=code, links=hs.links, leaks=leaks)
+        report.write_report(
+            args.report, plan=plan, started=began, ended=ended, exit_code=code, links=hs.links, leaks=leaks,
+            masker=prepared.masker, backend="docker",
+        )
     if leaks:
         for leak in leaks:
             out.error(f"secret leaked: {leak}")
