@@ -99,11 +99,12 @@ class BuildResult:
     labels: dict[str, str]
     steps: int = 0
     cache_hits: int = 0
+    ran: int = 0
     seconds: float = 0.0
     log: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return {"image_id": self.image_id, "tag": self.tag, "flavor": self.flavor, "labels": self.labels, "cache_hits": self.cache_hits, "steps": self.steps}
+        return {"image_id": self.image_id, "tag": self.tag, "flavor": self.flavor, "labels": self.labels, "cache_hits": self.cache_hits, "steps": self.steps, "ran": self.ran}
 
 
 # ------------------------------------------------------------------ resolve
@@ -329,7 +330,8 @@ def resolve_build(args, config, env_file: str | None, masker, host_env: Mapping[
     digest = recipe_hash(context, files)
     labels = (
         (L_SOURCE, _source(context)),
-        (L_REVISION, _git(context, "rev-parse", "HEAD") or "unknown"),
+        # The last commit that touched the recipe: stable while other files change, so rebuilds stay cached.
+        (L_REVISION, _git(context, "log", "-1", "--format=%H", "--", ".") or "unknown"),
         (L_BASE, base),
         (L_FLAVOR, flavor),
         (L_VERSION, __version__),
@@ -388,6 +390,8 @@ class _Progress:
         self.step = 0
         self.total = 0
         self.cache_hits = 0
+        self.ran = 0  # steps that executed (not cached, not FROM)
+        self.running = False
         self.pending: str | None = None
         self.step_started = self.started
         self.rich = None
@@ -407,12 +411,19 @@ class _Progress:
             self.out.info(f"[{self.step}/{self.total}] {state:<7} {self.pending}")
             self.pending = None
 
+    def _finish_step(self) -> None:
+        if self.pending is not None:
+            self._plain("")
+        took = time.monotonic() - self.step_started
+        if self.running and took >= 2 and not self.rich:
+            self.out.info(f"[{self.step}/{self.total}] done in {took:.1f}s")
+        self.running = False
+
     def line(self, text: str) -> None:
         """One line of the daemon's build output (already masked)."""
         stripped = text.strip()
         if stripped.startswith("Step ") and "/" in stripped.split(" :", 1)[0]:
-            if self.pending is not None:
-                self._plain("")
+            self._finish_step()
             head, _, instruction = stripped.partition(" : ")
             number, _, total = head[5:].partition("/")
             self.step, self.total = int(number), int(total)
@@ -425,12 +436,17 @@ class _Progress:
             self.cache_hits += 1
             if self.rich:
                 self.rich.update(self.task, cached=self.cache_hits)
-            else:
-                self._plain("cached")
+            self._plain("cached")
             return
-        if stripped.startswith("---> Running in") or (stripped.startswith("--->") and self.pending is not None):
-            if not self.rich:
-                self._plain("run")
+        if stripped.startswith("---> Running in"):
+            self.ran += 1
+            self.running = True
+            self._plain("run")
+            return
+        if stripped.startswith("--->"):
+            self._plain("base" if (self.pending or "").upper().startswith("FROM") else "")
+            return
+        if stripped.startswith(("Removing intermediate container", "Successfully built", "Successfully tagged")):
             return
         if self.rich and stripped:
             self.rich.update(self.task, line=stripped[:60])
@@ -438,8 +454,8 @@ class _Progress:
             self.out.info(f"    {stripped}")
 
     def close(self) -> None:
-        if self.pending is not None and not self.rich:
-            self._plain("")
+        if not self.rich:
+            self._finish_step()
         if self.rich:
             self.rich.update(self.task, completed=self.total)
             self.rich.stop()
@@ -556,7 +572,7 @@ def run_build(spec: BuildSpec, out: Output, masker) -> BuildResult:
             f"the built image held the value of a secret in scope ({', '.join(leaks)}); it was removed",
             hint="do not pass secret values into a build; give them to the job at run time",
         )
-    result = BuildResult(image_id, spec.tag, spec.flavor, labels, progress.total, progress.cache_hits, progress.elapsed, log)
+    result = BuildResult(image_id, spec.tag, spec.flavor, labels, progress.total, progress.cache_hits, progress.ran, progress.elapsed, log)
     return result
 
 
@@ -592,7 +608,7 @@ def cmd_build(args, out: Output) -> int:
     if out.json_mode:
         out.json(result.to_dict())
     else:
-        out.info(f"built {result.tag} in {result.seconds:.1f}s: {result.steps} steps, {result.cache_hits} cached")
+        out.info(f"built {result.tag} in {result.seconds:.1f}s: {result.steps} steps, {result.cache_hits} cached, {result.ran} run")
         out.result(f"{result.image_id} {result.tag}")
     return 0
 
