@@ -1,0 +1,95 @@
+"""Running the real `primus-runner` CLI against the real daemon, from a scratch directory.
+
+Each test gets its own working directory with a small `.primus.yaml` (so the
+repository's file does not interfere), its own HOME and XDG_CACHE_HOME (so every
+file the runner writes can be scanned), and unique container names.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+BUSYBOX = "primus-test/busybox:latest"
+LABEL = "io.primus-runner.managed"
+LABEL_JOB = "io.primus-runner.job"
+
+# Things this sandboxed dockerd refuses (privileged, a raised nofile ulimit, a
+# `video` group busybox lacks) are switched off; everything else is the default.
+CONFIG = """container:
+  gpu: none
+  stop_timeout: 2
+  options:
+    image: primus-test/busybox:latest
+    privileged: false
+    ulimit: []
+    group-add: []
+    env:
+      - WANDB_API_KEY
+      - HF_TOKEN
+      - DATABRICKS_TOKEN
+      - MLFLOW_TRACKING_PASSWORD
+      - MLFLOW_TRACKING_TOKEN
+      - ALLOWED_VAR
+      - UNSET_VAR
+      - "LITERAL_VAR=literal value"
+passthrough:
+  deny: [NCCL_DENIED_VAR]
+"""
+
+RUNNER = [shutil.which("primus-runner") or sys.executable, *([] if shutil.which("primus-runner") else ["-m", "runner"])]
+
+
+def unique(prefix: str = "pt") -> str:
+    return f"{prefix}-{secrets.token_hex(4)}"
+
+
+class Workspace:
+    def __init__(self, root: Path, canary: dict[str, str] | None = None, config: str = CONFIG):
+        self.root = root
+        self.cwd = root / "project"
+        self.home = root / "home"
+        self.cache = root / "cache"
+        for d in (self.cwd, self.home, self.cache):
+            d.mkdir(parents=True, exist_ok=True)
+        (self.cwd / ".primus.yaml").write_text(config)
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("PRIMUS_", "NCCL_", "RCCL_", "GLOO_", "IONIC_", "HIPBLASLT_"))}
+        for name in ("HF_TOKEN", "WANDB_API_KEY", "DATABRICKS_TOKEN", "MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN", "UNSET_VAR", "DOCKER_HOST"):
+            self.env.pop(name, None)
+        self.env.update(HOME=str(self.home), XDG_CACHE_HOME=str(self.cache), NO_COLOR="1")
+        self.env.update(canary or {})
+
+    def argv(self, *args: str) -> list[str]:
+        return [*RUNNER, *args]
+
+    def run(self, *args: str, env: dict | None = None, timeout: float = 120, **kw) -> subprocess.CompletedProcess:
+        return subprocess.run(self.argv(*args), cwd=self.cwd, env={**self.env, **(env or {})}, capture_output=True, timeout=timeout, **kw)
+
+    def popen(self, *args: str, **kw) -> subprocess.Popen:
+        return subprocess.Popen(self.argv(*args), cwd=self.cwd, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
+
+    def written_files(self) -> dict[str, bytes]:
+        """Every file under the workspace except the config the test wrote."""
+        found = {}
+        for path in self.root.rglob("*"):
+            if path.is_file() and path != self.cwd / ".primus.yaml":
+                found[str(path)] = path.read_bytes()
+        return found
+
+
+def containers(label: str) -> list[str]:
+    out = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={label}"], capture_output=True, text=True, check=True).stdout
+    return out.split()
+
+
+def inspect(name: str) -> dict:
+    return json.loads(subprocess.run(["docker", "inspect", name], capture_output=True, check=True).stdout)[0]
+
+
+def force_remove(*names: str) -> None:
+    subprocess.run(["docker", "rm", "-f", *names], capture_output=True)
