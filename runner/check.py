@@ -52,7 +52,7 @@ def run_check(args, out: Output, flags: LaunchFlags) -> int:
 
         online = tracking.online_check(prepared.planned.plan, prepared.planned, timeout=args.timeout)
         for item in online:
-            if item["status"] != "reachable":
+            if item["status"] not in ("reachable", "skipped"):
                 problems.append(Problem(f"{item['tracker']}: {item['status']}: {item['detail']}"))
 
     ok = not problems and engine_error is None
