@@ -1,0 +1,213 @@
+"""The ``trackers:`` section: what each tracker needs, what the job sees, on real config layers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from runner.config import load_config
+from runner.envfile import EnvFile
+from runner.plan import LaunchFlags, build_plan
+from runner.secrets import Secret
+from runner.trackers import is_databricks_uri, is_primus_training
+
+CANARY = "canary-trackers-7f3e0a19c2"
+TRAIN = ["primus-cli", "train", "pretrain", "--config", "exp.yaml"]
+
+
+@pytest.fixture
+def work(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def plan_for(work: Path, trackers: str, host: dict | None = None, command=("true",), flags=LaunchFlags(gpu="none"), env_file=EnvFile(None)):
+    (work / ".primus.yaml").write_text("container:\n  options:\n    image: busybox\ntrackers:\n" + trackers)
+    return build_plan(load_config(), list(command), host or {}, env_file, flags, name="job-1")
+
+
+def messages(planned) -> str:
+    return "\n".join(str(p) for p in planned.problems)
+
+
+def env(planned) -> dict:
+    return {d.name: d for d in planned.plan.forwarded}
+
+
+def test_all_trackers_off_by_default_need_nothing(work):
+    planned = plan_for(work, "  framework: megatron\n")
+    assert not planned.problems
+    assert planned.plan.trackers.enabled == ()
+    assert not any(d.name.startswith(("WANDB_", "MLFLOW_")) and d.forwarded for d in planned.plan.env)
+
+
+def test_every_missing_item_in_one_problem_list(work):
+    """Databricks URI without host/token, W&B without a key, TensorBoard without a dir: all at once."""
+    planned = plan_for(
+        work,
+        "  disable_tensorboard: false\n  disable_wandb: false\n  disable_mlflow: false\n",
+        {"MLFLOW_TRACKING_URI": "databricks"},
+    )
+    text = messages(planned)
+    for needed in ("tensorboard_dir", "WANDB_API_KEY", "DATABRICKS_HOST", "DATABRICKS_TOKEN"):
+        assert needed in text
+    assert "MLFLOW_TRACKING_URI (" not in text  # it is set
+    with pytest.raises(Exception) as info:
+        planned.require()
+    assert getattr(info.value, "exit_code", None) == 2
+
+
+@pytest.mark.parametrize("uri", ["databricks", "databricks://my-profile", "databricks://prof:prefix"])
+def test_databricks_uris_need_host_and_token(work, uri):
+    assert is_databricks_uri(uri)
+    planned = plan_for(work, "  disable_mlflow: false\n", {"MLFLOW_TRACKING_URI": uri})
+    assert "DATABRICKS_HOST" in messages(planned) and "DATABRICKS_TOKEN" in messages(planned)
+    ok = plan_for(work, "  disable_mlflow: false\n", {"MLFLOW_TRACKING_URI": uri, "DATABRICKS_HOST": "https://x.cloud", "DATABRICKS_TOKEN": CANARY})
+    assert not ok.problems
+    forwarded = env(ok)
+    assert forwarded["DATABRICKS_TOKEN"].secret and isinstance(forwarded["DATABRICKS_TOKEN"].value, Secret)
+    assert forwarded["DATABRICKS_HOST"].value == "https://x.cloud"
+
+
+def test_databricks_oauth_replaces_the_token(work):
+    host = {"MLFLOW_TRACKING_URI": "databricks", "DATABRICKS_HOST": "h", "DATABRICKS_CLIENT_ID": "id", "DATABRICKS_CLIENT_SECRET": CANARY}
+    planned = plan_for(work, "  disable_mlflow: false\n", host)
+    assert not planned.problems
+    assert env(planned)["DATABRICKS_CLIENT_SECRET"].secret
+
+
+def test_databricks_uc_is_not_a_tracking_uri_needing_host():
+    assert not is_databricks_uri("databricks-uc")
+    assert not is_databricks_uri("http://databricks.example")
+
+
+def test_mlflow_needs_a_tracking_uri(work):
+    planned = plan_for(work, "  disable_mlflow: false\n")
+    assert "MLFLOW_TRACKING_URI" in messages(planned)
+
+
+@pytest.mark.parametrize("mode", ["offline", "disabled", "OFFLINE", "dryrun"])
+def test_wandb_offline_needs_no_key(work, mode):
+    planned = plan_for(work, "  disable_wandb: false\n  wandb_save_dir: /out\n", {"WANDB_MODE": mode})
+    assert not planned.problems, messages(planned)
+    assert env(planned)["WANDB_MODE"].value == mode
+
+
+def test_wandb_mode_from_an_env_literal_counts(work):
+    """``--env WANDB_MODE=offline`` is what the job sees, so no key is needed."""
+    planned = plan_for(work, "  disable_wandb: false\n", flags=LaunchFlags(gpu="none", env=("WANDB_MODE=offline",)))
+    assert not planned.problems, messages(planned)
+    assert any("lost when it is removed" in w for w in planned.warnings)  # offline, no WANDB_DIR
+
+
+def test_wandb_online_forwards_key_as_secret_and_settings_as_env(work):
+    planned = plan_for(
+        work,
+        "  disable_wandb: false\n  wandb_project: llama3\n  wandb_entity: team\n  wandb_exp_name: run7\n  wandb_save_dir: /out/wb\n",
+        {"WANDB_API_KEY": CANARY, "WANDB_PROJECT": "host-project", "WANDB_BASE_URL": "http://127.0.0.1:9"},
+    )
+    assert not planned.problems
+    forwarded = env(planned)
+    assert forwarded["WANDB_API_KEY"].secret and forwarded["WANDB_API_KEY"].value.reveal() == CANARY
+    assert forwarded["WANDB_PROJECT"].value == "llama3"  # the config setting beats the host's value
+    assert forwarded["WANDB_ENTITY"].value == "team"
+    assert forwarded["WANDB_NAME"].value == "run7"
+    assert forwarded["WANDB_DIR"].value == "/out/wb"
+    assert forwarded["WANDB_BASE_URL"].value == "http://127.0.0.1:9"
+    assert CANARY not in str(planned.plan.to_dict())
+
+
+def test_torchtitan_reads_team_and_run_name(work):
+    planned = plan_for(
+        work,
+        "  framework: torchtitan\n  wandb_project: p\n  wandb_entity: t\n  wandb_exp_name: r\n  metrics:\n    enable_wandb: true\n    log_freq: 5\n",
+        {"WANDB_API_KEY": CANARY},
+        command=TRAIN,
+    )
+    assert not planned.problems
+    forwarded = env(planned)
+    assert forwarded["WANDB_TEAM"].value == "t" and forwarded["WANDB_RUN_NAME"].value == "r"
+    assert "WANDB_ENTITY" not in forwarded
+    assert planned.plan.command[-4:] == ("--metrics.enable_wandb", "true", "--metrics.log_freq", "5")
+
+
+def test_tensorboard_needs_a_dir_with_file_and_line(work):
+    planned = plan_for(work, "  disable_tensorboard: false\n")
+    [problem] = planned.problems
+    assert "tensorboard_dir" in problem.message and problem.where.endswith(".primus.yaml:5")
+    assert not plan_for(work, "  disable_tensorboard: false\n  tensorboard_dir: /out/tb\n").problems
+
+
+def test_mlflow_upload_flags_without_mlflow_warn(work):
+    planned = plan_for(work, "  mlflow_upload_logs: true\n  mlflow_upload_traces: true\n")
+    assert not planned.problems
+    [warning] = [w for w in planned.warnings if "mlflow_upload" in w]
+    assert "mlflow_upload_logs" in warning and "mlflow_upload_traces" in warning and "disable_mlflow: false" in warning
+
+
+def test_mlflow_run_name_defaults_to_the_job_name_and_reaches_primus(work):
+    """The Primus launcher only turns MLflow on for a non-null mlflow_run_name: the runner always passes one."""
+    planned = plan_for(work, "  disable_mlflow: false\n  mlflow_experiment_name: pretrain\n", {"MLFLOW_TRACKING_URI": "http://m:5000"}, command=TRAIN)
+    assert not planned.problems
+    assert planned.plan.trackers.run_name == "job-1"
+    command = list(planned.plan.command)
+    assert command[command.index("--mlflow_run_name") + 1] == "job-1"
+    assert command[command.index("--disable_mlflow") + 1] == "false"
+    assert env(planned)["MLFLOW_EXPERIMENT_NAME"].value == "pretrain"
+
+
+def test_configured_run_name_wins(work):
+    planned = plan_for(work, "  disable_mlflow: false\n  mlflow_run_name: mine\n", {"MLFLOW_TRACKING_URI": "http://m:5000"}, command=TRAIN)
+    assert planned.plan.trackers.run_name == "mine"
+    assert planned.plan.command.count("--mlflow_run_name") == 1
+
+
+def test_run_name_with_mlflow_off_is_not_passed(work):
+    """Passing it would switch MLflow on in the Primus launcher against the config."""
+    planned = plan_for(work, "  mlflow_run_name: mine\n", command=TRAIN)
+    assert not planned.problems
+    assert "--mlflow_run_name" not in planned.plan.command
+    assert any("mlflow_run_name" in w for w in planned.warnings)
+
+
+def test_overrides_only_for_primus_training_commands(work):
+    assert is_primus_training(TRAIN) and is_primus_training(["python", "primus/cli/main.py", "train", "posttrain"])
+    assert not is_primus_training(["python", "train.py"]) and not is_primus_training(["train"])
+    planned = plan_for(work, "  log_interval: 5\n", command=["python", "train.py"])
+    assert planned.plan.command == ("python", "train.py")
+    planned = plan_for(work, "  log_interval: 5\n", command=TRAIN)
+    extra = list(planned.plan.command[len(TRAIN):])
+    assert extra[extra.index("--log_interval") + 1] == "5"
+    assert "--framework" not in extra  # the runner's own keys are not overrides
+
+
+def test_maxtext_passes_log_period(work):
+    planned = plan_for(work, "  framework: maxtext\n  log_period: 50\n", command=TRAIN)
+    assert planned.plan.command[-2:] == ("--log_period", "50")
+    assert planned.plan.trackers.enabled == ()
+
+
+def test_one_logger_notice_for_megatron(work):
+    training = plan_for(work, "  framework: megatron\n", command=TRAIN)
+    assert any("One-Logger" in n for n in training.plan.notices)
+    off = plan_for(work, "  framework: megatron\n  enable_one_logger: false\n", command=TRAIN)
+    assert not any("One-Logger" in n for n in off.plan.notices)
+    generic = plan_for(work, "  framework: generic\n", command=TRAIN)
+    assert not any("One-Logger" in n for n in generic.plan.notices)
+
+
+def test_config_hash_is_stable_and_changes_with_the_config(work):
+    a = plan_for(work, "  disable_mlflow: true\n").plan.trackers.config_hash
+    b = plan_for(work, "  disable_mlflow: true\n").plan.trackers.config_hash
+    c = plan_for(work, "  disable_wandb: true\n  log_interval: 3\n").plan.trackers.config_hash
+    assert len(a) == 64 and a == b != c
+
+
+def test_unknown_tracker_key_is_a_schema_error_with_did_you_mean(work):
+    (work / ".primus.yaml").write_text("trackers:\n  disable_wanbd: false\n")
+    with pytest.raises(Exception) as info:
+        load_config()
+    assert "disable_wandb" in str(info.value)
