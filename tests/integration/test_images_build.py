@@ -1,0 +1,195 @@
+"""`primus-runner build` against the real daemon: both recipes build on the local
+python base, their tracker clients import in a job run through `up`, labels are
+right, a rebuild is all cache hits, and no canary secret reaches the image.
+
+The first build installs the pinned clients (one to three minutes here); the
+tags are fixed, so a rerun on the same daemon is cached.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import subprocess
+import tarfile
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from docker_helpers import CONFIG, Workspace
+from engines import assert_no_leak
+
+import runner
+from runner import images
+
+pytestmark = pytest.mark.docker
+
+TAGS = {"rocm": "primus-test/trainer-rocm:pytest", "cuda": "primus-test/trainer-cuda:pytest"}
+PINS = dict(line.split("==") for line in (images.recipes_dir(None) / "common/requirements.txt").read_text().splitlines() if "==" in line and not line.startswith("#"))
+JOB_CONFIG = CONFIG.replace("image: primus-test/busybox:latest", "image: primus-test/trainer-rocm:pytest")
+
+
+def _build(ws: Workspace, flavor: str, base: str, *extra: str):
+    return ws.run("--json", "build", "--flavor", flavor, "--base", base, "--tag", TAGS[flavor], *extra, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def built(python_image, tmp_path_factory):
+    """Both flavors built once, with canary secrets in the host env and in ./.env."""
+    from engines import make_canary
+
+    canary = make_canary()
+    ws = Workspace(tmp_path_factory.mktemp("images"), canary, config=JOB_CONFIG)
+    (ws.cwd / ".env").write_text("".join(f"{k}_FROM_FILE_TOKEN={v}-file\n" for k, v in canary.items()))
+    secrets = {**canary, **{f"{k}_FROM_FILE": f"{v}-file" for k, v in canary.items()}}
+    results = {}
+    for flavor in ("rocm", "cuda"):
+        proc = _build(ws, flavor, python_image)
+        assert proc.returncode == 0, proc.stderr.decode()[-4000:]
+        assert_no_leak(proc.stdout + proc.stderr, secrets, f"build {flavor} output")
+        results[flavor] = json.loads(proc.stdout)
+    return ws, secrets, results
+
+
+@pytest.mark.parametrize("flavor", ["rocm", "cuda"])
+def test_recipe_builds_with_correct_labels(built, docker_client, python_image, flavor):
+    ws, _, results = built
+    result = results[flavor]
+    assert result["tag"] == TAGS[flavor] and result["flavor"] == flavor
+    image = docker_client.images.get(TAGS[flavor])
+    assert image.id == result["image_id"]
+    labels = image.labels
+    context = images.recipes_dir(None)
+    revision = subprocess.run(["git", "-C", str(context), "log", "-1", "--format=%H", "--", "."], capture_output=True, text=True).stdout.strip()
+    assert labels["org.opencontainers.image.revision"] == (revision or "unknown")
+    assert labels["org.opencontainers.image.base.name"] == python_image
+    assert labels["org.opencontainers.image.source"]
+    assert labels["io.primus-runner.flavor"] == flavor
+    assert labels["io.primus-runner.version"] == runner.__version__
+    files = [f for f in images.context_files(context, f"{flavor}/Dockerfile") if f != images.CA_NAME]
+    assert labels["io.primus-runner.recipe-hash"] == images.recipe_hash(context, files)
+    created = datetime.strptime(labels["org.opencontainers.image.created"], "%Y-%m-%dT%H:%M:%SZ")
+    assert created.year >= 2024
+    assert result["labels"] == {k: v for k, v in labels.items() if k in result["labels"]}
+    assert image.attrs["Config"]["User"] == "primus"  # non-root where the base allows it
+
+
+@pytest.mark.parametrize("flavor", ["rocm", "cuda"])
+def test_tracker_clients_import_in_a_job_run_through_up(built, flavor):
+    ws, secrets, _ = built
+    code = "import mlflow, wandb, tensorboard, os; print('clients', mlflow.__version__, wandb.__version__, tensorboard.__version__, os.getuid())"
+    proc = ws.run("up", "--gpu", "none", "--image", TAGS[flavor], "--", "python3", "-c", code, timeout=300)
+    assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+    assert f"clients {PINS['mlflow-skinny']} {PINS['wandb']} {PINS['tensorboard']} 1000" in proc.stdout.decode()
+    assert_no_leak(proc.stdout + proc.stderr, secrets, "up output")
+
+
+def test_rebuild_without_change_is_all_cache_hits(built, python_image):
+    ws, _, results = built
+    proc = _build(ws, "rocm", python_image)
+    assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+    again = json.loads(proc.stdout)
+    assert again["ran"] == 0, proc.stderr.decode()
+    assert again["cache_hits"] >= again["steps"] - 2  # all but the ARG before FROM and FROM itself
+    assert again["image_id"] == results["rocm"]["image_id"]
+    assert again["labels"]["org.opencontainers.image.created"] == results["rocm"]["labels"]["org.opencontainers.image.created"]
+
+
+def _scan_stream(stream, secrets: dict, where: str, chunk: int = 64 << 20, overlap: int = 4096) -> None:
+    tail = b""
+    while True:
+        data = stream.read(chunk)
+        if not data:
+            return
+        assert_no_leak(tail + data, secrets, where)
+        tail = data[-overlap:]
+
+
+def test_canary_never_in_image_config_history_or_layers(built, docker_client, tmp_path):
+    _, secrets, results = built
+    for flavor in ("rocm", "cuda"):
+        image = docker_client.images.get(TAGS[flavor])
+        assert_no_leak(json.dumps(image.attrs), secrets, f"{flavor} image config")
+        assert_no_leak(json.dumps(image.history()), secrets, f"{flavor} image history")
+        saved = tmp_path / f"{flavor}.tar"
+        with open(saved, "wb") as fh:
+            for block in image.save(named=True):
+                fh.write(block)
+        with open(saved, "rb") as fh:
+            _scan_stream(fh, secrets, f"{flavor} docker save tar")
+        layers = 0
+        with tarfile.open(saved) as outer:
+            for member in outer:
+                if member.isfile():
+                    with outer.extractfile(member) as inner:
+                        _scan_stream(inner, secrets, f"{flavor} {member.name}")
+                    layers += member.name.endswith("layer.tar")
+        assert layers >= 3  # the base, the tracker install, the user setup at least
+        saved.unlink()
+
+
+def test_a_secret_in_the_image_is_found_and_the_image_removed(python_image, docker_client, tmp_path, canary):
+    """The post-build scan: a recipe that bakes a value in (the context check is bypassed here on purpose)."""
+    from runner.secrets import Masker
+    from runner.ui import Output
+
+    recipe = tmp_path / "recipes"
+    (recipe / "rocm").mkdir(parents=True)
+    (recipe / "rocm" / "Dockerfile").write_text(
+        f"ARG BASE_IMAGE\nFROM ${{BASE_IMAGE}}\nRUN echo {canary['HF_TOKEN']} >/dev/null\nLABEL io.primus-runner.test=leak\n"
+    )
+    tag = "primus-test/leaky:pytest"
+    spec = images.BuildSpec(
+        flavor="rocm", context_dir=str(recipe), dockerfile="rocm/Dockerfile", base=python_image, tag=tag,
+        build_args=(("BASE_IMAGE", python_image),), labels=(), files=("rocm/Dockerfile",), ca_source=None, recipe_hash="x",
+    )
+    masker = Masker(canary.values())
+    with pytest.raises(images.RuntimeFailure) as failure:
+        images.run_build(spec, Output(masker=masker), masker)
+    assert "history[" in failure.value.message and "removed" in failure.value.message
+    assert_no_leak(failure.value.message, canary, "failure message")
+    from docker.errors import ImageNotFound
+
+    with pytest.raises(ImageNotFound):
+        docker_client.images.get(tag)
+
+
+def test_failed_build_prints_the_masked_log_and_exits_3(python_image, tmp_path, canary):
+    recipe = tmp_path / "recipes"
+    (recipe / "rocm").mkdir(parents=True)
+    (recipe / "rocm" / "Dockerfile").write_text('ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\nARG TOKEN_SHOWN\nRUN echo "token is $TOKEN_SHOWN"; exit 7\n')
+    ws = Workspace(tmp_path / "ws", canary, config=f"images:\n  dir: {recipe}\n")
+    # A secret's value arriving under a harmless name is refused before any build ...
+    refused = ws.run("build", "--base", python_image, "--build-arg", f"TOKEN_SHOWN={canary['WANDB_API_KEY']}")
+    assert refused.returncode == 2
+    assert_no_leak(refused.stdout + refused.stderr, canary, "refusal")
+    # ... a failing step exits 3 with the full log (the failing command's output included).
+    proc = ws.run("build", "--base", python_image, "--tag", "primus-test/failing:pytest", "--build-arg", "TOKEN_SHOWN=visible-marker")
+    assert proc.returncode == 3, proc.stderr.decode()
+    err = proc.stderr.decode()
+    assert "token is visible-marker" in err and "failed at step" in err and "non-zero code: 7" in err
+    assert_no_leak(proc.stdout + proc.stderr, canary, "failed build output")
+
+
+def test_staged_ca_lets_pip_through_the_intercepting_proxy(python_image, docker_client, tmp_path):
+    """On a base WITHOUT this network's CA, TLS to PyPI fails; the runner-staged bundle fixes it for the build."""
+    stripped = "primus-test/python-noca:pytest"
+    docker_client.images.build(fileobj=io.BytesIO(f"FROM {python_image}\nRUN : > /etc/ssl/certs/ca-certificates.crt\n".encode()), tag=stripped, rm=True)
+    check = "import ssl, sys, urllib.request; ctx = ssl.create_default_context(cafile=sys.argv[1]) if sys.argv[1:] else None; urllib.request.urlopen('https://pypi.org/simple/pip/', timeout=30, context=ctx); print('TLS-OK')"
+    recipe = tmp_path / "recipes"
+    (recipe / "common").mkdir(parents=True)
+    (recipe / "rocm").mkdir()
+    (recipe / "common" / "probe.py").write_text(check + "\n")
+    (recipe / "rocm" / "Dockerfile").write_text(
+        "ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\nCOPY common/probe.py common/ca-bundle.crt /probe/\n"
+        "RUN python3 /probe/probe.py 2>&1 | tail -1; true\n"
+        "RUN python3 /probe/probe.py /probe/ca-bundle.crt\n"
+    )
+    ws = Workspace(tmp_path / "ws", config=f"images:\n  dir: {recipe}\n")
+    proc = ws.run("--verbose", "build", "--base", stripped, "--tag", "primus-test/ca-probe:pytest", "--no-cache", timeout=300)
+    err = proc.stderr.decode()
+    assert proc.returncode == 0, err[-3000:]
+    assert "CERTIFICATE_VERIFY_FAILED" in err  # the base alone cannot reach PyPI here
+    assert "TLS-OK" in err  # with the staged host bundle it can
