@@ -164,7 +164,12 @@ def check_build_args(pairs: list[tuple[str, str]], classifier, masker) -> None:
 
 
 def _pip_config_files(home: Path, host_env: Mapping[str, str]) -> list[Path]:
-    """pip's own config search order, lowest first (site config is skipped: no venv here)."""
+    """pip's own config search order, lowest first (site config is skipped: no venv here).
+
+    ``PIP_CONFIG_FILE=/dev/null`` means no config file at all, as for pip itself.
+    """
+    if host_env.get("PIP_CONFIG_FILE") == os.devnull:
+        return []
     xdg_dirs = host_env.get("XDG_CONFIG_DIRS", "/etc/xdg").split(":")
     files = [Path(d) / "pip" / "pip.conf" for d in reversed(xdg_dirs) if d]
     files += [Path("/etc/pip.conf"), home / ".pip" / "pip.conf", Path(host_env.get("XDG_CONFIG_HOME") or home / ".config") / "pip" / "pip.conf"]

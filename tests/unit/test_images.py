@@ -1,0 +1,188 @@
+"""`primus-runner build` decisions that need no daemon: refusals (exit 2 before
+anything is sent), context hygiene, the staged CA, forwarded pip settings, dry-run."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from engines import assert_no_leak, make_canary
+
+from runner import images
+
+RUNNER = [sys.executable, "-m", "runner"]
+
+
+def run(cwd: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    base = {k: v for k, v in os.environ.items() if k not in ("WANDB_API_KEY", "HF_TOKEN")}
+    base.update(HOME=str(cwd / "home"), XDG_CACHE_HOME=str(cwd / "cache"), NO_COLOR="1", DOCKER_HOST="unix:///nonexistent.sock")
+    return subprocess.run([*RUNNER, *args], cwd=cwd, env={**base, **(env or {})}, capture_output=True, timeout=60)
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / "home").mkdir()
+    return tmp_path
+
+
+def recipe(root: Path, dockerfile: str = "ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\n", ignore: str | None = None) -> Path:
+    (root / "recipes" / "rocm").mkdir(parents=True)
+    (root / "recipes" / "rocm" / "Dockerfile").write_text(dockerfile)
+    if ignore is not None:
+        (root / "recipes" / ".dockerignore").write_text(ignore)
+    (root / ".primus.yaml").write_text(f"images:\n  dir: {root / 'recipes'}\n")
+    return root / "recipes"
+
+
+def test_secret_build_arg_name_is_refused_with_a_pointer(project):
+    canary = make_canary()
+    proc = run(project, "build", "--build-arg", f"WANDB_API_KEY={canary['WANDB_API_KEY']}", "--build-arg", "MY_TOKEN=abc", env=canary)
+    err = proc.stderr.decode()
+    assert proc.returncode == 2, err
+    assert "WANDB_API_KEY is classified secret" in err and "MY_TOKEN is classified secret" in err  # all at once
+    assert "run time" in err and "classic builder" in err
+    assert "Traceback" not in err
+    assert_no_leak(proc.stdout + proc.stderr, canary, "refusal output")
+
+
+def test_secret_value_under_a_harmless_name_is_refused(project):
+    canary = make_canary()
+    proc = run(project, "build", "--build-arg", f"HARMLESS=prefix-{canary['HF_TOKEN']}", env=canary)
+    assert proc.returncode == 2
+    assert b"contains the value of a secret in scope" in proc.stderr
+    assert_no_leak(proc.stdout + proc.stderr, canary, "refusal output")
+
+
+@pytest.mark.parametrize("name", ["PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL"])
+def test_index_url_with_credentials_is_refused(project, name):
+    proc = run(project, "build", "--dry-run", "--build-arg", f"{name}=https://user:s3cr3t-pw@pypi.example.com/simple")
+    assert proc.returncode == 2
+    assert b"embeds a password" in proc.stderr
+    assert b"s3cr3t-pw" not in proc.stdout + proc.stderr
+
+
+def test_index_url_without_credentials_is_forwarded(project):
+    proc = run(project, "--json", "build", "--dry-run", "--build-arg", "PIP_INDEX_URL=https://mirror.example.com/simple")
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert json.loads(proc.stdout)["build_args"]["PIP_INDEX_URL"] == "https://mirror.example.com/simple"
+
+
+def test_context_holding_the_env_file_in_use_is_refused(project):
+    recipes = recipe(project, "ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\nCOPY job.env /job.env\n")
+    (recipes / "job.env").write_text("HF_TOKEN=canary-hf-token-in-context\n")
+    proc = run(project, "--env-file", str(recipes / "job.env"), "build", "--dry-run")
+    err = proc.stderr.decode()
+    assert proc.returncode == 2, err
+    assert "contains the env file in use (job.env)" in err
+    assert "canary-hf-token-in-context" not in err
+
+
+def test_default_env_file_is_kept_out_by_dockerignore(project):
+    """The shipped ignore rules drop .env files, so the same layout with .env is not refused and not sent."""
+    recipes = recipe(project, ignore=(images.recipes_dir(None) / ".dockerignore").read_text())
+    (recipes / ".env").write_text("HF_TOKEN=canary-hf-token-ignored\n")
+    (recipes / "deploy.pem").write_text("-----BEGIN PRIVATE KEY-----\n")
+    proc = run(project, "--env-file", str(recipes / ".env"), "--json", "build", "--dry-run")
+    assert proc.returncode == 0, proc.stderr.decode()
+    files = json.loads(proc.stdout)["files"]
+    assert ".env" not in files and "deploy.pem" not in files and "rocm/Dockerfile" in files
+
+
+def test_context_file_with_a_secret_value_is_refused(project):
+    canary = make_canary()
+    recipes = recipe(project, f"ARG BASE_IMAGE\nFROM ${{BASE_IMAGE}}\nENV TOKEN={canary['DATABRICKS_TOKEN']}\n")
+    proc = run(project, "build", "--dry-run", env=canary)
+    assert proc.returncode == 2
+    assert b"rocm/Dockerfile" in proc.stderr
+    assert_no_leak(proc.stdout + proc.stderr, canary, "refusal output")
+    del recipes
+
+
+def test_dry_run_prints_the_resolved_build_without_a_daemon(project):
+    proc = run(project, "--json", "build", "--dry-run", "--flavor", "cuda", "--base", "local/base:1", "--build-arg", "TRACKERS=mlflow-skinny")
+    assert proc.returncode == 0, proc.stderr.decode()  # DOCKER_HOST points nowhere: nothing was contacted
+    spec = json.loads(proc.stdout)
+    assert spec["dockerfile"] == "cuda/Dockerfile" and spec["base"] == "local/base:1"
+    assert spec["tag"] == f"primus-runner/cuda:{__import__('runner').__version__}"
+    assert spec["build_args"]["BASE_IMAGE"] == "local/base:1" and spec["build_args"]["TRACKERS"] == "mlflow-skinny"
+    labels = spec["labels"]
+    for key in ("org.opencontainers.image.source", "org.opencontainers.image.revision", "org.opencontainers.image.created",
+                "org.opencontainers.image.base.name", "io.primus-runner.flavor", "io.primus-runner.version", "io.primus-runner.recipe-hash"):
+        assert key in labels
+    assert labels["io.primus-runner.flavor"] == "cuda" and labels["org.opencontainers.image.base.name"] == "local/base:1"
+    text = run(project, "build", "--dry-run")
+    assert text.returncode == 0 and b"rocm/Dockerfile" in text.stdout and b"BASE_IMAGE=rocm/primus:v26.5" in text.stdout
+
+
+def test_build_without_daemon_exits_1(project):
+    proc = run(project, "build", "--base", "local/base:1")
+    assert proc.returncode == 1
+    assert b"not reachable" in proc.stderr and b"Traceback" not in proc.stderr
+
+
+def test_context_stages_the_ca_bundle_under_its_fixed_name(tmp_path):
+    ca = tmp_path / "corp-ca.crt"
+    ca.write_bytes(b"-----BEGIN CERTIFICATE-----\nfake\n-----END CERTIFICATE-----\n")
+    args, found, _ = images.host_pip_settings({"REQUESTS_CA_BUNDLE": str(ca), "PIP_CONFIG_FILE": os.devnull}, home=tmp_path)
+    assert found == str(ca)
+    context = images.recipes_dir(None)
+    spec = images.BuildSpec("rocm", str(context), "rocm/Dockerfile", "b", "t", (), (), ("rocm/Dockerfile",), found, "h")
+    with tarfile.open(fileobj=io.BytesIO(images.make_context(spec))) as tar:
+        assert tar.extractfile(images.CA_NAME).read() == ca.read_bytes()
+        assert {m.mtime for m in tar.getmembers()} == {0}  # stable context: cache depends on content only
+    no_ca = images.BuildSpec("rocm", str(context), "rocm/Dockerfile", "b", "t", (), (), (), None, "h")
+    with tarfile.open(fileobj=io.BytesIO(images.make_context(no_ca))) as tar:
+        assert tar.extractfile(images.CA_NAME).read() == b""  # the Dockerfile's COPY still works
+
+
+def test_pip_ca_precedence(tmp_path):
+    a, b = tmp_path / "a.crt", tmp_path / "b.crt"
+    a.write_text("a")
+    b.write_text("b")
+    assert images.host_pip_settings({"PIP_CERT": str(a), "SSL_CERT_FILE": str(b)}, home=tmp_path)[1] == str(a)
+    no_config = {"PIP_CONFIG_FILE": os.devnull}
+    assert images.host_pip_settings({**no_config, "SSL_CERT_FILE": str(b), "PIP_CERT": str(tmp_path / "missing")}, home=tmp_path)[1] == str(b)
+    conf = tmp_path / "pip.conf"
+    conf.write_text(f"[global]\ncert = {b}\n")
+    # pip's own `cert` setting beats REQUESTS_CA_BUNDLE, as it does for pip
+    assert images.host_pip_settings({"PIP_CONFIG_FILE": str(conf), "REQUESTS_CA_BUNDLE": str(a), "XDG_CONFIG_DIRS": str(tmp_path / "none")}, home=tmp_path)[1] == str(b)
+
+
+def test_host_pip_config_is_forwarded_when_usable_in_a_build(tmp_path):
+    xdg = tmp_path / "xdg"
+    (xdg / "pip").mkdir(parents=True)
+    (xdg / "pip" / "pip.conf").write_text("[global]\nconstraint = /etc/xdg/pip/constraints.txt\nindex-url = https://mirror.example.com/simple\n")
+    (tmp_path / ".config" / "pip").mkdir(parents=True)
+    (tmp_path / ".config" / "pip" / "pip.conf").write_text(
+        "[global]\nfind-links = /opt/wheels\nextra-index-url = file:///opt/pypi/simple https://extra.example.com/simple\ntrusted-host = mirror.example.com\n"
+    )
+    env = {"XDG_CONFIG_DIRS": str(xdg), "PIP_DEFAULT_TIMEOUT": "180", "HTTPS_PROXY": "http://proxy.example.com:3128"}
+    args, _, notes = images.host_pip_settings(env, home=tmp_path)
+    assert args["PIP_INDEX_URL"] == "https://mirror.example.com/simple"
+    assert args["PIP_EXTRA_INDEX_URL"] == "https://extra.example.com/simple"  # the host-local file:// index is dropped
+    assert args["PIP_TRUSTED_HOST"] == "mirror.example.com"
+    assert args["PIP_DEFAULT_TIMEOUT"] == "180"
+    assert args["HTTPS_PROXY"] == "http://proxy.example.com:3128"
+    assert "PIP_FIND_LINKS" not in args and not any("constraint" in k.lower() for k in args)
+    assert any("host-local" in n for n in notes)
+
+
+def test_host_index_with_password_is_not_forwarded(tmp_path):
+    args, _, notes = images.host_pip_settings({"PIP_INDEX_URL": "https://u:hunter2-pw@private.example.com/simple"}, home=tmp_path)
+    assert "PIP_INDEX_URL" not in args
+    assert any("embeds a password" in n for n in notes) and not any("hunter2" in n for n in notes)
+
+
+def test_bare_build_arg_takes_the_host_value():
+    assert images.parse_build_args(["A=1", "B"], {"B": "2"}) == [("A", "1"), ("B", "2")]
+    with pytest.raises(images.UsageError):
+        images.parse_build_args(["C"], {})
+    with pytest.raises(images.UsageError):
+        images.parse_build_args(["=x"], {})
