@@ -433,6 +433,11 @@ def cmd_submit(args, out: Output, flags) -> int:
             out.result(script.rstrip("\n"))
         return 0
 
+    if args.report:
+        from runner import report as run_report
+
+        run_report.check_path(args.report)  # fail before submitting, not after a long run
+    began = time.time()
     sbatch = _tool("sbatch")
     _tool("srun")
     job_dir = _job_dir(settings, plan.name, create=True)
@@ -466,16 +471,25 @@ def cmd_submit(args, out: Output, flags) -> int:
 
     if not out.json_mode:
         out.info(f"submitted job {job_id} on {settings.nodes} node(s); output: {output_file}")
+    from runner import ci
+
     try:
-        final = wait_for(job_id, job_dir, out)
+        with ci.group(f"job {job_id} output: {plan.name} on {settings.nodes} node(s)"):  # collapsible in CI logs
+            final = wait_for(job_id, job_dir, out)
     except KeyboardInterrupt:
         out.warn(f"stopped following job {job_id}; it keeps running (primus-runner cancel {job_id} stops it)")
         return 130
     code = final_exit_code(final, job_dir, job_id)
     report = {"job_id": job_id, "state": final.state if final else "unknown", "exit_code": code, "job_dir": str(job_dir),
               "script": str(script_path), "output": str(output_file), "nodes": settings.nodes}
-    if args.report:
-        _write_private(Path(args.report), json.dumps(report, indent=2), prepared.masker)
+    ci.write_summary(plan, code, {}, prepared.masker)  # $GITHUB_STEP_SUMMARY: names and exit code
+    if args.report:  # the schema'd run report (policies/report.schema.json), atomic, 0600, masked
+        from runner import report as run_report
+
+        run_report.write_report(
+            args.report, plan=plan, started=began, ended=time.time(), exit_code=code, links={},
+            masker=prepared.masker, backend="slurm", job_id=job_id,
+        )
     if out.json_mode:
         out.json({"job_id": job_id, "state": report["state"], "exit_code": code})
     if args.audit:

@@ -148,3 +148,31 @@ def test_gitlab_recipe_sections_and_report(project, canary, busybox_image):
     doc = validate_report(project / "report.json")
     assert_no_leak((project / "report.json").read_bytes(), used, "report.json")
     assert doc["exit_code"] == 0
+
+
+@pytest.mark.slurm
+def test_slurm_recipe_submit_wait_masks_summary_and_report(tmp_path_factory, canary, busybox_image, slurm_cluster):
+    work = tmp_path_factory.mktemp("slurm-recipe")
+    (work / ".primus.yaml").write_text(PROJECT + f"slurm:\n  partition: {slurm_cluster.partition}\n  master_port: 29517\n")
+    job_env, steps = github_job("slurm-github-actions.yml")
+    assert [s.split()[1] for s in steps] == ["check", "submit"]
+    assert "--wait" in steps[1] and "--report report.json" in steps[1]
+    summary = work / "step-summary.md"
+    env = ci_env(job_env, canary, busybox_image, GITHUB_ACTIONS="true", GITHUB_STEP_SUMMARY=str(summary), GITHUB_WORKSPACE=str(work),
+                 HOME=str(work), SMOKE_NODES="2", SMOKE_PARTITION=slurm_cluster.partition)
+    used = {k: canary[k] for k in ("WANDB_API_KEY", "HF_TOKEN")}
+    for script in steps:
+        result = run_step(script, work, env)
+        shown = result.stdout[-2000:].replace(used["HF_TOKEN"], "<HF>").replace(used["WANDB_API_KEY"], "<W>")
+        assert result.returncode == 0, shown
+        registered, rest = masks_then_rest(result.stdout)
+        assert set(used.values()) <= registered, shown
+        assert_no_leak(rest, used, f"log of step {script.split()[1]} after the masks")
+    assert "::group::job " in rest and "::endgroup::" in rest
+    assert rest.count("smoke: step 1 loss 2.31 token=***") == 2, rest  # one line per node, masked
+    text = summary.read_text()
+    assert_no_leak(text, used, "step summary")
+    assert "| exit code | 0 |" in text and "`HF_TOKEN`" in text
+    doc = validate_report(work / "report.json")
+    assert_no_leak((work / "report.json").read_bytes(), used, "report.json")
+    assert doc["backend"] == "slurm" and doc["job_id"] and doc["exit_code"] == 0
