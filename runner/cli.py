@@ -144,8 +144,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt:  # Ctrl-C while still starting up: the contract's 130, no traceback
+        print("error: interrupted", file=sys.stderr)
+        return 130
     out = Output(json_mode=args.json, color=not args.no_color, verbose=args.verbose)
     if not args.cmd:
         parser.print_help(sys.stderr)
