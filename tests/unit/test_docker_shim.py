@@ -1,0 +1,89 @@
+"""The secrets shim run by real POSIX shells on the host, the stream demultiplexer, and size parsing."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from runner.backends.docker import parse_bytes
+from runner.backends.docker_api import Demux
+from runner.backends.docker_shim import SHIM, encode_payload, shim_entrypoint
+from runner.errors import ConfigError
+from runner.secrets import Secret
+
+SHELLS = [s for s in (["/bin/sh"], ["/bin/dash"], ["/bin/bash", "--posix"], ["/bin/busybox", "sh"]) if os.path.exists(s[0])]
+VALUES = {
+    "PLAIN_TOKEN": "abc123",
+    "WEIRD_TOKEN": "a\\b\n\nc'\"$x`é \\0101 %s \\c end\n\n",
+    "EMPTY_LINE_TOKEN": "\n",
+}
+DUMP = "import os, sys, json; sys.stdout.write(json.dumps({k: os.environ.get(k) for k in sys.argv[1:]}))"
+
+
+@pytest.mark.parametrize("shell", SHELLS, ids=lambda s: os.path.basename(s[0]))
+def test_shim_exports_every_byte_and_execs_the_job(shell):
+    payload = encode_payload({k: Secret(v) for k, v in VALUES.items()})
+    argv = [*shell, "-c", SHIM, "primus-shim", sys.executable, "-c", DUMP, *VALUES]
+    result = subprocess.run(argv, input=payload, capture_output=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    import json
+
+    assert json.loads(result.stdout) == VALUES
+
+
+@pytest.mark.parametrize("shell", SHELLS, ids=lambda s: os.path.basename(s[0]))
+def test_shim_gives_the_job_an_empty_stdin_and_its_exit_code(shell):
+    payload = encode_payload({"A_TOKEN": Secret("x")}) + b"this line is not for the job\n"
+    argv = [*shell, "-c", SHIM, "primus-shim", "sh", "-c", "cat; exit 17"]
+    result = subprocess.run(argv, input=payload, capture_output=True, timeout=30)
+    assert result.returncode == 17 and result.stdout == b""
+
+
+def test_payload_and_argv_hold_no_plain_value():
+    value = "plain-canary-value-1234"
+    payload = encode_payload({"X_TOKEN": Secret(value)})
+    assert value.encode() not in payload
+    assert all(value not in part for part in shim_entrypoint())
+    assert payload.endswith(b"\n\n") and payload.isascii()
+
+
+def test_shim_refuses_a_bad_name():
+    shell = SHELLS[0]
+    result = subprocess.run([*shell, "-c", SHIM, "primus-shim", "true"], input=b"1BAD=\\0101\n\n", capture_output=True, timeout=30)
+    assert result.returncode == 127 and b"bad variable name" in result.stderr
+
+
+def _frames(pieces: list[tuple[int, bytes]]) -> bytes:
+    return b"".join(bytes([s, 0, 0, 0]) + len(p).to_bytes(4, "big") + p for s, p in pieces)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_demux_reassembles_any_split(seed):
+    rng = random.Random(seed)
+    pieces = [(rng.choice((1, 2)), rng.randbytes(rng.randint(0, 3000))) for _ in range(rng.randint(1, 40))]
+    stream = _frames(pieces)
+    demux = Demux()
+    got = {1: b"", 2: b""}
+    pos = 0
+    while pos < len(stream):
+        step = rng.randint(1, 5000)
+        for s, data in demux.feed(memoryview(stream)[pos:pos + step]):
+            got[s] += data
+        pos += step
+    assert got[1] == b"".join(p for s, p in pieces if s == 1)
+    assert got[2] == b"".join(p for s, p in pieces if s == 2)
+
+
+@pytest.mark.parametrize("text,expected", [("16m", 16 << 20), ("64g", 64 << 30), ("1024", 1024), ("1.5k", 1536), ("2GB", 2 << 30)])
+def test_parse_bytes(text, expected):
+    assert parse_bytes(text) == expected
+
+
+def test_parse_bytes_refuses_nonsense():
+    with pytest.raises(ConfigError):
+        parse_bytes("lots")
