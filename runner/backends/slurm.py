@@ -272,6 +272,12 @@ def render_script(plan, settings: SlurmSettings, job_dir: Path) -> str:
         f"srun {step} --kill-on-bad-exit=1 {agent} node-agent {shlex.quote(str(plan_file))}",
         "rc=$?",
         'if [ "$rc" -ne 0 ]; then',
+        "    # srun reports the highest code, which may be a rank stopped because another failed (130/143):",
+        "    # the job's code is the failing rank's own, which each agent wrote to the job directory.",
+        f"    for f in {shlex.quote(str(job_dir))}/exit-\"$SLURM_JOB_ID\"-*; do",
+        '        [ -f "$f" ] && read -r code < "$f" || continue',
+        '        case "$code" in 0|130|143) ;; *) rc=$code; break ;; esac',
+        "    done",
         "    # The step failed or was killed hard: no container of this job may survive on any node.",
         f"    srun {step} --kill-on-bad-exit=0 {agent} node-agent --cleanup \"$SLURM_JOB_ID\" {shlex.quote(str(plan_file))} || true",
         "fi",
@@ -305,7 +311,13 @@ def check_engine() -> list[str]:
         raise EngineUnavailable(f"slurmctld does not answer: {probe.stderr.strip()}", "start slurmctld or check SLURM_CONF")
     warnings = []
     config = _run(["scontrol", "show", "config"], timeout=20)
-    flags = re.search(r"^AccountingStoreFlags\s*=\s*(.*)$", config.stdout, re.M)
+    return warnings + accounting_warnings(config.stdout)
+
+
+def accounting_warnings(show_config: str) -> list[str]:
+    """Warn when Slurm keeps batch scripts or job environments (secret values!) in its accounting."""
+    warnings = []
+    flags = re.search(r"^AccountingStoreFlags\s*=\s*(.*)$", show_config, re.M)
     if flags:
         stored = [f for f in ("job_script", "job_env") if f in flags.group(1)]
         if stored:
@@ -542,7 +554,7 @@ def final_exit_code(state: JobState | None, job_dir: Path, job_id: str) -> int:
             codes.append(int(path.read_text().strip()))
         except ValueError:
             pass
-    failing = next((c for c in codes if c), 0)
+    failing = next((c for c in codes if c not in (0, 130, 143)), next((c for c in codes if c), 0))
     if state is None:
         return failing if codes else 1
     code = state.exit_code or 0
@@ -614,7 +626,7 @@ def _remote_nodes(nodes: str) -> list[str]:
     here = {socket.gethostname(), socket.getfqdn()}
     remote = []
     for node in hostnames(nodes):
-        host = _node_field(node, "NodeHostname") or node
+        host = _node_field(node, "NodeHostName") or node
         if host not in here:
             remote.append(node)
     return remote
@@ -631,17 +643,20 @@ def remove_job_containers(job_id: str, nodes: str = "") -> int:
         pass
     remote = _remote_nodes(nodes)
     if remote:
-        cleanup_on_nodes(job_id, remote)
+        cleanup_on_nodes(job_id, remote, wait=False)
     return removed
 
 
-def cleanup_on_nodes(job_id: str, nodes: list[str], timeout: float = 300) -> int:
-    """Run ``node-agent --cleanup JOB`` once on each node (after a cancel, ``srun --jobid`` is impossible)."""
+def cleanup_on_nodes(job_id: str, nodes: list[str], wait: bool = True, timeout: float = 300) -> int:
+    """Run ``node-agent --cleanup JOB`` once on each node (after a cancel, ``srun --jobid`` is impossible).
+
+    ``cancel`` does not wait for it: on a busy cluster the cleanup job may queue.
+    """
     agent = " ".join(shlex.quote(a) for a in agent_command())
     wrap = f"srun --ntasks-per-node=1 {agent} node-agent --cleanup {job_id}"
     result = _run(
-        [_tool("sbatch"), "--parsable", "--wait", f"--nodelist={','.join(nodes)}", f"--nodes={len(nodes)}", "--ntasks-per-node=1",
-         "--time=5", "--job-name=primus-cleanup", "--export=PATH", "--output=/dev/null", f"--wrap={wrap}"],
+        [_tool("sbatch"), "--parsable", *(["--wait"] if wait else []), f"--nodelist={','.join(nodes)}", f"--nodes={len(nodes)}",
+         "--ntasks-per-node=1", "--time=5", "--job-name=primus-cleanup", "--export=PATH", "--output=/dev/null", f"--wrap={wrap}"],
         timeout=timeout,
     )
     return result.returncode

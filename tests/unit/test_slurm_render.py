@@ -212,3 +212,10 @@ def test_missing_required_secret_submits_nothing(work):
 def test_unknown_job_id_is_a_usage_error():
     result = subprocess.run([sys.executable, "-m", "runner", "status", "not-a-job"], capture_output=True, text=True)
     assert result.returncode == 2
+
+
+def test_check_warns_when_slurm_stores_job_environments():
+    warn = slurm.accounting_warnings("KillWait                = 10 sec\nAccountingStoreFlags    = job_comment,job_env,job_script\n")
+    assert len(warn) == 1 and "job_env" in warn[0] and "job_script" in warn[0]
+    assert slurm.accounting_warnings("AccountingStoreFlags    = job_script\n")[0].startswith("Slurm stores batch scripts")
+    assert slurm.accounting_warnings("AccountingStoreFlags    = (null)\n") == []
