@@ -1,0 +1,108 @@
+"""Shared pytest fixtures: real engines for integration tests, canary secrets.
+
+Engines come from ``bash .ci/setup-engines.sh``. When one is missing, the
+fixture fails the test under CI=true and skips it elsewhere (see
+``engines.engine_missing``). Helpers for leak checks (``encodings``,
+``assert_no_leak``) live in ``tests/engines.py``; ``pytest.ini`` puts
+``tests/`` on sys.path, so tests can ``from engines import assert_no_leak``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import engines
+
+
+def pytest_configure(config):
+    # Also declared in pytest.ini; repeated here so the markers exist even when
+    # pytest is started with another ini file.
+    for name, text in (
+        ("docker", "needs the Docker daemon and the local primus-test/* images"),
+        ("slurm", "needs the local two-node Slurm cluster (n1, n2)"),
+        ("mlflow", "needs the MLflow server from /opt/primus-mlflow"),
+    ):
+        config.addinivalue_line("markers", f"{name}: {text} (bash .ci/setup-engines.sh)")
+
+
+_FIXTURE_MARKERS = {
+    "docker_client": "docker",
+    "busybox_image": "docker",
+    "python_image": "docker",
+    "noshell_image": "docker",
+    "slurm_cluster": "slurm",
+    "mlflow_server": "mlflow",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    # A test that uses an engine fixture carries that engine's marker, so
+    # `-m "not docker"` etc. select correctly even if the test forgot it.
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        for fixture, marker in _FIXTURE_MARKERS.items():
+            if fixture in names and item.get_closest_marker(marker) is None:
+                item.add_marker(marker)
+
+
+# ------------------------------------------------------------------ docker
+
+
+@pytest.fixture(scope="session")
+def docker_client():
+    """docker.DockerClient (API version negotiated) that answers ping."""
+    client = engines.docker_client_or_missing()
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def busybox_image(docker_client) -> str:
+    """'primus-test/busybox:latest': static busybox, /bin/sh and the usual applets."""
+    return engines.require_image(docker_client, engines.BUSYBOX_IMAGE)
+
+
+@pytest.fixture(scope="session")
+def python_image(docker_client) -> str:
+    """'primus-test/python:bookworm': Debian minbase with python3, venv, pip."""
+    return engines.require_image(docker_client, engines.PYTHON_IMAGE)
+
+
+@pytest.fixture(scope="session")
+def noshell_image(docker_client) -> str:
+    """'primus-test/noshell:latest': no /bin/sh; /busybox-bin/{busybox,env,echo,...}, PATH=/busybox-bin."""
+    return engines.require_image(docker_client, engines.NOSHELL_IMAGE)
+
+
+# ------------------------------------------------------------------ slurm
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster() -> engines.SlurmCluster:
+    """SlurmCluster(partition='debug', nodes=('n1', 'n2'), states={...}), both nodes up."""
+    return engines.slurm_cluster_or_missing()
+
+
+# ------------------------------------------------------------------ mlflow
+
+
+@pytest.fixture(scope="session")
+def mlflow_server(tmp_path_factory):
+    """URI 'http://127.0.0.1:PORT' of a fresh MLflow tracking server (sqlite
+    backend, artifacts served over HTTP); a str with .port, .log_path,
+    .artifacts and .db. Stopped at the end of the session."""
+    uri, proc = engines.start_mlflow_server(tmp_path_factory.mktemp("mlflow"))
+    try:
+        yield uri
+    finally:
+        engines.stop_process_group(proc)
+
+
+# ------------------------------------------------------------------ secrets
+
+
+@pytest.fixture
+def canary() -> dict[str, str]:
+    """Fresh unique fake secrets: {'WANDB_API_KEY': 'canary-wandb-api-key-<hex>', 'HF_TOKEN': ...,
+    'DATABRICKS_TOKEN': ..., 'MLFLOW_TRACKING_PASSWORD': ..., 'MLFLOW_TRACKING_TOKEN': ...}."""
+    return engines.make_canary()
