@@ -428,6 +428,8 @@ def run_plan(
             guard.disarm()
             if code == 137 and (eng.inspect(cid).get("State") or {}).get("OOMKilled"):
                 out.error(f"the job was killed: out of memory (memory limit {plan.memory or 'of the host'})", "raise --memory or reduce the job's memory use")
+            elif code == 137:  # a kill from outside (docker kill/stop, the kernel) would otherwise be silent
+                out.error(f"the job ended with 137: container {plan.name} was killed (SIGKILL) from outside the runner or by itself")
         except _Interrupted as exc:
             guard.disarm()
             code = EXIT_SIGNAL[exc.signum]

@@ -1,0 +1,155 @@
+"""Faults injected into real engines: each gives the right exit code, a message that says
+what happened, no container left behind, and no secret in anything printed."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import time
+
+import pytest
+
+from docker_helpers import LABEL_JOB, Workspace, containers, force_remove, unique
+from engines import assert_no_leak, start_mlflow_server, stop_process_group
+
+
+@pytest.fixture
+def ws(tmp_path, canary, busybox_image) -> Workspace:
+    return Workspace(tmp_path, canary)
+
+
+def wait_for_line(proc: subprocess.Popen, marker: bytes, timeout: float = 60) -> bytes:
+    seen = b""
+    deadline = time.monotonic() + timeout
+    while marker not in seen and time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        seen += line
+    assert marker in seen, f"job never printed {marker!r}"
+    return seen
+
+
+def no_container(name: str) -> None:
+    assert containers(f"{LABEL_JOB}={name}") == [], f"container {name} left behind"
+
+
+@pytest.mark.docker
+def test_image_deleted_between_plan_and_start(ws, canary, docker_client, busybox_image):
+    tag = f"primus-test/doomed:{unique()}"
+    docker_client.images.get(busybox_image).tag(tag)
+    planned = ws.run("plan", "--image", tag, "--", "true")
+    assert planned.returncode == 0, planned.stderr
+    docker_client.images.remove(tag)
+    name = unique("doomed")
+    result = ws.run("up", "--image", tag, "--name", name, "--", "true")
+    err = result.stderr.decode()
+    assert result.returncode == 3, err
+    assert tag in err and "Traceback" not in err
+    assert len([line for line in err.splitlines() if line.startswith("error:")]) == 1, err
+    no_container(name)
+    assert_no_leak(result.stdout + result.stderr, canary, "up output")
+
+
+@pytest.mark.docker
+def test_container_killed_from_outside(ws, canary):
+    name = unique("victim")
+    proc = ws.popen("up", "--name", name, "--", "sh", "-c", 'echo "ready $HF_TOKEN"; sleep 60')
+    try:
+        first = wait_for_line(proc, b"ready")
+        subprocess.run(["docker", "kill", name], check=True, capture_output=True)
+        rest, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        force_remove(name)
+    assert proc.returncode == 137, err.decode()
+    assert b"137" in err or b"killed" in err.lower(), err.decode()
+    assert b"Traceback" not in err
+    no_container(name)
+    assert_no_leak(first + rest + err, canary, "up output")
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("command", [["up", "--", "true"], ["check"], ["ps"], ["down", "--all"]])
+def test_daemon_unreachable_exits_1_with_how_to_start_it(ws, canary, command):
+    result = ws.run(*command, env={"DOCKER_HOST": f"unix://{ws.root}/no-daemon.sock"})
+    err = result.stderr.decode()
+    assert result.returncode == 1, err
+    assert "Traceback" not in err and "start" in err.lower(), err
+    assert_no_leak(result.stdout + result.stderr, canary, f"{command[0]} output")
+
+
+@pytest.fixture
+def read_only(ws):
+    """HOME and the cache dir as read-only bind mounts (root ignores file modes, not ro mounts)."""
+    mounted = []
+    for path in (ws.home, ws.cache):
+        (path / "probe").mkdir(exist_ok=True)
+        done = subprocess.run(["mount", "--bind", "-o", "ro", str(path), str(path)], capture_output=True)
+        if done.returncode != 0:
+            pytest.skip(f"cannot make a read-only bind mount here: {done.stderr.decode().strip()}")
+        mounted.append(path)
+    yield ws
+    for path in reversed(mounted):
+        subprocess.run(["umount", str(path)], capture_output=True)
+
+
+@pytest.mark.docker
+def test_read_only_home_and_cache(read_only, canary):
+    ws = read_only
+    with pytest.raises(OSError):
+        (ws.cache / "probe" / "x").write_text("x")  # the fault is real
+    planned = ws.run("--json", "plan", "--", "true")
+    assert planned.returncode == 0, planned.stderr
+    checked = ws.run("check")
+    assert checked.returncode == 0, checked.stderr
+    name = unique("ro")
+    ran = ws.run("up", "--name", name, "--", "sh", "-c", "echo ran")
+    assert ran.returncode == 0, ran.stderr
+    assert b"ran" in ran.stdout
+    no_container(name)
+    for result in (planned, checked, ran):
+        assert b"Traceback" not in result.stderr
+        assert_no_leak(result.stdout + result.stderr, canary, "output with a read-only home")
+
+
+MLFLOW_CONFIG = """container:
+  gpu: none
+  stop_timeout: 2
+  options:
+    image: primus-test/busybox:latest
+    privileged: false
+    ulimit: []
+    group-add: []
+    network: host
+trackers:
+  framework: generic
+  disable_mlflow: false
+"""
+
+
+@pytest.mark.docker
+@pytest.mark.mlflow
+def test_mlflow_server_dies_mid_run(tmp_path, canary, busybox_image, mlflow_server):
+    """The job keeps its own exit code; the lost tracker is a warning, not a crash."""
+    server, proc_server = start_mlflow_server(tmp_path / "mlflow")
+    ws = Workspace(tmp_path / "ws", canary, MLFLOW_CONFIG)
+    for key in [k for k in ws.env if k.startswith(("MLFLOW_", "DATABRICKS_")) and k not in canary]:
+        ws.env.pop(key)
+    ws.env["MLFLOW_TRACKING_URI"] = str(server)
+    name = unique("mlf")
+    proc = ws.popen("up", "--name", name, "--", "sh", "-c", "echo ready; sleep 3; exit 7")
+    try:
+        first = wait_for_line(proc, b"ready", timeout=120)
+        stop_process_group(proc_server, grace=2)
+        rest, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        force_remove(name)
+        stop_process_group(proc_server, grace=1)
+    assert proc.returncode == 7, err.decode()
+    assert b"MLflow" in err and b"Traceback" not in err, err.decode()
+    no_container(name)
+    assert_no_leak(first + rest + err, canary, "up output")
