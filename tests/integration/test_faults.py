@@ -153,3 +153,28 @@ def test_mlflow_server_dies_mid_run(tmp_path, canary, busybox_image, mlflow_serv
     assert b"MLflow" in err and b"Traceback" not in err, err.decode()
     no_container(name)
     assert_no_leak(first + rest + err, canary, "up output")
+
+
+WEIRD = "a\"b'c $(id) `id` ${HOME} ; rm -rf / | && \\ \t tab\nsecond line\n\u00e9\u4e2d"
+
+
+@pytest.mark.docker
+def test_weird_values_reach_the_job_byte_for_byte(ws, canary, python_image):
+    """Newlines, quotes, $(), backticks: forwarded exactly, never interpreted by any shell."""
+    secret = canary["HF_TOKEN"] + WEIRD  # a secret with the same bytes goes through the stdin shim
+    job = (
+        "import os, hashlib, sys\n"
+        "for n in ('PRIMUS_WEIRD', 'ALLOWED_VAR', 'HF_TOKEN'):\n"
+        "    v = os.environb[n.encode()]\n"
+        "    print(n, v.hex() if n != 'HF_TOKEN' else hashlib.sha256(v).hexdigest())\n"
+    )
+    result = ws.run(
+        "up", "--image", python_image, "--name", unique("weird"), "--", "python3", "-c", job,
+        env={"PRIMUS_WEIRD": WEIRD, "ALLOWED_VAR": WEIRD, "HF_TOKEN": secret},
+    )
+    assert result.returncode == 0, result.stderr.decode()
+    lines = result.stdout.decode().splitlines()
+    assert f"PRIMUS_WEIRD {WEIRD.encode().hex()}" in lines
+    assert f"ALLOWED_VAR {WEIRD.encode().hex()}" in lines
+    assert f"HF_TOKEN {hashlib.sha256(secret.encode()).hexdigest()}" in lines
+    assert_no_leak(result.stdout + result.stderr, [secret, *canary.values()], "up output")
