@@ -106,6 +106,79 @@ def bench_up_stream() -> None:
     report("up 256 MiB stdout median of 3", statistics.median(ups), "s", statistics.median(raws), "docker run --rm >/dev/null")
 
 
+_SUBMIT_CONFIG = """container:
+  gpu: none
+  options:
+    image: primus-test/busybox:latest
+    privileged: false
+    ulimit: "nofile=1024:1024"
+    group-add: []
+    env: [BENCH_API_KEY]
+slurm:
+  nodes: 2
+  time: "5"
+"""
+
+_RAW_SBATCH = """#!/bin/bash
+#SBATCH --nodes=2
+#SBATCH --ntasks-per-node=1
+#SBATCH --time=5
+#SBATCH --output=/dev/null
+srun --nodes=2 --ntasks-per-node=1 --kill-on-bad-exit=1 bash -c 'exec docker run --rm --name primus-raw-$SLURM_JOB_ID-$SLURM_NODEID --label io.primus-runner.slurm-job=raw-$SLURM_JOB_ID --network host --ipc host -e BENCH_API_KEY -e NNODES=$SLURM_NNODES -e NODE_RANK=$SLURM_NODEID {image} sleep 60'
+"""
+
+
+def _running(client, label: str) -> int:
+    return sum(1 for c in client.api.containers(filters={"label": label}) if c["State"] == "running")
+
+
+def _until_both_running(client, label: str, start: float, timeout: float = 300) -> float:
+    while time.perf_counter() - start < timeout:
+        if _running(client, label) >= 2:
+            return time.perf_counter() - start
+        time.sleep(0.05)
+    raise OSError(f"containers with {label} did not start within {timeout} s")
+
+
+def bench_submit() -> None:
+    """Issue 6: `submit` (2 nodes) until both containers run vs a hand-written `sbatch` + `srun docker run`
+    of the same job, interleaved, median of 3 (target ratio <= 1.3)."""
+    import json
+
+    import docker
+
+    client = docker.from_env(version="auto")
+    runs = 3
+    env = dict(os.environ, NO_COLOR="1", BENCH_API_KEY="bench-secret-value-0123456789")
+    ours, raws = [], []
+    with tempfile.TemporaryDirectory(dir="/tmp") as cwd:
+        Path(cwd, ".primus.yaml").write_text(_SUBMIT_CONFIG)
+        script = Path(cwd, "raw.sbatch")
+        script.write_text(_RAW_SBATCH.format(image=BUSYBOX))
+        for _ in range(runs):
+            start = time.perf_counter()
+            result = subprocess.run(RUNNER + ["--json", "submit", "--gpu", "none", "--", "sleep", "60"], cwd=cwd, env=env, capture_output=True, text=True, check=True)
+            job = json.loads(result.stdout)["job_id"]
+            try:
+                ours.append(_until_both_running(client, f"io.primus-runner.slurm-job={job}", start))
+            finally:
+                subprocess.run(RUNNER + ["cancel", job], cwd=cwd, env=env, capture_output=True)
+
+            start = time.perf_counter()
+            job = subprocess.run(["sbatch", "--parsable", "--export=PATH,BENCH_API_KEY", str(script)], cwd=cwd, env=env, capture_output=True, text=True, check=True).stdout.strip()
+            label = f"io.primus-runner.slurm-job=raw-{job}"
+            try:
+                raws.append(_until_both_running(client, label, start))
+            finally:
+                subprocess.run(["scancel", job], capture_output=True)
+                for c in client.api.containers(all=True, filters={"label": label}):
+                    client.api.remove_container(c["Id"], force=True)
+                while subprocess.run(["squeue", "-h", "-j", job], capture_output=True, text=True).stdout.strip():
+                    time.sleep(0.1)
+    print(f"submit to both containers running: {', '.join(f'{t:.2f}' for t in ours)} s; sbatch+srun docker run: {', '.join(f'{t:.2f}' for t in raws)} s", flush=True)
+    report("submit -> 2 containers running median of 3", statistics.median(ours), "s", statistics.median(raws), "sbatch + srun docker run")
+
+
 def main(argv: list[str]) -> int:
     benches = {name[len("bench_"):]: fn for name, fn in sorted(globals().items()) if name.startswith("bench_") and callable(fn)}
     chosen = argv or list(benches)
