@@ -106,6 +106,34 @@ def bench_up_stream() -> None:
     report("up 256 MiB stdout median of 3", statistics.median(ups), "s", statistics.median(raws), "docker run --rm >/dev/null")
 
 
+def bench_build() -> None:
+    """Issue 5: a no-change rebuild with `primus-runner build` vs `docker build` (classic builder) of the same context."""
+    import io
+    import json
+    import tarfile
+    from types import SimpleNamespace
+
+    from runner import images
+
+    base, tag, raw_tag, runs = "primus-test/python:bookworm", "primus-bench/rocm:bench", "primus-bench/rocm-raw:bench", 5
+    env = dict(os.environ, NO_COLOR="1")
+    cmd = RUNNER + ["--json", "build", "--base", base, "--tag", tag]
+    warm = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, check=True)  # first build (may install)
+    labels = json.loads(warm.stdout)["labels"]
+    spec = images.resolve_build(SimpleNamespace(flavor="rocm", base=base, tag=tag, build_arg=[], no_cache=False), None, None, None)
+    with tempfile.TemporaryDirectory() as ctx:
+        with tarfile.open(fileobj=io.BytesIO(images.make_context(spec))) as tar:
+            tar.extractall(ctx)
+        raw = ["docker", "build", "-q", "-f", f"{ctx}/{spec.dockerfile}", "-t", raw_tag]
+        raw += [x for k, v in spec.build_args for x in ("--build-arg", f"{k}={v}")]
+        raw += [x for k, v in labels.items() for x in ("--label", f"{k}={v}")]
+        raw_env = dict(env, DOCKER_BUILDKIT="0")
+        subprocess.run(raw + [ctx], env=raw_env, check=True, capture_output=True)  # warm
+        ours = statistics.median(timed(cmd, runs, env=env, cwd=REPO)) * 1000
+        theirs = statistics.median(timed(raw + [ctx], runs, env=raw_env)) * 1000
+    report(f"build no-change rebuild median of {runs}", ours, "ms", theirs, "docker build (classic)")
+
+
 _SUBMIT_CONFIG = """container:
   gpu: none
   options:

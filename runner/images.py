@@ -243,12 +243,54 @@ def _dockerignore(context: Path) -> list[str]:
     return [line for line in lines if line and not line.startswith("#")]
 
 
-def context_files(context: Path, dockerfile: str) -> list[str]:
-    """The files ``docker build`` would send, after ``.dockerignore`` (the SDK's own matcher)."""
-    from docker.utils.build import exclude_paths
+def _ignore_regex(pattern: str):
+    """A ``.dockerignore`` pattern (Go filepath.Match plus ``**``) as a regex over a relative path."""
+    import re
 
-    files = sorted(p for p in exclude_paths(str(context), _dockerignore(context), dockerfile=dockerfile) if (context / p).is_file() or (context / p).is_symlink())
-    return files
+    pattern = os.path.normpath(pattern.lstrip("/")).replace(os.sep, "/")
+    out, i = "", 0
+    while i < len(pattern):
+        c = pattern[i]
+        if pattern.startswith("**", i):
+            i += 2
+            if pattern.startswith("/", i):
+                i += 1
+                out += "(?:.*/)?"
+            else:
+                out += ".*"
+            continue
+        out += {"*": "[^/]*", "?": "[^/]"}.get(c, re.escape(c) if c != "[" else "[")
+        if c == "[":  # a character class, copied as is (``[!x]`` is Go's negation)
+            j = pattern.find("]", i + 1)
+            if j > i:
+                body = pattern[i + 1:j]
+                out = out[:-1] + "[" + ("^" + body[1:] if body.startswith("!") else body) + "]"
+                i = j
+        i += 1
+    return re.compile(out + "(?:/.*)?$")  # a matching directory excludes what is under it
+
+
+def context_files(context: Path, dockerfile: str) -> list[str]:
+    """The files ``docker build`` would send, after ``.dockerignore`` (last matching rule wins, ``!`` re-includes).
+
+    Written here rather than borrowed from the docker SDK: importing the SDK
+    costs more than a cached rebuild takes. The Dockerfile and .dockerignore
+    are always sent, as docker does.
+    """
+    rules = [(line.startswith("!"), _ignore_regex(line.removeprefix("!").strip())) for line in _dockerignore(context)]
+    keep_always = {dockerfile, ".dockerignore"}
+    files = []
+    for root, dirs, names in os.walk(context):
+        dirs.sort()
+        for name in names:
+            rel = os.path.relpath(os.path.join(root, name), context).replace(os.sep, "/")
+            excluded = False
+            for negated, regex in rules:
+                if regex.match(rel):
+                    excluded = not negated
+            if not excluded or rel in keep_always:
+                files.append(rel)
+    return sorted(files)
 
 
 def recipe_hash(context: Path, files: Iterable[str]) -> str:
@@ -306,6 +348,10 @@ def resolve_build(args, config, env_file: str | None, masker, host_env: Mapping[
     from runner.policy import Classifier
 
     host_env = dict(os.environ if host_env is None else host_env)
+    if config is None:
+        from runner.config import load_config
+
+        config = load_config()
     flavor = getattr(args, "flavor", None) or default_flavor(config)
     if flavor not in FLAVORS:
         raise UsageError(f"unknown flavor '{flavor}'", hint="use --flavor rocm or --flavor cuda")
@@ -473,29 +519,76 @@ class _Progress:
 # ------------------------------------------------------------------ build
 
 def _api():
-    """The low-level API client, version negotiated; exit 1 when the daemon is not there."""
-    import docker
-    from docker.errors import DockerException
+    """The runner's thin Engine API client (stdlib HTTP on the socket); exit 1 when the daemon is not there."""
+    from runner.backends.docker_api import Engine
+
+    eng = Engine(timeout=600)
+    eng.request("GET", "/_ping", timeout=10)
+    return eng
+
+
+def _image(eng, name: str) -> dict | None:
+    from runner.backends.docker_api import ApiError
+    from urllib.parse import quote
 
     try:
-        api = docker.APIClient(**docker.utils.kwargs_from_env(), version="auto", timeout=600)
-        api.ping()
-        return api
-    except (DockerException, OSError) as exc:
-        host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
-        raise EngineUnavailable(f"Docker daemon is not reachable at {host} ({type(exc).__name__})", hint="start it: sudo systemctl start docker (or dockerd &)") from None
+        return eng.request("GET", f"/images/{quote(name, safe='')}/json")
+    except ApiError as exc:
+        if exc.status == 404:
+            return None
+        raise
+
+
+def _build_stream(eng, spec: BuildSpec, context: bytes, labels: dict[str, str]):
+    """POST /build with the context tar; yields the daemon's JSON messages as they arrive."""
+    params = {
+        "t": spec.tag, "dockerfile": spec.dockerfile, "buildargs": json.dumps(dict(spec.build_args)),
+        "labels": json.dumps(labels), "rm": 1, "forcerm": 1, "pull": 0, "nocache": 1 if spec.no_cache else None,
+    }
+    conn = eng._new_conn(None)  # a dedicated connection: the response streams for the whole build
+    try:
+        try:
+            conn.request("POST", eng.path("/build", params), body=context, headers={"Content-Type": "application/x-tar"})
+            resp = conn.getresponse()
+        except OSError as exc:
+            raise eng._unreachable(exc) from None
+        if resp.status >= 400:
+            body = resp.read().decode("utf-8", "replace")
+            try:
+                body = json.loads(body).get("message", body)
+            except (ValueError, AttributeError):
+                pass
+            yield {"error": body}
+            return
+        buffer = b""
+        decoder = json.JSONDecoder()
+        while True:
+            piece = resp.read1(1 << 16)
+            if not piece:
+                break
+            buffer += piece
+            text = buffer.decode("utf-8", "surrogateescape")
+            pos = 0
+            while True:
+                while pos < len(text) and text[pos] in " \r\n\t":
+                    pos += 1
+                try:
+                    message, end = decoder.raw_decode(text, pos)
+                except ValueError:
+                    break
+                yield message
+                pos = end
+            buffer = text[pos:].encode("utf-8", "surrogateescape")
+    finally:
+        conn.close()
 
 
 def _created_for(api, spec: BuildSpec, key: str) -> str:
     """Keep the ``.created`` of an existing image built from the same inputs, so a rebuild is all cache hits."""
-    from docker.errors import DockerException
-
-    try:
-        labels = (api.inspect_image(spec.tag).get("Config") or {}).get("Labels") or {}
-        if labels.get(L_BUILD_KEY) == key and labels.get(L_CREATED):
-            return labels[L_CREATED]
-    except DockerException:
-        pass
+    existing = _image(api, spec.tag)
+    labels = ((existing or {}).get("Config") or {}).get("Labels") or {}
+    if labels.get(L_BUILD_KEY) == key and labels.get(L_CREATED):
+        return labels[L_CREATED]
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -503,8 +596,10 @@ def scan_image(api, image: str, masker) -> list[str]:
     """Where a secret value in scope appears in the image's config or history (field paths, never values)."""
     if not masker:
         return []
+    from urllib.parse import quote
+
     found: list[str] = []
-    inspect = api.inspect_image(image)
+    inspect = _image(api, image) or {}
     for section in ("Config", "ContainerConfig"):
         for key, value in (inspect.get(section) or {}).items():
             if value and masker.contains_secret(json.dumps(value).encode()):
@@ -512,7 +607,7 @@ def scan_image(api, image: str, masker) -> list[str]:
     for field_name in ("Comment", "Author"):
         if inspect.get(field_name) and masker.contains_secret(str(inspect[field_name]).encode()):
             found.append(field_name)
-    for index, entry in enumerate(api.history(image)):
+    for index, entry in enumerate(api.request("GET", f"/images/{quote(image, safe='')}/history") or []):
         for key in ("CreatedBy", "Comment", "Tags"):
             if entry.get(key) and masker.contains_secret(json.dumps(entry[key]).encode()):
                 found.append(f"history[{index}].{key}")
@@ -521,16 +616,12 @@ def scan_image(api, image: str, masker) -> list[str]:
 
 def run_build(spec: BuildSpec, out: Output, masker) -> BuildResult:
     """Send the context, stream progress, check the result. Raises on failure (exit 3)."""
-    from docker.errors import APIError, DockerException, ImageNotFound
+    from runner.backends.docker_api import ApiError
 
     api = _api()
     context = make_context(spec)
-    base_id = None
-    try:
-        base_id = api.inspect_image(spec.base)["Id"]
-    except DockerException:
-        pass
-    key = build_key(spec, context, base_id)
+    base = _image(api, spec.base)
+    key = build_key(spec, context, base["Id"] if base else None)
     labels = {**dict(spec.labels), L_CREATED: _created_for(api, spec, key), L_BUILD_KEY: key}
     progress = _Progress(out, spec.tag)
     log: list[str] = []
@@ -538,11 +629,7 @@ def run_build(spec: BuildSpec, out: Output, masker) -> BuildResult:
     error = None
     stream = masker.stream() if masker else None
     try:
-        for chunk in api.build(
-            fileobj=io.BytesIO(context), custom_context=True, dockerfile=spec.dockerfile, tag=spec.tag,
-            buildargs=dict(spec.build_args), labels=labels, nocache=spec.no_cache, rm=True, forcerm=True,
-            pull=False, decode=True,
-        ):
+        for chunk in _build_stream(api, spec, context, labels):
             if "stream" in chunk:
                 raw = chunk["stream"]
                 text = (stream.feed(raw.encode("utf-8", "surrogateescape")) + (stream.flush() if raw.endswith("\n") else b"")).decode("utf-8", "replace") if stream else raw
@@ -554,10 +641,8 @@ def run_build(spec: BuildSpec, out: Output, masker) -> BuildResult:
             elif "error" in chunk:
                 error = chunk.get("error") or "unknown error"
                 log.append(error + "\n")
-    except APIError as exc:
-        error = str(exc.explanation or exc)
-    except DockerException as exc:
-        error = f"{type(exc).__name__}: {exc}"
+    except ApiError as exc:
+        error = exc.message
     finally:
         progress.close()
     if error is not None or image_id is None:
@@ -570,8 +655,8 @@ def run_build(spec: BuildSpec, out: Output, masker) -> BuildResult:
     leaks = scan_image(api, image_id, masker)
     if leaks:
         try:
-            api.remove_image(image_id, force=True)
-        except ImageNotFound:
+            api.request("DELETE", f"/images/{image_id}", {"force": 1})
+        except ApiError:
             pass
         raise RuntimeFailure(
             f"the built image held the value of a secret in scope ({', '.join(leaks)}); it was removed",
@@ -642,16 +727,8 @@ def ensure_image(image: str, out: Output, *, flavor: str | None = None, config_f
     The flavor is ``flavor``, else the config's ``container.gpu`` (rocm when
     none). Secrets in scope are the caller's masker plus host/env-file secrets.
     """
-    from docker.errors import DockerException, ImageNotFound
-
-    api = _api()
-    try:
-        api.inspect_image(image)
+    if _image(_api(), image) is not None:
         return
-    except ImageNotFound:
-        pass
-    except DockerException as exc:
-        raise EngineUnavailable(f"cannot inspect image {image}: {exc}") from None
     from types import SimpleNamespace
 
     ns = SimpleNamespace(config=config_file, env_file=env_file, flavor=flavor, base=None, tag=image, build_arg=[], no_cache=False, dry_run=False)
