@@ -186,3 +186,19 @@ def test_bare_build_arg_takes_the_host_value():
         images.parse_build_args(["C"], {})
     with pytest.raises(images.UsageError):
         images.parse_build_args(["=x"], {})
+
+
+def test_dockerignore_matcher_agrees_with_the_docker_sdk(tmp_path):
+    """The runner's own matcher (the SDK import is too slow for a cached rebuild) sends exactly what docker would."""
+    from docker.utils.build import exclude_paths
+
+    for name in (".env", "a/.env.local", "a/b/x.pem", "keep.txt", "a/keep.py", "a/__pycache__/m.pyc", "x.env",
+                 "rocm/Dockerfile", ".git/config", "sub/id_rsa.pub", "sub/notes.md", "deep/a/b/c.key"):
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x")
+    (tmp_path / ".dockerignore").write_text((images.recipes_dir(None) / ".dockerignore").read_text() + "\n!sub/id_rsa.pub\n/keep.txt\n")
+    ours = set(images.context_files(tmp_path, "rocm/Dockerfile"))
+    sdk = {p for p in exclude_paths(str(tmp_path), images._dockerignore(tmp_path), dockerfile="rocm/Dockerfile") if (tmp_path / p).is_file()}
+    assert ours == sdk
+    assert ".env" not in ours and "a/b/x.pem" not in ours and "sub/id_rsa.pub" in ours
