@@ -7,6 +7,7 @@ render its result, so what they print is exactly what would run.
 
 from __future__ import annotations
 
+import functools
 import glob
 import os
 import re
@@ -216,6 +217,7 @@ def _as_bool(value) -> bool:
     return value is True or (isinstance(value, str) and value.lower() == "true")
 
 
+@functools.lru_cache(maxsize=1)
 def _gpu_policy() -> dict:
     import yaml
 
@@ -309,7 +311,10 @@ def build_plan(
     options = config.get("container", "options", default={}) or {}
     gpu = flags.gpu or config.get("container", "gpu", default="rocm")
     devices, gpu_request, group_add = _resolve_devices(config, gpu, notices)
+    gpu_groups = set(_gpu_policy().get("gpu_groups", []))
     for group in _as_list(options.get("group-add")):
+        if group in gpu_groups and group not in group_add:
+            continue  # another flavor's GPU group (video/render): absent from images without a GPU stack
         if group not in group_add:
             group_add.append(group)
 

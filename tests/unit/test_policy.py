@@ -134,3 +134,4 @@ def test_gpu_flavors_choose_devices(work):
     assert cuda.gpu_request == "nvidia" and "/dev/kfd" not in cuda.devices
     none = plan_for(work, BASE, {}, flags=LaunchFlags(gpu="none")).plan
     assert not any(d in none.devices for d in ("/dev/kfd", "/dev/dri")) and none.gpu_request is None
+    assert "video" not in none.group_add and "video" not in cuda.group_add
