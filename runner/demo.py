@@ -23,7 +23,7 @@ BUSYBOX_CANDIDATES = ("/bin/busybox", "/usr/bin/busybox")
 JOB = r"""
 echo "== inside the job container =="
 echo "greeting (a literal from the config): $DEMO_GREETING"
-echo "W&B settings from trackers:, as the client reads them:"
+echo "W&B settings (from the trackers: section), as the client reads them:"
 env | grep '^WANDB_' | sort | sed 's/^/  /'
 echo "the secret, as the job sees it: $DEMO_API_KEY"
 echo "  ... and base64-encoded: $(printf %s "$DEMO_API_KEY" | base64)"
