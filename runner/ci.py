@@ -2,10 +2,11 @@
 
 Under GitHub Actions the runner first prints ``::add-mask::VALUE`` for every
 secret in scope: the one place a value is printed on purpose, because the
-Actions runner consumes those lines and hides the value in its logs. Workflow
-commands (masks, annotations) go to stderr: the Actions runner reads commands
-from both streams, and stderr keeps ``--json`` stdout parseable and keeps
-``::add-mask::`` lines out of files a step redirects stdout into.
+Actions runner consumes those lines and hides the value in its logs. The Actions
+runner reads workflow commands from both streams; the masks are the first lines
+of stderr and also of stdout, except where stdout must stay clean: with ``--json``
+(it must parse) and when stdout is redirected to a regular file (a file a step
+may archive must not hold values). Annotations go to stderr.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 # Digests (never values) of the secrets already registered in this process.
 _registered: set[bytes] = set()
 _enabled = True
+_json_stdout = False  # set from --json: stdout carries a JSON document only
 
 
 def github_actions() -> bool:
@@ -75,9 +77,23 @@ def register_masks(secrets: Iterable[Secret | str]) -> None:
             _registered.add(digest)
             lines.append(f"::add-mask::{form}")
     if lines:
+        text = "".join(line + "\n" for line in lines)
+        if _stdout_takes_masks():
+            sys.stdout.write(text)
         sys.stdout.flush()
-        sys.stderr.write("".join(line + "\n" for line in lines))
+        sys.stderr.write(text)
         sys.stderr.flush()
+
+
+def _stdout_takes_masks() -> bool:
+    import stat
+
+    if _json_stdout:
+        return False
+    try:
+        return not stat.S_ISREG(os.fstat(sys.stdout.fileno()).st_mode)
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def early_secrets(config_file: str | None, env_file_name: str | None) -> list[Secret]:
@@ -130,6 +146,8 @@ def early_masks(args, out) -> None:
         return
     if getattr(args, "cmd", None) == "completion" or not (github_actions() or in_ci()):
         return
+    global _json_stdout
+    _json_stdout = bool(getattr(args, "json", False))
     secrets = early_secrets(getattr(args, "config", None), getattr(args, "env_file", None))
     if secrets:
         from runner.secrets import Masker

@@ -38,11 +38,13 @@ def assert_clean(text: str, where: str) -> None:
             assert form not in text, f"a canary form leaked in {where}"
 
 
-def run(args, cwd: Path, **env_extra):
+def run(args, cwd: Path, stdout=None, **env_extra):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("PRIMUS_", "WANDB", "MLFLOW", "HF_", "GITHUB_", "GITLAB_", "CI"))}
     env.update({"HOME": str(cwd), "NO_COLOR": "1", "HF_TOKEN": ENV_CANARY})
     env.update(env_extra)
+    if stdout is not None:
+        return subprocess.run([sys.executable, "-m", "runner", *args], cwd=cwd, env=env, stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=60)
     return subprocess.run([sys.executable, "-m", "runner", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
 
 
@@ -67,6 +69,11 @@ def split_masks(stderr: str) -> tuple[list[str], list[str]]:
     return lines[:n], lines[n:]
 
 
+def after_masks(stdout: str) -> str:
+    """stdout past its leading ::add-mask:: lines (they lead stdout too, unless it is JSON or a file)."""
+    return "\n".join(split_masks(stdout)[1])
+
+
 def test_masks_are_the_first_lines_and_values_appear_nowhere_else(project):
     result = run(["plan", "--", "echo", "hi"], project, GITHUB_ACTIONS="true")
     assert result.returncode == 0, result.stderr
@@ -77,7 +84,7 @@ def test_masks_are_the_first_lines_and_values_appear_nowhere_else(project):
         assert base64.b64encode(value.encode()).decode() in registered
     assert not any("::add-mask::" in line for line in rest)
     assert_clean("\n".join(rest), "stderr after the masks")
-    assert_clean(result.stdout, "stdout")
+    assert_clean(after_masks(result.stdout), "stdout")
     assert "WANDB_API_KEY" in result.stdout and "HF_TOKEN" in result.stdout
 
 
@@ -87,7 +94,7 @@ def test_masks_come_first_even_when_the_config_is_broken(project):
     assert result.returncode == 2
     masks, rest = split_masks(result.stderr)
     assert {ENV_CANARY, FILE_CANARY} <= {m.removeprefix("::add-mask::") for m in masks}
-    assert_clean("\n".join(rest) + result.stdout, "output after the masks")
+    assert_clean("\n".join(rest) + after_masks(result.stdout), "output after the masks")
 
 
 def test_masks_come_first_when_the_yaml_does_not_parse(project):
@@ -97,7 +104,7 @@ def test_masks_come_first_when_the_yaml_does_not_parse(project):
     masks, rest = split_masks(result.stderr)
     assert {ENV_CANARY, FILE_CANARY} <= {m.removeprefix("::add-mask::") for m in masks}
     assert any(line.startswith("::error file=.primus.yaml,line=") for line in rest), result.stderr
-    assert_clean("\n".join(rest) + result.stdout, "output after the masks")
+    assert_clean("\n".join(rest) + after_masks(result.stdout), "output after the masks")
 
 
 @pytest.mark.parametrize("command", [["plan", "--", "true"], ["check"]])
@@ -108,7 +115,7 @@ def test_config_error_is_an_annotation_with_file_and_line(project, command):
     _, rest = split_masks(result.stderr)
     errors = [line for line in rest if line.startswith("::error ")]
     assert any(line.startswith(f"::error file=.primus.yaml,line={BROKEN_LINE},") and "HF_TOKEN is a secret" in line for line in errors), result.stderr
-    assert_clean("\n".join(rest) + result.stdout, "annotations")
+    assert_clean("\n".join(rest) + after_masks(result.stdout), "annotations")
 
 
 def test_json_stdout_stays_parseable_under_actions(project):
@@ -234,3 +241,19 @@ def test_no_step_summary_outside_actions(tmp_path, monkeypatch):
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     assert not ci.write_summary(planned.require(), 0, {})
     assert not summary.exists()
+
+
+def test_masks_also_lead_stdout_unless_it_is_json_or_a_file(project, tmp_path):
+    """Whichever stream a pipeline reads, the masks come first; a redirected file gets none."""
+    result = run(["plan", "--", "echo", "hi"], project, GITHUB_ACTIONS="true")
+    masks, rest = split_masks(result.stdout)
+    assert {m.removeprefix("::add-mask::") for m in masks} >= set(CANARIES)
+    assert_clean("\n".join(rest), "stdout after the masks")
+    as_json = run(["--json", "plan", "--", "echo", "hi"], project, GITHUB_ACTIONS="true")
+    assert "::add-mask::" not in as_json.stdout
+    target = tmp_path / "plan-output.txt"
+    with open(target, "w") as fh:
+        redirected = run(["plan", "--", "echo", "hi"], project, stdout=fh, GITHUB_ACTIONS="true")
+    assert redirected.returncode == 0
+    assert "::add-mask::" not in target.read_text() and "HF_TOKEN" in target.read_text()
+    assert redirected.stderr.startswith("::add-mask::")
