@@ -246,7 +246,7 @@ def _problem(error, layer: Located, schema: dict) -> Problem:
         hint = f"did you mean '{guess[0]}'?" if guess else f"known keys: {', '.join(known)}"
         return Problem(f"unknown key '{key}' in {_dotted(path)}", where=layer.where(path + (key,)), hint=hint)
     if error.validator in ("anyOf", "oneOf"):
-        expected = _describe(error.schema)
+        expected = error.schema.get("description") or _describe(error.schema)
         return Problem(f"{_dotted(path)}: {error.instance!r} is not valid; expected {expected}", where=layer.where(path))
     if error.validator == "type":
         expected = _describe(error.schema)

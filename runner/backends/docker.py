@@ -514,10 +514,7 @@ def up(args, out: Output, flags: LaunchFlags) -> int:
     from runner import tracking
     from runner.launch import prepare
 
-    if args.audit:
-        _require_module("runner.audit", "--audit")
     if args.report:
-        _require_module("runner.report", "--report")
         from runner import report
 
         report.check_path(args.report)  # fail before launch, not after a long run
@@ -528,7 +525,12 @@ def up(args, out: Output, flags: LaunchFlags) -> int:
     hs = tracking.begin(plan, out)
     plan = plan.with_env(hs.env, "tracker run")
     if args.detach:
-        start_detached(plan, out, build=args.build)
+        # The job's own tracker client closes the run (MLFLOW_RUN_ID / WANDB_RUN_ID): the runner is gone by then.
+        try:
+            start_detached(plan, out, build=args.build)
+        except BaseException:
+            hs.finish(3)
+            raise
         out.result(plan.name)
         return 0
     leaks: list = []
@@ -543,10 +545,14 @@ def up(args, out: Output, flags: LaunchFlags) -> int:
     from runner import ci
 
     with ci.group(f"job output: {plan.name} ({plan.image})"):  # a collapsible group in CI logs
-        code = run_plan(
-            plan, prepared.masker, out, keep=args.keep, tail=tail, build=args.build,
-            on_started=audit if args.audit else None,
-        )
+        try:
+            code = run_plan(
+                plan, prepared.masker, out, keep=args.keep, tail=tail, build=args.build,
+                on_started=audit if args.audit else None,
+            )
+        except BaseException:
+            hs.finish(3, tail.bytes())  # the container never ran (or the runner failed): no run left RUNNING
+            raise
     ended = datetime.now(timezone.utc)
     hs.finish(code, tail.bytes())
     ci.write_summary(plan, code, hs.links, prepared.masker)  # $GITHUB_STEP_SUMMARY: names, links, exit code
@@ -562,13 +568,6 @@ def up(args, out: Output, flags: LaunchFlags) -> int:
             out.error(f"secret leaked: {leak}")
         return 4
     return code
-
-
-def _require_module(name: str, flag: str) -> None:
-    import importlib.util
-
-    if importlib.util.find_spec(name) is None:
-        raise UsageError(f"{flag} is not available: {name} is not installed in this build", hint=f"run without {flag}")
 
 
 def remove_containers(filters: dict[str, str]) -> int:

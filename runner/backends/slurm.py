@@ -452,6 +452,10 @@ def cmd_submit(args, out: Output, flags) -> int:
     began = time.time()
     sbatch = _tool("sbatch")
     _tool("srun")
+    from runner import tracking
+
+    handshake = tracking.begin(plan, out)  # tracker runs exist before the job: every rank logs to the same run
+    plan = plan.with_env(handshake.env, "tracker run")
     job_dir = _job_dir(settings, plan.name, create=True)
     script_path = job_dir / SCRIPT_FILE
     script = render_script(plan, settings, job_dir)
@@ -469,6 +473,7 @@ def cmd_submit(args, out: Output, flags) -> int:
     result = _run([sbatch, "--parsable", f"--export={','.join(names)}", str(script_path)], timeout=60, env=env, umask=0o077)
     del env
     if result.returncode != 0:
+        handshake.finish(3)
         raise RuntimeFailure(f"sbatch refused the job: {result.stderr.strip() or result.stdout.strip()}", f"the script is {script_path}; check partition, time and account")
     job_id = result.stdout.strip().split(";")[0]
     output_file = job_dir / f"slurm-{job_id}.out"
@@ -492,22 +497,26 @@ def cmd_submit(args, out: Output, flags) -> int:
         out.warn(f"stopped following job {job_id}; it keeps running (primus-runner cancel {job_id} stops it)")
         return 130
     code = final_exit_code(final, job_dir, job_id)
+    handshake.finish(code, _tail(output_file))
     report = {"job_id": job_id, "state": final.state if final else "unknown", "exit_code": code, "job_dir": str(job_dir),
               "script": str(script_path), "output": str(output_file), "nodes": settings.nodes}
-    ci.write_summary(plan, code, {}, prepared.masker)  # $GITHUB_STEP_SUMMARY: names and exit code
+    ci.write_summary(plan, code, handshake.links, prepared.masker)  # $GITHUB_STEP_SUMMARY: names and exit code
     if args.report:  # the schema'd run report (policies/report.schema.json), atomic, 0600, masked
         from runner import report as run_report
 
         run_report.write_report(
-            args.report, plan=plan, started=began, ended=time.time(), exit_code=code, links={},
+            args.report, plan=plan, started=began, ended=time.time(), exit_code=code, links=handshake.links,
             masker=prepared.masker, backend="slurm", job_id=job_id,
         )
     if out.json_mode:
         out.json({"job_id": job_id, "state": report["state"], "exit_code": code})
     if args.audit:
-        leaks = audit_files([job_dir] + ([Path(args.report)] if args.report else []), plan)
+        from runner.audit import audit_paths
+
+        leaks = audit_paths([job_dir] + ([Path(args.report)] if args.report else []), prepared.planned)
         if leaks:
-            raise LeakFound("secret values found in the job's files: " + "; ".join(leaks), "treat those secrets as exposed and rotate them")
+            found = "; ".join(f"{leak.secret} at {leak.location}" for leak in leaks)
+            raise LeakFound(f"secret values found in the job's files: {found}", "treat those secrets as exposed and rotate them")
         out.info(f"audit: no secret value in {job_dir}")
     return code
 
@@ -565,19 +574,16 @@ def final_exit_code(state: JobState | None, job_dir: Path, job_id: str) -> int:
     return code
 
 
-def audit_files(paths: list[Path], plan) -> list[str]:
-    """Every 'FILE: NAME' where a secret's value (or an encoding) appears."""
-    per_name = {name: Masker([value]) for name, value in plan.secret_env().items()}
-    found = []
-    for root in paths:
-        files = [root] if root.is_file() else [p for p in root.rglob("*") if p.is_file()]
-        for path in files:
-            data = path.read_bytes()
-            found += [f"{path}: {name}" for name, masker in per_name.items() if masker.contains_secret(data)]
-    return found
+def _tail(path: Path, limit: int = 64 << 20) -> bytes:
+    """The last ``limit`` bytes of the job's (masked) output, for the tracker's log upload."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(max(0, path.stat().st_size - limit))
+            return fh.read()
+    except OSError:
+        return b""
 
 
-# --------------------------------------------------------------------------- status / cancel
 def cmd_status(args, out: Output, _=None) -> int:
     job_id = _require_job_id(args.job)
     _tool("scontrol")
