@@ -136,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     cmd("demo", "run the built-in demo job locally (no registry, no GPU needed)", "primus-runner demo")
 
-    p = sub.add_parser("node-agent", help=argparse.SUPPRESS)  # started by srun on each Slurm node
+    p = sub.add_parser("node-agent")  # no help=: hidden from --help; started by srun on each Slurm node
     p.add_argument("plan_file", nargs="?")
     p.add_argument("--cleanup", metavar="JOB", help="remove this Slurm job's containers on this node, then exit")
     return parser
