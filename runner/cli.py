@@ -93,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--report", metavar="FILE", help="write a JSON report of the run (no secret values)")
 
     p = cmd("ps", "list the runner's own containers (running and leftovers)", "primus-runner ps --json")
-    p.add_argument("--all", "-a", action="store_true", help="include stopped containers (default shows all the runner's containers)")
+    p.add_argument("--all", "-a", action="store_true", help="accepted for familiarity: ps always lists running and stopped (leftover) runner containers")
 
     p = cmd("logs", "print a runner container's output, masked", "primus-runner logs primus-1a2b3c4d -f")
     p.add_argument("name")
