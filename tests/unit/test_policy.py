@@ -14,14 +14,6 @@ from runner.secrets import Secret
 CANARY = "canary-policy-1d5e0c77aa"
 
 
-@pytest.fixture
-def work(tmp_path, monkeypatch):
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
 def plan_for(work: Path, yaml_text: str, host: dict, env_file: EnvFile = EnvFile(None), flags=LaunchFlags(gpu="none")):
     (work / ".primus.yaml").write_text(yaml_text)
     return build_plan(load_config(), ["true"], host, env_file, flags)

@@ -16,14 +16,6 @@ CANARY = "canary-trackers-7f3e0a19c2"
 TRAIN = ["primus-cli", "train", "pretrain", "--config", "exp.yaml"]
 
 
-@pytest.fixture
-def work(tmp_path, monkeypatch):
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
 def plan_for(work: Path, trackers: str, host: dict | None = None, command=("true",), flags=LaunchFlags(gpu="none"), env_file=EnvFile(None)):
     (work / ".primus.yaml").write_text("container:\n  options:\n    image: busybox\ntrackers:\n" + trackers)
     return build_plan(load_config(), list(command), host or {}, env_file, flags, name="job-1")

@@ -62,14 +62,6 @@ class StandIn:
 
 
 @pytest.fixture
-def work(tmp_path, monkeypatch):
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
-@pytest.fixture
 def stand_in():
     servers = []
 
