@@ -57,17 +57,45 @@ else
     log "packages: present"
 fi
 
+# True if $1 is a live (not zombie) process named $2.
+live_pid() {
+    local pid=$1 comm=$2 stat
+    [ -n "$pid" ] && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$comm" ] || return 1
+    stat=$(cat "/proc/$pid/stat" 2>/dev/null) || return 1
+    stat=${stat##*) }
+    [ "${stat%% *}" != Z ]
+}
+# pid of a daemon from its pid file, only if that process is alive and is $2.
+pid_of() {
+    local pidfile=$1 comm=$2 pid
+    [ -s "$pidfile" ] || return 1
+    pid=$(tr -dc 0-9 <"$pidfile")
+    live_pid "$pid" "$comm" || return 1
+    echo "$pid"
+}
+# Remove a pid file left by a daemon that is gone (killed at the end of a
+# session, or from before a reboot): daemons refuse to start over one whose
+# pid now belongs to another process.
+drop_stale_pidfile() {
+    [ -e "$1" ] && ! pid_of "$1" "$2" >/dev/null && rm -f "$1"
+    return 0
+}
+
 # ---------------------------------------------------------------- docker
 if docker info >/dev/null 2>&1; then
     log "docker: running"
 else
     log "docker: starting dockerd"
+    drop_stale_pidfile /var/run/docker.pid dockerd
+    drop_stale_pidfile /var/run/docker/containerd/containerd.pid containerd
     setsid dockerd >/var/log/dockerd.log 2>&1 </dev/null &
+    dockerd_pid=$!
     for _ in $(seq 60); do
         docker info >/dev/null 2>&1 && break
+        kill -0 "$dockerd_pid" 2>/dev/null || break  # it exited: no use waiting
         sleep 1
     done
-    docker info >/dev/null 2>&1 || { tail -n 30 /var/log/dockerd.log >&2; die "dockerd did not answer within 60 s"; }
+    docker info >/dev/null 2>&1 || { tail -n 30 /var/log/dockerd.log >&2; die "dockerd did not answer within 60 s (log: /var/log/dockerd.log)"; }
     log "docker: up"
 fi
 
@@ -86,6 +114,7 @@ else
     fi
     chown munge:munge "$key"
     chmod 0400 "$key"
+    drop_stale_pidfile /run/munge/munged.pid munged
     runuser -u munge -- /usr/sbin/munged --force
     for _ in $(seq 20); do munge_ok && break; sleep 0.5; done
     munge_ok || die "munged does not answer (see /var/log/munge/munged.log)"
@@ -132,19 +161,11 @@ PartitionName=${SLURM_PARTITION} Nodes=ALL Default=YES MaxTime=INFINITE DefaultT
 EOF
 )
 
-# pid of a daemon from its pid file, only if that process is alive and is $2.
-pid_of() {
-    local pidfile=$1 comm=$2 pid
-    [ -s "$pidfile" ] || return 1
-    pid=$(cat "$pidfile")
-    [ -n "$pid" ] && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$comm" ] || return 1
-    echo "$pid"
-}
 stop_pidfile() {
     local pid
     if pid=$(pid_of "$1" "$2"); then
         kill "$pid" 2>/dev/null || true
-        for _ in $(seq 20); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.5; done
+        for _ in $(seq 20); do live_pid "$pid" "$2" || return 0; sleep 0.5; done
         kill -9 "$pid" 2>/dev/null || true
     fi
 }
@@ -169,6 +190,9 @@ if [ "$current_conf" != "$desired_conf" ]; then
     fi
 fi
 
+for f in /var/run/slurmctld.pid /var/run/slurmd-n1.pid /var/run/slurmd-n2.pid; do
+    drop_stale_pidfile "$f" "$(basename "$f" .pid | sed 's/-n[12]$//')"
+done
 started=0
 if ! pid_of /var/run/slurmctld.pid slurmctld >/dev/null; then
     log "slurm: starting slurmctld"

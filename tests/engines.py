@@ -76,13 +76,18 @@ def docker_client_or_missing():
     """A docker SDK client that answers ping, or engine_missing()."""
     try:
         import docker  # imported here: only docker tests need the SDK
-    except ImportError as exc:
-        engine_missing("the docker Python SDK", str(exc))
+    except ImportError:
+        docker = None
+    if docker is None:
+        engine_missing("the docker Python SDK", "pip install docker")
+    problem = None
     try:
         client = docker.from_env(version="auto")
         client.ping()
     except Exception as exc:  # DockerException, connection errors, ...
-        engine_missing("the Docker daemon", f"{type(exc).__name__}: {exc}")
+        problem = f"{type(exc).__name__}: {exc}"
+    if problem:  # outside the except: no chained traceback in the report
+        engine_missing("the Docker daemon", problem)
     return client
 
 
@@ -92,9 +97,10 @@ def require_image(client, name: str) -> str:
 
     try:
         client.images.get(name)
+        return name
     except docker.errors.ImageNotFound:
-        engine_missing(f"the local test image {name}", "it is built by the setup script")
-    return name
+        pass
+    engine_missing(f"the local test image {name}", "it is built by the setup script")
 
 
 # ------------------------------------------------------------------ slurm
@@ -116,6 +122,8 @@ def slurm_cluster_or_missing() -> SlurmCluster:
             capture_output=True, text=True, timeout=30,
         )
     except subprocess.TimeoutExpired:
+        out = None
+    if out is None:
         engine_missing("Slurm", "sinfo timed out")
     if out.returncode != 0:
         engine_missing("Slurm", f"sinfo failed: {out.stderr.strip()}")
