@@ -82,6 +82,18 @@ drop_stale_pidfile() {
 }
 
 # ---------------------------------------------------------------- docker
+# A dockerd started with `--bridge none` (e.g. a private test daemon in the
+# host's network namespace) deletes docker0: the running daemon then cannot
+# start containers on the default network until it is restarted.
+if docker info >/dev/null 2>&1 && [ ! -e /sys/class/net/docker0 ] \
+    && [ "$(docker network inspect bridge -f '{{index .Options "com.docker.network.bridge.name"}}' 2>/dev/null)" = docker0 ]; then
+    log "docker: docker0 bridge is gone, restarting dockerd"
+    if pid=$(pid_of /var/run/docker.pid dockerd); then
+        kill "$pid"
+        for _ in $(seq 30); do live_pid "$pid" dockerd || break; sleep 1; done
+        live_pid "$pid" dockerd && kill -9 "$pid"
+    fi
+fi
 if docker info >/dev/null 2>&1; then
     log "docker: running"
 else
