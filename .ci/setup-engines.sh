@@ -37,6 +37,9 @@ declare -A NEED=(
     [debootstrap]=/usr/sbin/debootstrap
     [procps]=/usr/bin/pgrep
     [iptables]=/usr/sbin/iptables
+    [zsh]=/usr/bin/zsh                  # completion tests load the zsh and fish scripts
+    [fish]=/usr/bin/fish
+    [iproute2]=/usr/sbin/ip
 )
 missing=()
 for pkg in "${!NEED[@]}"; do

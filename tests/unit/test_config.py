@@ -10,7 +10,10 @@ import pytest
 from runner.config import load_config
 from runner.errors import ConfigError
 
-FIXTURE = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "primus-runner.primus.yaml"
+# The Primus launcher's own file, kept verbatim in tests/fixtures/ (checked against
+# the shared copy beside the repository when that is present).
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "primus-runner.primus.yaml"
+SHARED_FIXTURE = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "primus-runner.primus.yaml"
 
 
 @pytest.fixture
@@ -35,6 +38,12 @@ def _fixture_env_names() -> list[str]:
             if name.isupper() and name not in names and name not in ("SYS_PTRACE", "CAP_SYS_ADMIN"):
                 names.append(name)
     return names
+
+
+def test_fixture_is_the_launcher_file_verbatim():
+    if not SHARED_FIXTURE.exists():
+        pytest.skip("no shared/ beside the repository: nothing to compare with")
+    assert FIXTURE.read_bytes() == SHARED_FIXTURE.read_bytes()
 
 
 def test_launcher_file_loads_unchanged_with_same_names(isolated):
