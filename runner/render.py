@@ -44,8 +44,45 @@ def _quote(arg: str) -> str:
     return shlex.quote(arg)
 
 
+def plan_tables(plan: LaunchPlan):
+    """The plan as rich tables, for a terminal. Values are already redacted (``***``)."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    summary = Table(show_header=False, box=None, pad_edge=False)
+    summary.add_column(style="bold")
+    summary.add_column()
+    for line in plan_text(plan).split("\n\n", 1)[0].splitlines():
+        key, _, value = line.partition("  ")
+        summary.add_row(escape(key.strip()), escape(value.strip()))
+    env = Table(title="environment", title_justify="left")
+    for column in ("name", "value", "why", "source"):
+        env.add_column(column)
+    for d in plan.forwarded:
+        value = f"[yellow]{MASK}[/yellow] (secret)" if d.secret else escape(str(d.value))
+        env.add_row(d.name, value, escape(d.reason), escape(d.source or ""))
+    for d in plan.skipped:
+        env.add_row(f"[dim]{d.name}[/dim]", "[dim]not forwarded[/dim]", escape(d.reason), escape(d.skip_reason or ""))
+    return summary, env
+
+
 def show_plan(plan: LaunchPlan, out: Output) -> None:
+    """JSON with ``--json``; rich tables on a terminal; plain text for pipes (fast, stable to grep)."""
+    import sys
+
     if out.json_mode:
         out.json(plan.to_dict())
+    elif out.color and sys.stdout.isatty():
+        import io
+        import shutil
+
+        from rich.console import Console
+
+        # Rendered to text first so it passes through the masker like everything printed.
+        buffer = io.StringIO()
+        console = Console(file=buffer, force_terminal=True, width=shutil.get_terminal_size().columns, highlight=False)
+        for table in plan_tables(plan):
+            console.print(table)
+        out.result(buffer.getvalue().rstrip("\n"))
     else:
         out.result(plan_text(plan))

@@ -1,0 +1,36 @@
+"""The human plan views: rich tables for terminals, plain text for pipes; never a value of a secret."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from runner.config import load_config
+from runner.envfile import EnvFile
+from runner.plan import LaunchFlags, build_plan
+from runner.render import plan_tables, plan_text
+
+CANARY = "canary-render-41d0c2f7aa"
+
+
+def _plan(work):
+    (work / ".primus.yaml").write_text("container:\n  options:\n    image: busybox\n    env: [HF_TOKEN, ODD]\n")
+    host = {"HF_TOKEN": CANARY, "ODD": "[bold]not markup[/bold]"}
+    return build_plan(load_config(), ["echo", "hi there"], host, EnvFile(None), LaunchFlags(gpu="none")).plan
+
+
+def test_tables_show_values_literally_and_secrets_as_mask(work):
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=160, force_terminal=False)
+    for table in plan_tables(_plan(work)):
+        console.print(table)
+    text = buffer.getvalue()
+    assert "[bold]not markup[/bold]" in text  # a value is text, never rich markup
+    assert "HF_TOKEN" in text and "***" in text and CANARY not in text
+
+
+def test_plain_text_quotes_the_command_and_hides_secrets(work):
+    text = plan_text(_plan(work))
+    assert "echo 'hi there'" in text
+    assert "HF_TOKEN=*** [secret]" in text and CANARY not in text
