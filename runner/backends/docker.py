@@ -407,6 +407,7 @@ def run_plan(
     sock: socket.socket | None = None
     code: int | None = None
     started = False
+    gone = False  # the daemon went away mid-run: the error says how to clean up, no second warning
     with _SignalGuard() as guard:
         try:
             cid, use_shim = _create(eng, plan, labels, out, build)
@@ -440,6 +441,15 @@ def run_plan(
                     _drain(sock, stdout, stderr)
             action = "kept" if keep else "removed"
             out.error(f"interrupted ({signal.Signals(exc.signum).name}): container {plan.name} stopped and {action}")
+        except (EngineUnavailable, ConnectionError) as exc:
+            if not started:
+                raise
+            gone = True  # dockerd died or restarted under a running job: exit 1 (engine unavailable), not a traceback
+            reason = exc.message if isinstance(exc, EngineUnavailable) else f"{exc.__class__.__name__}: {exc}"
+            raise EngineUnavailable(
+                f"the Docker daemon at {eng.host} went away while job {plan.name} was running; its exit code is unknown ({reason})",
+                hint=f"restart the daemon, then `primus-runner down {plan.name}` removes the container if it is still there",
+            ) from None
         finally:
             guard.disarm()
             if sock is not None:
@@ -457,7 +467,8 @@ def run_plan(
                     try:
                         eng.remove(cid)
                     except (ApiError, EngineUnavailable, OSError) as exc:
-                        out.warn(f"could not remove container {plan.name}: {exc}; remove it with `primus-runner down {plan.name}`")
+                        if not gone:
+                            out.warn(f"could not remove container {plan.name}: {exc}; remove it with `primus-runner down {plan.name}`")
     return code if code is not None else 3
 
 

@@ -295,6 +295,10 @@ def _tool(name: str) -> str:
     return path
 
 
+# What Slurm's clients print when slurmctld is down or unreachable (not a refusal of the job).
+_UNREACHABLE = re.compile(r"Unable to contact slurm controller|Socket timed out|Connection refused|Zero Bytes were transmitted")
+
+
 def _run(cmd: list[str], timeout: float = 30, env: dict | None = None, umask: int = -1) -> subprocess.CompletedProcess:
     try:
         return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, umask=umask)
@@ -381,7 +385,8 @@ def job_state(job_id: str) -> JobState | None:
         state = STATES.get(raw, "failed" if raw not in ("UNKNOWN",) else "running")
         return JobState(job_id, state, exit_code_of(fields) if state in DONE else None, raw, fields)
     if "Invalid job id" not in (result.stderr or "") and result.returncode != 0:
-        raise EngineUnavailable(f"scontrol show job failed: {result.stderr.strip()}", "check that slurmctld is running (scontrol ping)")
+        what = "slurmctld does not answer" if _UNREACHABLE.search(result.stderr or "") else "scontrol show job failed"
+        raise EngineUnavailable(f"{what}: {result.stderr.strip()}", "check that slurmctld is running (scontrol ping)")
     if shutil.which("sacct"):  # finished jobs, when the cluster keeps accounting
         acct = _run(["sacct", "-j", job_id, "-X", "-n", "-P", "-o", "State,ExitCode"], timeout=20)
         line = acct.stdout.strip().splitlines()[0] if acct.returncode == 0 and acct.stdout.strip() else ""
@@ -474,7 +479,11 @@ def cmd_submit(args, out: Output, flags) -> int:
     del env
     if result.returncode != 0:
         handshake.finish(3)
-        raise RuntimeFailure(f"sbatch refused the job: {result.stderr.strip() or result.stdout.strip()}", f"the script is {script_path}; check partition, time and account")
+        reason = result.stderr.strip() or result.stdout.strip()
+        if _UNREACHABLE.search(reason):  # nothing was submitted: exit 1 (engine unavailable), no job directory left
+            shutil.rmtree(job_dir, ignore_errors=True)
+            raise EngineUnavailable(f"slurmctld does not answer, the job was not submitted: {reason}", "start slurmctld or check SLURM_CONF (scontrol ping)")
+        raise RuntimeFailure(f"sbatch refused the job: {reason}", f"the script is {script_path}; check partition, time and account")
     job_id = result.stdout.strip().split(";")[0]
     output_file = job_dir / f"slurm-{job_id}.out"
     if not args.wait:
