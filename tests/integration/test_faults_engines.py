@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -61,8 +62,12 @@ def partial_state(ws: Workspace) -> list[str]:
 # ------------------------------------------------------------------ a private dockerd
 class PrivateDockerd:
     """A second dockerd with its own socket, data-root, exec-root (so its own managed
-    containerd socket and state) and no networking of its own: killing it cannot hurt the
-    shared daemon other tests use."""
+    containerd socket and state), its own bridge and no iptables rules: killing it cannot
+    hurt the shared daemon other tests use.
+
+    Not ``--bridge none``: a daemon started that way deletes the host's ``docker0`` link,
+    which the shared daemon's bridge network needs.
+    """
 
     def __init__(self, root: Path):
         self.root = root
@@ -71,14 +76,17 @@ class PrivateDockerd:
         self.data = root / "data"
         self.exec_root = root / "exec"
         self.proc: subprocess.Popen | None = None
+        self.bridge = f"pf-{secrets.token_hex(4)}"  # interface names stop at 15 bytes
         (root / "daemon.json").write_text("{}\n")  # never read the host's /etc/docker/daemon.json
 
     def start(self, timeout: float = 60) -> None:
+        if not Path(f"/sys/class/net/{self.bridge}").exists():
+            self._add_bridge()
         log = open(self.root / "dockerd.log", "ab")
         self.proc = subprocess.Popen(
             ["dockerd", "--host", self.host, "--data-root", str(self.data), "--exec-root", str(self.exec_root),
              "--pidfile", str(self.root / "docker.pid"), "--config-file", str(self.root / "daemon.json"),
-             "--bridge", "none", "--iptables=false", "--ip6tables=false", "--ip-masq=false"],
+             "--bridge", self.bridge, "--iptables=false", "--ip6tables=false", "--ip-masq=false"],
             stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
         )
         log.close()
@@ -136,6 +144,17 @@ class PrivateDockerd:
                 continue
         return pids
 
+    def _add_bridge(self) -> None:
+        if shutil.which("ip") is None:
+            engine_missing("a private dockerd", "needs `ip` (iproute2) to create its own bridge")
+        taken = subprocess.run(["ip", "-4", "-o", "addr"], capture_output=True, text=True, timeout=10).stdout
+        net = next(f"10.253.{n}" for n in range(1, 255) if f" 10.253.{n}." not in taken)
+        for cmd in (["link", "add", self.bridge, "type", "bridge"], ["addr", "add", f"{net}.1/24", "dev", self.bridge],
+                    ["link", "set", self.bridge, "up"]):
+            done = subprocess.run(["ip", *cmd], capture_output=True, text=True, timeout=10)
+            if done.returncode != 0:
+                engine_missing("a private dockerd", f"cannot create its bridge: ip {' '.join(cmd)}: {done.stderr}")
+
     def destroy(self) -> None:
         self.stop()
         for pid in self.leftover_pids():
@@ -147,6 +166,8 @@ class PrivateDockerd:
         for target in sorted((m for m in mounts if m.startswith(str(self.root) + "/")), key=len, reverse=True):
             subprocess.run(["umount", "-l", target], capture_output=True, timeout=30)
         shutil.rmtree(self.root, ignore_errors=True)
+        if Path(f"/sys/class/net/{self.bridge}").exists():
+            subprocess.run(["ip", "link", "delete", self.bridge], capture_output=True, timeout=10)
 
 
 @pytest.fixture(scope="module")
