@@ -127,3 +127,13 @@ def test_gpu_flavors_choose_devices(work):
     none = plan_for(work, BASE, {}, flags=LaunchFlags(gpu="none")).plan
     assert not any(d in none.devices for d in ("/dev/kfd", "/dev/dri")) and none.gpu_request is None
     assert "video" not in none.group_add and "video" not in cuda.group_add
+
+
+def test_built_in_defaults_are_least_privilege(work):
+    """No privileged mode or raised ulimit unless a config asks (many hosts refuse both)."""
+    plan = plan_for(work, BASE, {}, flags=LaunchFlags(gpu="rocm")).plan
+    assert plan.privileged is False and plan.ulimits == ()
+    assert plan.ipc == "host" and plan.network == "host"
+    assert set(plan.cap_add) == {"SYS_PTRACE", "CAP_SYS_ADMIN"} and plan.security_opt == ("seccomp=unconfined",)
+    launcher = plan_for(work, BASE + '    privileged: "true"\n    ulimit: "nofile=1048576:1048576"\n', {}).plan
+    assert launcher.privileged is True and launcher.ulimits == ("nofile=1048576:1048576",)
