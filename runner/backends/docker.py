@@ -346,7 +346,7 @@ def _create_once(eng: Engine, plan: LaunchPlan, labels: dict[str, str], out: Out
                     f"a container named {plan.name} already exists",
                     hint=f"pick another --name, or remove it: primus-runner down {plan.name}",
                 ) from None
-            raise RuntimeFailure(f"the container could not be created: {exc.message}", hint="check the launch options with `primus-runner plan`") from None
+            raise RuntimeFailure(f"the container could not be created: {exc.message}", hint=_daemon_hint(exc.message) or "check the launch options with `primus-runner plan`") from None
     raise _missing_image(plan.image)
 
 
@@ -416,7 +416,7 @@ def run_plan(
             try:
                 eng.start(cid)
             except ApiError as exc:
-                raise RuntimeFailure(f"the container could not be started: {exc.message}", hint="check the command, devices and mounts with `primus-runner plan`") from None
+                raise RuntimeFailure(f"the container could not be started: {exc.message}", hint=_daemon_hint(exc.message) or "check the command, devices and mounts with `primus-runner plan`") from None
             started = True
             if use_shim:
                 sock.sendall(docker_shim.encode_payload(plan.secret_env()))
@@ -513,9 +513,24 @@ def start_detached(plan: LaunchPlan, out: Output, *, extra_labels: dict[str, str
         eng.reset()
         eng.remove(cid)
         if isinstance(exc, ApiError):
-            raise RuntimeFailure(f"the container could not be started: {exc.message}") from None
+            raise RuntimeFailure(f"the container could not be started: {exc.message}", hint=_daemon_hint(exc.message)) from None
         raise
     return cid
+
+
+# What a daemon's refusal means in config terms (hosts differ: rootless, sandboxed, no GPU stack).
+_DAEMON_HINTS = (
+    ("apply caps: operation not permitted", "this Docker host refuses privileged mode or these capabilities: set container.options.privileged: false (and trim cap-add)"),
+    ("error setting rlimit", "this Docker host refuses the ulimit: lower container.options.ulimit (at most `ulimit -Hn` of the daemon) or set it to []"),
+    ("unable to find group", "the image has no such group: remove it from container.options.group-add (or use --gpu none, which drops the ROCm groups)"),
+    ("error gathering device information", "a device in the plan does not exist on this host: use --gpu none or the right flavor (primus-runner check lists devices)"),
+    ("could not select device driver", "the NVIDIA container toolkit is not set up for this daemon: install nvidia-container-toolkit, or use --gpu rocm|none"),
+)
+
+
+def _daemon_hint(message: str) -> str | None:
+    text = message.lower()
+    return next((hint for needle, hint in _DAEMON_HINTS if needle in text), None)
 
 
 # ---------------------------------------------------------------- commands
