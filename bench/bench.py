@@ -20,9 +20,10 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-RUNNER = [sys.executable, "-m", "runner"]
-if shutil.which("primus-runner"):
-    RUNNER = [shutil.which("primus-runner")]
+# The console script next to this interpreter: a version manager's shim on PATH
+# (pyenv's is a bash script) would add its own start-up to every figure.
+_SCRIPT = Path(sys.executable).with_name("primus-runner")
+RUNNER = [str(_SCRIPT)] if _SCRIPT.exists() else [shutil.which("primus-runner") or sys.executable, *([] if shutil.which("primus-runner") else ["-m", "runner"])]
 
 
 def timed(cmd: list[str], runs: int, **kwargs) -> list[float]:

@@ -10,11 +10,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from runner import __version__
-from runner.errors import JobExit, RunnerError
-from runner.ui import Output
+
+if TYPE_CHECKING:  # the CLI imports its modules inside main(), so `--version` starts fast
+    from runner.ui import Output
 
 EPILOG = """exit codes: 0 ok; 1 engine unavailable; 2 invalid usage/config/missing secret (nothing launched);
 3 run-time failure; 4 leak found (audit); a job's own code once it has started; 130/143 interrupted.
@@ -144,6 +145,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv == ["--version"]:  # the fast path: no parser, no imports
+        print(f"primus-runner {__version__}")
+        return 0
+    from runner.errors import JobExit, RunnerError
+    from runner.ui import Output
+
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
