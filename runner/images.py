@@ -545,27 +545,13 @@ def _build_stream(eng, spec: BuildSpec, context: bytes, labels: dict[str, str]):
         "t": spec.tag, "dockerfile": spec.dockerfile, "buildargs": json.dumps(dict(spec.build_args)),
         "labels": json.dumps(labels), "rm": 1, "forcerm": 1, "pull": 0, "nocache": 1 if spec.no_cache else None,
     }
-    conn = eng._new_conn(None)  # a dedicated connection: the response streams for the whole build
+    from runner.backends.docker_api import ApiError
+
     try:
-        try:
-            conn.request("POST", eng.path("/build", params), body=context, headers={"Content-Type": "application/x-tar"})
-            resp = conn.getresponse()
-        except OSError as exc:
-            raise eng._unreachable(exc) from None
-        if resp.status >= 400:
-            body = resp.read().decode("utf-8", "replace")
-            try:
-                body = json.loads(body).get("message", body)
-            except (ValueError, AttributeError):
-                pass
-            yield {"error": body}
-            return
+        pieces = eng.stream("/build", params, method="POST", body=context, headers={"Content-Type": "application/x-tar"})
         buffer = b""
         decoder = json.JSONDecoder()
-        while True:
-            piece = resp.read1(1 << 16)
-            if not piece:
-                break
+        for piece in pieces:
             buffer += piece
             text = buffer.decode("utf-8", "surrogateescape")
             pos = 0
@@ -579,8 +565,8 @@ def _build_stream(eng, spec: BuildSpec, context: bytes, labels: dict[str, str]):
                 yield message
                 pos = end
             buffer = text[pos:].encode("utf-8", "surrogateescape")
-    finally:
-        conn.close()
+    except ApiError as exc:  # the daemon refused the build request itself (bad Dockerfile path, bad args)
+        yield {"error": exc.message}
 
 
 def _created_for(api, spec: BuildSpec, key: str) -> str:

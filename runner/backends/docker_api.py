@@ -160,12 +160,17 @@ class Engine:
         finally:
             conn.close()
 
-    def stream(self, path: str, params: dict | None = None) -> Iterator[bytes]:
-        """GET a streamed body (logs), yielding pieces as they arrive."""
+    def stream(
+        self, path: str, params: dict | None = None, method: str = "GET", body: bytes | None = None, headers: dict | None = None
+    ) -> Iterator[bytes]:
+        """A streamed response body (logs, build progress), yielding pieces as they arrive.
+
+        Each stream has its own connection: the response can last as long as a build.
+        """
         conn = self._new_conn(None)
         try:
             try:
-                conn.request("GET", self.path(path, params))
+                conn.request(method, self.path(path, params), body=body, headers=headers or {})
                 resp = conn.getresponse()
             except OSError as exc:
                 raise self._unreachable(exc) from None
