@@ -151,6 +151,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from runner.errors import JobExit, RunnerError
     from runner.ui import Output
 
+    misplaced = _misplaced_global(argv)
+    if misplaced:  # argparse would only say "unrecognized arguments"; say where it belongs
+        print(f"error: {misplaced}", file=sys.stderr)
+        return 2
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
@@ -192,6 +196,27 @@ def main(argv: Sequence[str] | None = None) -> int:
             out.info(traceback.format_exc())
         out.error(f"internal error: {type(exc).__name__}: {exc}", "rerun with --verbose and report it")
         return 3
+
+
+GLOBAL_OPTIONS = ("--config", "--env-file", "--json", "--no-color", "--verbose")
+
+
+def _misplaced_global(argv: list[str]) -> str | None:
+    """A global option given after the command (before any ``--``): the one-line fix, else None."""
+    command_at = None
+    for i, token in enumerate(argv):
+        if token == "--":
+            return None
+        if command_at is None:
+            if not token.startswith("-") and (i == 0 or argv[i - 1] not in ("--config", "--env-file")):
+                command_at = i
+            continue
+        option = token.split("=", 1)[0]
+        if option in GLOBAL_OPTIONS:
+            takes_value = option in ("--config", "--env-file") and "=" not in token
+            moved = " ".join([*argv[:command_at], *argv[i:i + 1 + takes_value]])
+            return f"{option} is a global option and goes before the command: primus-runner {moved} {argv[command_at]} ..."
+    return None
 
 
 def _dispatch(args, out: Output) -> int:
