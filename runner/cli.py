@@ -24,8 +24,11 @@ docs: README.md and docs/ in the primus-runner repository."""
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # argparse's own usage errors: exit 2, one line, no traceback
-        self.print_usage(sys.stderr)
-        print(f"error: {message}", file=sys.stderr)
+        from runner import ci
+        from runner.secrets import Masker
+
+        self.print_usage(sys.stderr)  # the message may quote an argument: masked like everything else
+        print(f"error: {Masker(ci.early_secrets(None, None)).mask(message)}", file=sys.stderr)
         raise SystemExit(2)
 
 
@@ -161,7 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C while still starting up: the contract's 130, no traceback
         print("error: interrupted", file=sys.stderr)
         return 130
-    out = Output(json_mode=args.json, color=not args.no_color, verbose=args.verbose)
+    out = Output(json_mode=args.json, color=not args.no_color, verbose=args.verbose, fallback=_early_masker(args))
     if not args.cmd:
         parser.print_help(sys.stderr)
         return 2
@@ -196,6 +199,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             out.info(traceback.format_exc())
         out.error(f"internal error: {type(exc).__name__}: {exc}", "rerun with --verbose and report it")
         return 3
+
+
+def _early_masker(args):
+    """The masker for messages printed before a command installs its own (``down NAME``,
+    ``status``, a schema error quoting a flag's value): every secret-named value in the
+    environment and the env file. Built lazily, on the first message only. Not for
+    ``completion`` (a script, no secrets in it) nor the node agent (its plan's masker)."""
+    if args.cmd in ("completion", "node-agent"):
+        return None
+
+    def build():
+        from runner import ci
+        from runner.secrets import Masker
+
+        return Masker(ci.early_secrets(getattr(args, "config", None), getattr(args, "env_file", None)))
+
+    return build
 
 
 GLOBAL_OPTIONS = ("--config", "--env-file", "--json", "--no-color", "--verbose")

@@ -9,22 +9,32 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any, TextIO
+from typing import Any, Callable, TextIO
 
 from runner.secrets import Masker
 
 
 class Output:
-    def __init__(self, json_mode: bool = False, color: bool = True, verbose: bool = False, masker: Masker | None = None):
+    def __init__(self, json_mode: bool = False, color: bool = True, verbose: bool = False, masker: Masker | None = None,
+                 fallback: Callable[[], Masker] | None = None):
         self.json_mode = json_mode
         self.verbose = verbose
-        self.masker = masker or Masker()
+        self._masker = masker
+        # Until a command installs its masker (``prepare``), messages are masked with the
+        # secrets of the environment and env file: computed once, only if something prints.
+        self._fallback = fallback
         self.color = color and not os.environ.get("NO_COLOR") and os.environ.get("CI", "").lower() not in ("true", "1") and sys.stderr.isatty()
         # Progress bars and spinners only for a person at a terminal, never in CI logs.
         self.interactive = self.color and not json_mode
 
+    @property
+    def masker(self) -> Masker:
+        if self._masker is None:
+            self._masker = self._fallback() if self._fallback else Masker()
+        return self._masker
+
     def use_masker(self, masker: Masker) -> None:
-        self.masker = masker
+        self._masker = masker
 
     # -- human messages (stderr) ------------------------------------------
     def _err(self, prefix: str, message: str, style: str) -> None:

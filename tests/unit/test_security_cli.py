@@ -1,0 +1,96 @@
+"""Adversarial review, command line: put a canary where the runner echoes input back.
+
+Each case plants unique secret values in three places (a forwarded secret in the
+host environment, a secret only in the env file, a secret in the host environment
+that is never forwarded, like ``GITHUB_TOKEN``) and then feeds one of those VALUES
+to the runner in a non-secret slot (a public variable, a flag, a container name,
+an unknown argument), on the success path and on every error path. Whatever the
+runner prints, the value must not be in it: every secret in scope is masked,
+including in messages printed before a command has loaded its config.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+
+import pytest
+
+from tests.engines import assert_no_leak
+
+
+def _canary(tag: str) -> str:
+    return f"cnry{tag}{uuid.uuid4().hex[:14]}"
+
+
+FORWARDED = _canary("fwd")  # HF_TOKEN, in the host env, forwarded
+FILE_ONLY = _canary("file")  # WANDB_API_KEY, only in ./.env
+UNFORWARDED = _canary("gh")  # GITHUB_TOKEN, in the host env, not in the allowlist
+VALUES = {"HF_TOKEN": FORWARDED, "WANDB_API_KEY": FILE_ONLY, "GITHUB_TOKEN": UNFORWARDED}
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / ".primus.yaml").write_text(
+        "container:\n  gpu: none\n  options:\n    image: primus-test/busybox:latest\n    env: [HF_TOKEN, WANDB_API_KEY, PRIMUS_X]\n"
+    )
+    env_file = tmp_path / ".env"
+    env_file.write_text(f"WANDB_API_KEY={FILE_ONLY}\n")
+    env_file.chmod(0o600)
+    return tmp_path
+
+
+def run(args, cwd):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PRIMUS_", "WANDB", "MLFLOW", "HF_", "GITHUB_"))}
+    env.update({"HOME": str(cwd), "XDG_CACHE_HOME": str(cwd / ".cache"), "NO_COLOR": "1",
+                "HF_TOKEN": FORWARDED, "GITHUB_TOKEN": UNFORWARDED})
+    # The real Docker daemon when there is one (`down`/`logs` then echo the name back); nothing is started.
+    return subprocess.run([sys.executable, "-m", "runner", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+
+
+def _slots(value: str) -> list[list[str]]:
+    """Argument lists that carry ``value`` in a non-secret slot."""
+    return [
+        ["plan", "--env", f"PRIMUS_X={value}", "--", "true"],  # same value as a secret, under a public name
+        ["--json", "plan", "--env", f"PRIMUS_X={value}", "--", "true"],
+        ["--verbose", "plan", "--", "echo", value],  # in the job's command
+        ["up", "--dry-run", "--workdir", f"/{value}", "--", "true"],
+        ["plan", "--memory", value, "--", "true"],  # schema error quoting the flag, before the masker is built
+        ["plan", "--cpus", value, "--", "true"],
+        ["plan", "--shm-size", value, "--", "true"],
+        ["plan", "--image", f"Reg/{value}:x", "--", "true"],  # invalid image reference
+        ["plan", "-v", f"/nonexistent/{value}:/x", "--", "true"],  # missing mount source
+        ["--verbose", "up", "--dry-run", "--name", value, "--", "true"],
+        ["down", value],  # no masker of its own: "no container named …"
+        ["--json", "logs", value],
+        ["status", value],
+        ["cancel", value],
+        ["up", "--gpu", value],  # argparse's own error quotes the bad choice
+        ["logs", "x", value],  # argparse: unrecognized arguments
+        ["--verbose", "audit", f"/nonexistent/{value}"],
+        ["build", "--build-arg", f"PUBLIC={value}", "--dry-run"],  # a secret value under a public build-arg name
+        ["submit", "--dry-run", "--partition", value, "--", "true"],
+    ]
+
+
+@pytest.mark.parametrize("which", sorted(VALUES))
+@pytest.mark.parametrize("index", range(len(_slots("x"))))
+def test_a_secret_value_in_a_public_slot_is_never_printed(project, which, index):
+    args = _slots(VALUES[which])[index]
+    result = run(args, project)
+    assert "Traceback" not in result.stderr or "--verbose" in args
+    assert_no_leak(result.stdout, VALUES, f"stdout of {args[:2]} ({which} value)")
+    assert_no_leak(result.stderr, VALUES, f"stderr of {args[:2]} ({which} value)")
+    for path in project.rglob("*"):
+        if path.is_file() and path.name != ".env":
+            assert_no_leak(path.read_bytes(), VALUES, f"{path.relative_to(project)} written by {args[:2]}")
+
+
+def test_the_probe_would_see_a_leak(project):
+    """The same probe with a value that is no secret prints it: the cases above test masking, not silence."""
+    plain = _canary("plain")
+    result = run(["plan", "--env", f"PRIMUS_X={plain}", "--", "true"], project)
+    assert result.returncode == 0, result.stderr
+    assert plain in result.stdout
