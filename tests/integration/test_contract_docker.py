@@ -1,11 +1,12 @@
 """docs/cli-contract.md claims that need the real Docker daemon: every LAUNCH option reaches the
-container, `--env KEY` / `--env KEY=VALUE` reach the job, an unset allowlisted name is one notice line."""
+container, `--env KEY` / `--env KEY=VALUE` reach the job, an unset allowlisted name is one notice line,
+and the job sees tracker settings as the clients' env and, for a Primus training command, as overrides."""
 
 from __future__ import annotations
 
 import pytest
 
-from docker_helpers import Workspace, force_remove, inspect, unique
+from docker_helpers import CONFIG, Workspace, force_remove, inspect, unique
 from engines import assert_no_leak
 
 pytestmark = pytest.mark.docker
@@ -60,3 +61,21 @@ def test_job_exit_code_and_config_error_before_launch(ws):
     assert ws.run("up", "--name", unique(), "--", "sh", "-c", "exit 42").returncode == 42
     refused = ws.run("up", "--name", unique(), "--env", "HF_TOKEN=literal", "--", "true")
     assert refused.returncode == 2 and b"HF_TOKEN" in refused.stderr
+
+
+def test_job_sees_tracker_settings_as_env_and_primus_overrides(tmp_path, canary, busybox_image):
+    trackers = ("trackers:\n  framework: megatron\n  disable_wandb: false\n  wandb_project: proj-c\n  wandb_entity: team-c\n"
+                "  wandb_exp_name: exp-c\n  wandb_save_dir: /wb\n")
+    ws = Workspace(tmp_path, canary, config=CONFIG + trackers)
+    job = 'env | grep "^WANDB_" | grep -v API_KEY | sort; echo "ARGS $*"'
+    result = ws.run("up", "--name", unique(), "--env", "WANDB_MODE=offline", "--volume", f"{tmp_path}:/wb",
+                    "--", "sh", "-c", job, "sh", "train", "pretrain", "--config", "x.yaml")
+    assert result.returncode == 0, result.stderr.decode()
+    out = result.stdout.decode().splitlines()
+    for line in ("WANDB_PROJECT=proj-c", "WANDB_ENTITY=team-c", "WANDB_NAME=exp-c", "WANDB_DIR=/wb", "WANDB_MODE=offline"):
+        assert line in out, (line, out)
+    assert any(line.startswith("WANDB_RUN_ID=") and len(line) > len("WANDB_RUN_ID=") for line in out)
+    args = next(line for line in out if line.startswith("ARGS ")).split()
+    for key, value in (("--wandb_project", "proj-c"), ("--wandb_entity", "team-c"), ("--wandb_exp_name", "exp-c"), ("--disable_wandb", "false")):
+        assert args[args.index(key) + 1] == value, (key, args)
+    assert_no_leak(result.stdout + result.stderr, canary, "up output")
