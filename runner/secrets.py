@@ -85,6 +85,11 @@ def encodings(value: str) -> set[bytes]:
                 if len(form) >= _MIN_ENCODED_LEN:
                     forms.add(form)
             forms.add(base64.b64encode(aligned))
+    if "\n" in value:  # a PEM key or a JSON credential printed line by line (a logger's prefix per line)
+        for line in value.splitlines():
+            line = line.strip()
+            if len(line) >= _MIN_ENCODED_LEN:
+                forms.add(line.encode("utf-8", "surrogateescape"))
     forms.discard(b"")
     return forms
 
@@ -92,8 +97,10 @@ def encodings(value: str) -> set[bytes]:
 class Masker:
     """Replaces every secret value and its encodings with ``***``.
 
-    One instance serves every stream; ``stream()`` gives a per-stream state that
-    stays correct across chunk boundaries.
+    Overlapping occurrences (two secrets sharing a prefix/suffix, a value inside
+    another's encoding) are merged into one masked span, so no part of either is
+    shown. One instance serves every stream; ``stream()`` gives a per-stream state
+    that stays correct across chunk boundaries.
     """
 
     def __init__(self, values: Iterable[str | Secret] = ()):
@@ -105,17 +112,14 @@ class Masker:
         if self._patterns:
             import ahocorasick_rs
 
-            self._automaton = ahocorasick_rs.BytesAhoCorasick(
-                self._patterns, matchkind=ahocorasick_rs.MatchKind.LeftmostLongest
-            )
+            self._automaton = ahocorasick_rs.BytesAhoCorasick(self._patterns, matchkind=ahocorasick_rs.MatchKind.Standard)
             self._prefixes = frozenset(p[:k] for p in self._patterns for k in range(1, len(p)))
 
     def __bool__(self) -> bool:
         return bool(self._patterns)
 
     def mask_bytes(self, data: bytes) -> bytes:
-        out, rest = self._mask_upto(data, final=True)
-        return out
+        return self._mask_upto(data, final=True)[0]
 
     def mask(self, text: str) -> str:
         if not self._patterns or not text:
@@ -129,24 +133,49 @@ class Masker:
     def stream(self) -> "MaskedStream":
         return MaskedStream(self)
 
-    def _mask_upto(self, data: bytes, final: bool) -> tuple[bytes, bytes]:
-        """Mask ``data``; unless ``final``, hold back a tail that may begin a secret."""
+    def _spans(self, buf: bytes) -> list[list[int]]:
+        """Every occurrence in ``buf``, overlapping ones merged: sorted [start, end) spans."""
+        spans: list[list[int]] = []
+        for _, start, end in sorted(self._automaton.find_matches_as_indexes(buf, overlapping=True), key=lambda m: m[1]):
+            if spans and start < spans[-1][1]:
+                spans[-1][1] = max(spans[-1][1], end)
+            else:
+                spans.append([start, end])
+        return spans
+
+    def _mask_upto(self, data: bytes, final: bool, context: bytes = b"", in_mask: bool = False) -> tuple[bytes, bytes, bytes, bool]:
+        """Mask ``data``; unless ``final``, hold back a tail that may begin a secret.
+
+        ``context`` is the raw text already emitted just before ``data`` (so a secret
+        that began there and continues here is found), ``in_mask`` whether that
+        emission ended inside a mask. Returns (output, held-back raw bytes, the new
+        context, whether the output ends inside a mask).
+        """
         if self._automaton is None:
-            return data, b""
-        keep = 0 if final else self._pending_len(data)
-        cut = len(data) - keep
+            return data, b"", b"", False
+        buf = context + data
+        off = len(context)
+        cut = len(buf) if final else max(off, len(buf) - self._pending_len(buf))
         parts: list[bytes] = []
-        pos = 0
-        for _, start, end in self._automaton.find_matches_as_indexes(data):
+        pos = off
+        for start, end in self._spans(buf):
+            if end <= off:
+                continue
             if start >= cut:
                 break
-            parts.append(data[pos:start])
-            parts.append(_MASK_BYTES)
+            if start < pos:  # began in the context: continues the mask already emitted
+                if not in_mask:
+                    parts.append(_MASK_BYTES)
+            else:
+                parts.append(buf[pos:start])
+                parts.append(_MASK_BYTES)
+            in_mask = True
             pos = end
-        if pos > cut:
-            cut = pos
-        parts.append(data[pos:cut])
-        return b"".join(parts), data[cut:]
+        if pos < cut:
+            parts.append(buf[pos:cut])
+            in_mask = False
+        cut = max(cut, pos)
+        return b"".join(parts), buf[cut:], buf[max(0, cut - self.max_len + 1):cut], in_mask
 
     def _pending_len(self, data: bytes) -> int:
         """Length of the longest tail of ``data`` that is a proper prefix of a pattern."""
@@ -166,14 +195,17 @@ class MaskedStream:
     def __init__(self, masker: Masker):
         self._masker = masker
         self._pending = b""
+        self._context = b""  # the raw bytes emitted last (a secret may have begun there)
+        self._in_mask = False
 
     def feed(self, chunk: bytes) -> bytes:
         if not chunk:
             return b""
-        out, self._pending = self._masker._mask_upto(self._pending + chunk, final=False)
+        out, self._pending, self._context, self._in_mask = self._masker._mask_upto(
+            self._pending + chunk, False, self._context, self._in_mask)
         return out
 
     def flush(self) -> bytes:
-        out, _ = self._masker._mask_upto(self._pending, final=True)
+        out, _, _, _ = self._masker._mask_upto(self._pending, True, self._context, self._in_mask)
         self._pending = b""
         return out

@@ -1,0 +1,96 @@
+"""Adversarial review, masker: values that are awkward to mask, and streams that end badly."""
+
+from __future__ import annotations
+
+import uuid
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from runner.secrets import Masker, Secret, encodings
+from tests.engines import assert_no_leak
+
+
+def streamed(masker: Masker, chunks) -> bytes:
+    stream = masker.stream()
+    return b"".join(stream.feed(c) for c in chunks) + stream.flush()
+
+
+def every_split(data: bytes):
+    """All two-way and byte-by-byte splits."""
+    for i in range(len(data) + 1):
+        yield [data[:i], data[i:]]
+    yield [data[i:i + 1] for i in range(len(data))]
+
+
+def test_very_short_and_empty_values_overmask_but_never_crash():
+    masker = Masker(["a", "", Secret(""), "xy", "é", Secret("%")])
+    assert masker.mask("banana xy é 100%") == "b***n***n*** *** *** 100***"
+    for chunks in every_split(b"banana xy\n"):
+        assert streamed(masker, chunks) == b"b***n***n*** ***\n"
+    assert Masker(["", Secret("")]).mask("anything") == "anything"  # no value, nothing to mask
+
+
+def test_overlapping_secrets_show_no_part_of_either():
+    a, b = "tokAAA" + uuid.uuid4().hex[:6], None
+    b = a[-5:] + "BBB" + uuid.uuid4().hex[:6]  # B begins with A's last five characters
+    masker = Masker([a, b])
+    joined = ("log: " + a + b[5:] + " end\n").encode()  # A and B share five bytes
+    assert masker.mask_bytes(joined) == b"log: *** end\n"
+    for chunks in every_split(joined):
+        assert streamed(masker, chunks) == b"log: *** end\n", [len(c) for c in chunks]
+    assert_no_leak(masker.mask_bytes(joined), {"A": a, "B": b}, "masked overlap")
+    assert b[5:].encode() not in masker.mask_bytes(joined)  # the suffix of B, the part the old masker printed
+
+
+def test_a_multi_line_value_is_masked_line_by_line():
+    """A PEM key printed through a logger that prefixes every line: no line of it survives."""
+    body = [uuid.uuid4().hex + uuid.uuid4().hex for _ in range(3)]
+    pem = "-----BEGIN PRIVATE KEY-----\n" + "\n".join(body) + "\n-----END PRIVATE KEY-----\n"
+    masker = Masker([pem])
+    logged = "".join(f"2026-01-01 INFO {line}\n" for line in pem.splitlines()).encode()
+    out = masker.mask_bytes(logged)
+    for line in body:
+        assert line.encode() not in out
+    assert out.count(b"***") == len(pem.splitlines())
+    for chunks in every_split(logged[:120]):
+        assert streamed(masker, chunks) == masker.mask_bytes(logged[:120])
+    assert all(line.encode() in encodings(pem) for line in body)  # audit finds a single line too
+
+
+def test_a_prefix_then_exit_flushes_only_the_prefix():
+    """The job prints the first half of a secret, then exits: the held-back half is not a secret."""
+    secret = "canary-" + uuid.uuid4().hex
+    masker = Masker([secret])
+    stream = masker.stream()
+    half = secret[:10].encode()
+    assert stream.feed(b"x " + half) == b"x "  # held back: it may become the secret
+    assert stream.flush() == half
+    stream = masker.stream()
+    assert stream.feed(b"x " + half) + stream.feed(secret[10:].encode() + b"\n") + stream.flush() == b"x ***\n"
+
+
+SECRET = st.text(st.sampled_from("ab%\\\n"), min_size=2, max_size=8)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(secrets=st.lists(SECRET, min_size=2, max_size=3, unique=True), noise=st.text(st.sampled_from("abc\n"), max_size=30),
+       cuts=st.lists(st.integers(0, 200), max_size=6))
+def test_no_byte_of_any_occurrence_survives_on_a_tiny_alphabet(secrets, noise, cuts):
+    """Secrets made of the same few characters overlap everywhere: every byte covered by any
+    occurrence is masked, streamed or not, and streaming equals one shot."""
+    masker = Masker(secrets)
+    data = (noise + secrets[0] + secrets[1][1:] + noise + "".join(secrets)).encode()
+    one_shot = masker.mask_bytes(data)
+    assert not masker.contains_secret(one_shot)
+    covered = bytearray(len(data))
+    for form in {f for s in secrets for f in encodings(s)}:
+        start = data.find(form)
+        while start != -1:
+            covered[start:start + len(form)] = b"\x01" * len(form)
+            start = data.find(form, start + 1)
+    shown = b"".join(data[i:i + 1] for i in range(len(data)) if not covered[i])
+    assert one_shot.replace(b"***", b"") == shown
+    points = sorted({c % (len(data) + 1) for c in cuts})
+    chunks = [data[a:b] for a, b in zip([0] + points, points + [len(data)])]
+    assert streamed(masker, chunks) == one_shot
