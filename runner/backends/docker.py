@@ -102,8 +102,13 @@ def _device(spec: str) -> dict:
     return {"PathOnHost": host, "PathInContainer": inner, "CgroupPermissions": perms}
 
 
-def container_config(plan: LaunchPlan, labels: dict[str, str], entrypoint: list[str] | None, secret_env: list[str], stdin: bool) -> dict:
-    """The Engine API create body. ``secret_env`` is non-empty only in the env fallback."""
+def container_config(plan: LaunchPlan, labels: dict[str, str], entrypoint: list[str] | None, secret_env: list[str], stdin: bool,
+                     daemon_log: bool = True) -> dict:
+    """The Engine API create body. ``secret_env`` is non-empty only in the env fallback.
+
+    ``daemon_log=False`` (an attached run that removes its container): the daemon keeps
+    no copy of the job's raw, unmasked output on disk; the runner streams it masked.
+    """
     env = [f"{k}={v}" for k, v in plan.public_env().items()] + secret_env
     host: dict = {
         "Init": True,  # tini as PID 1: SIGTERM reaches the job, zombies are reaped
@@ -116,6 +121,7 @@ def container_config(plan: LaunchPlan, labels: dict[str, str], entrypoint: list[
         "Binds": [f"{m.source}:{m.target}:{m.mode}" for m in plan.mounts] or None,
         "IpcMode": plan.ipc or None,
         "NetworkMode": plan.network or None,
+        "LogConfig": None if daemon_log else {"Type": "none", "Config": {}},
     }
     if plan.gpu_request == "nvidia":
         host["DeviceRequests"] = [{"Driver": "", "Count": -1, "Capabilities": [["gpu"]]}]
@@ -300,7 +306,7 @@ def _labels(plan: LaunchPlan, extra: dict[str, str] | None, run_id: str) -> dict
     return labels
 
 
-def _create(eng: Engine, plan: LaunchPlan, labels: dict[str, str], out: Output, build: bool) -> tuple[str, bool]:
+def _create(eng: Engine, plan: LaunchPlan, labels: dict[str, str], out: Output, build: bool, daemon_log: bool = True) -> tuple[str, bool]:
     """Create the job container; returns (id, uses_shim). Picks the secret path (shim or env)."""
     from runner.backends import docker_shim
 
@@ -308,18 +314,18 @@ def _create(eng: Engine, plan: LaunchPlan, labels: dict[str, str], out: Output, 
     use_shim = bool(secrets) and plan.secrets_via == "stdin"
     if secrets and not use_shim:
         _warn_env_fallback(out, secrets, "container.secrets_via is 'env'", "set it to stdin to avoid this")
-        return _create_once(eng, plan, labels, out, build, None, docker_shim.env_fallback(secrets), False), False
+        return _create_once(eng, plan, labels, out, build, None, docker_shim.env_fallback(secrets), False, daemon_log), False
     if not use_shim:
-        return _create_once(eng, plan, labels, out, build, None, [], False), False
+        return _create_once(eng, plan, labels, out, build, None, [], False, daemon_log), False
     image = _inspect_image(eng, plan.image, out, build)
     entrypoint = docker_shim.shim_entrypoint() + list((image.get("Config") or {}).get("Entrypoint") or [])
-    cid = _create_once(eng, plan, labels, out, build, entrypoint, [], True)
+    cid = _create_once(eng, plan, labels, out, build, entrypoint, [], True, daemon_log)
     if eng.head(f"/containers/{cid}/archive", {"path": "/bin/sh"}) != 404:
         return cid, True
     # No shell in the image: the shim cannot run. Recreate with the values in Config.Env.
     eng.remove(cid)
     _warn_env_fallback(out, secrets, f"image {plan.image} has no /bin/sh for the secrets shim", "add /bin/sh (busybox) to the image to avoid this")
-    return _create_once(eng, plan, labels, out, build, None, docker_shim.env_fallback(secrets), False), False
+    return _create_once(eng, plan, labels, out, build, None, docker_shim.env_fallback(secrets), False, daemon_log), False
 
 
 def _warn_env_fallback(out: Output, secrets: dict, reason: str, fix: str) -> None:
@@ -330,8 +336,8 @@ def _warn_env_fallback(out: Output, secrets: dict, reason: str, fix: str) -> Non
 
 
 def _create_once(eng: Engine, plan: LaunchPlan, labels: dict[str, str], out: Output, build: bool,
-                 entrypoint: list[str] | None, secret_env: list[str], stdin: bool) -> str:
-    config = container_config(plan, labels, entrypoint, secret_env, stdin)
+                 entrypoint: list[str] | None, secret_env: list[str], stdin: bool, daemon_log: bool = True) -> str:
+    config = container_config(plan, labels, entrypoint, secret_env, stdin, daemon_log)
     for attempt in (0, 1):
         try:
             return eng.create(plan.name, config)
@@ -410,7 +416,7 @@ def run_plan(
     gone = False  # the daemon went away mid-run: the error says how to clean up, no second warning
     with _SignalGuard() as guard:
         try:
-            cid, use_shim = _create(eng, plan, labels, out, build)
+            cid, use_shim = _create(eng, plan, labels, out, build, daemon_log=keep)  # no raw copy unless kept
             guard.check()
             sock, leftover = eng.attach(cid, stdin=use_shim)
             try:
