@@ -17,6 +17,7 @@ from runner.errors import Problem
 from runner.secrets import Secret
 
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+CLI_WHERE = "command line (--env)"
 
 
 @dataclass(frozen=True)
@@ -126,8 +127,9 @@ def resolve_env(
 
     # 1. The allowlist, from every config layer and --env flags.
     entries = [(entry, config.where(ENV_PATH + (i,))) for i, entry in enumerate(config.get(*ENV_PATH, default=[]) or [])]
-    entries += [(entry, "command line (--env)") for entry in cli_env]
+    entries += [(entry, CLI_WHERE) for entry in cli_env]
     for entry, where in entries:
+        cli = where == CLI_WHERE
         name, sep, literal = entry.partition("=")
         name = name.strip()
         if not NAME_RE.match(name):
@@ -142,10 +144,10 @@ def resolve_env(
             continue
         if sep and classifier.is_secret(name):
             result.problems.append(
-                Problem(
-                    f"{name} is a secret but has a literal value in the config",
+                Problem(  # a value on the command line is in `ps` and shell history: refused like YAML
+                    f"{name} is a secret but has a literal value " + ("on the command line" if cli else "in the config"),
                     where=where,
-                    hint=f"list just '{name}' and set its value in the environment or the env file",
+                    hint=(f"pass just --env {name}" if cli else f"list just '{name}'") + " and set its value in the environment or the env file",
                 )
             )
             continue

@@ -271,6 +271,7 @@ def test_listing_a_denied_name_is_a_config_error(project, name):
 def test_secret_literal_on_the_command_line_is_refused(project):
     result = run(project, "plan", "--env", f"HF_TOKEN={CANARY}", "--", "true")
     assert result.returncode == 2 and "HF_TOKEN" in result.stderr
+    assert "on the command line" in result.stderr and "--env HF_TOKEN " in result.stderr  # the fix, for a flag
     assert CANARY not in result.stdout + result.stderr
 
 
@@ -352,3 +353,14 @@ def test_user_errors_never_show_a_traceback(project, args):
     result = run(project, *args, env={"DOCKER_HOST": NO_DOCKER})
     assert result.returncode in (1, 2), (args, result.returncode, result.stderr)
     assert "Traceback" not in result.stderr and "error" in result.stderr.lower()
+
+
+def test_missing_slurm_tools_exit_1(project, tmp_path):
+    bin_dir = tmp_path / "bin"  # a PATH with docker but no Slurm client tools
+    bin_dir.mkdir()
+    env = {"PATH": str(bin_dir), "DOCKER_HOST": NO_DOCKER}
+    for args in (["submit", "--", "true"], ["status", "1"], ["cancel", "1"], ["check", "--engine", "slurm"]):
+        result = run(project, *args, env=env)
+        assert result.returncode == 1, (args, result.stderr)
+        assert "not found" in result.stderr and "Traceback" not in result.stderr
+    assert run(project, "submit", "--dry-run", "--", "true", env=env).returncode == 0, "--dry-run needs no Slurm"
