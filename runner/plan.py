@@ -23,7 +23,7 @@ from runner.envfile import EnvFile
 from runner.errors import ConfigError, Problem
 from runner.policy import Classifier, EnvDecision, resolve_env
 from runner.resources import policies_dir
-from runner.secrets import MASK, Secret
+from runner.secrets import MASK, Secret, url_passwords
 from runner.trackers import TrackerPlan, analyze_trackers, job_lookup, literal_values
 
 # Docker's image reference grammar (distribution/reference): anything else -- a
@@ -332,6 +332,8 @@ def build_plan(
     scope = [d.value for d in decisions if d.secret and isinstance(d.value, Secret)]
     for source in (host_env, env_file.values):
         scope += [Secret(v) for k, v in source.items() if v and classifier.is_secret(k)]
+        scope += [pw for v in source.values() if v and "@" in v for pw in url_passwords(v)]
+    scope += [pw for d in decisions if isinstance(d.value, str) and "@" in d.value for pw in url_passwords(d.value)]
 
     unset = [d.name for d in decisions if d.skip_reason == "unset" and d.reason == "allowlist"]
     if unset:

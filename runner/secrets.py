@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import hmac
 import json
+import re
 import urllib.parse
 from typing import Iterable
 
@@ -92,6 +93,21 @@ def encodings(value: str) -> set[bytes]:
                 forms.add(line.encode("utf-8", "surrogateescape"))
     forms.discard(b"")
     return forms
+
+
+_URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:([^/\s@]+)@")
+
+
+def url_passwords(value: str) -> list[Secret]:
+    """Passwords embedded in URLs (``https://user:PASSWORD@host``) in a public value such as
+    ``MLFLOW_TRACKING_URI`` or ``HTTPS_PROXY``: not secret by name, masked all the same."""
+    found: list[Secret] = []
+    for match in _URL_PASSWORD.finditer(value or ""):
+        found.append(Secret(match.group(1)))
+        decoded = urllib.parse.unquote(match.group(1))
+        if decoded != match.group(1):
+            found.append(Secret(decoded))
+    return found
 
 
 class Masker:

@@ -94,3 +94,19 @@ def test_the_probe_would_see_a_leak(project):
     result = run(["plan", "--env", f"PRIMUS_X={plain}", "--", "true"], project)
     assert result.returncode == 0, result.stderr
     assert plain in result.stdout
+
+
+def test_a_password_inside_a_public_url_is_masked(project):
+    """MLFLOW_TRACKING_URI / HTTPS_PROXY are public by name, but a user:password@ in them is a secret."""
+    password = _canary("pw") + "@x"  # percent-encoded in the URL, as a URL requires
+    quoted = password.replace("@", "%40")
+    (project / ".primus.yaml").write_text(
+        "container:\n  gpu: none\n  options:\n    image: primus-test/busybox:latest\n    env: [MLFLOW_TRACKING_URI, HTTPS_PROXY]\n"
+    )
+    env = {"MLFLOW_TRACKING_URI": f"https://bob:{quoted}@mlflow.example", "HTTPS_PROXY": f"http://u:{quoted}@proxy:3128"}
+    for args in (["plan", "--", "true"], ["--json", "plan", "--", "true"], ["plan", "--", "echo", password]):
+        result = subprocess.run([sys.executable, "-m", "runner", *args], cwd=project, capture_output=True, text=True, timeout=60,
+                                env={**os.environ, "HOME": str(project), "NO_COLOR": "1", **env})
+        assert result.returncode == 0, result.stderr
+        assert "bob:***@mlflow.example" in result.stdout or args[0] == "--json"
+        assert_no_leak(result.stdout + result.stderr, {"URL password": password, "quoted": quoted}, f"{args[:2]}")
