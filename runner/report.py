@@ -101,29 +101,14 @@ def build_report(
     }
 
 
-def write_report(
-    path: str | os.PathLike,
-    *,
-    plan: "LaunchPlan",
-    started: datetime | float | None,
-    ended: datetime | float | None,
-    exit_code: int | None,
-    links: Mapping[str, str] | None = None,
-    leaks: Iterable[Any] = (),
-    masker: "Masker | None" = None,
-    backend: str | None = None,
-    job_id: str | None = None,
-    run_ids: Mapping[str, str] | None = None,
-) -> None:
-    """Write the report atomically (temp file in the same directory, then rename), mode 0600.
+def write_report(path: str | os.PathLike, *, masker: "Masker | None" = None, **fields: Any) -> None:
+    """Write the report (``build_report(**fields)``) atomically: temp file in the same directory,
+    then rename, mode 0600, masked once more with the run's masker.
 
     Raises ``RuntimeFailure`` when the file cannot be written; call ``check_path``
     before launch so that only happens for reasons that appear mid-run.
     """
-    report = build_report(
-        plan=plan, started=started, ended=ended, exit_code=exit_code, links=links, leaks=leaks,
-        backend=backend, job_id=job_id, run_ids=run_ids,
-    )
+    report = build_report(**fields)
     text = json.dumps(report, indent=2, sort_keys=False) + "\n"  # raises on a Secret: none can slip in
     if masker is not None:
         text = masker.mask(text)
