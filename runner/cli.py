@@ -151,6 +151,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv == ["--version"]:  # the fast path: no parser, no imports
         print(f"primus-runner {__version__}")
         return 0
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # Ctrl-C while still starting up (imports, parsing): 130, no traceback
+        print("error: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv: list[str]) -> int:
     from runner.errors import JobExit, RunnerError
     from runner.ui import Output
 
@@ -158,12 +166,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if misplaced:  # argparse would only say "unrecognized arguments"; say where it belongs
         print(f"error: {misplaced}", file=sys.stderr)
         return 2
-    try:
-        parser = build_parser()
-        args = parser.parse_args(argv)
-    except KeyboardInterrupt:  # Ctrl-C while still starting up: the contract's 130, no traceback
-        print("error: interrupted", file=sys.stderr)
-        return 130
+    parser = build_parser()
+    args = parser.parse_args(argv)
     out = Output(json_mode=args.json, color=not args.no_color, verbose=args.verbose, fallback=_early_masker(args))
     if not args.cmd:
         parser.print_help(sys.stderr)
