@@ -38,19 +38,19 @@ def run_check(args, out: Output, flags: LaunchFlags) -> int:
                     )
     try:
         if args.engine == "slurm":
-            from runner.backends import slurm
+            from runner.engines import slurm
 
             warnings += slurm.check_engine()
         else:
-            from runner.backends import docker
+            from runner.engines import docker
 
             docker.check_engine()
     except EngineUnavailable as exc:
         engine_error = f"{exc.message}" + (f" ({exc.hint})" if exc.hint else "")
     if args.online and prepared is not None and prepared.planned.plan is not None:
-        from runner import tracking
+        from runner import tracker_runs
 
-        online = tracking.online_check(prepared.planned.plan, prepared.planned, timeout=args.timeout)
+        online = tracker_runs.online_check(prepared.planned.plan, prepared.planned, timeout=args.timeout)
         for item in online:
             if item["status"] not in ("reachable", "skipped"):
                 problems.append(Problem(f"{item['tracker']}: {item['status']}: {item['detail']}"))

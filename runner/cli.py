@@ -257,11 +257,11 @@ def _dispatch(args, out: Output) -> int:
         show_plan(prepared.planned.require(), out)
         return 0
     if name == "up":
-        from runner.backends import docker
+        from runner.engines import docker
 
         return docker.up(args, out, _flags(args))
     if name in ("ps", "logs", "down"):
-        from runner.backends import docker
+        from runner.engines import docker
 
         return getattr(docker, f"cmd_{name}")(args, out)
     if name == "build":
@@ -269,7 +269,7 @@ def _dispatch(args, out: Output) -> int:
 
         return images.cmd_build(args, out)
     if name in ("submit", "status", "cancel", "node-agent"):
-        from runner.backends import slurm
+        from runner.engines import slurm
 
         return getattr(slurm, "cmd_" + name.replace("-", "_"))(args, out, _flags(args) if name == "submit" else None)
     if name == "audit":

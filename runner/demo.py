@@ -46,7 +46,7 @@ def _static_busybox() -> str:
 
 
 def ensure_demo_image(out: Output) -> None:
-    from runner.backends.docker import client
+    from runner.engines.docker import client
 
     api = client().api
     try:
@@ -75,7 +75,7 @@ def ensure_demo_image(out: Output) -> None:
 def cmd_demo(args, out: Output) -> int:
     import yaml
 
-    from runner.backends import docker
+    from runner.engines import docker
 
     docker.check_engine()
     ensure_demo_image(out)

@@ -520,7 +520,7 @@ class _Progress:
 
 def _api():
     """The runner's thin Engine API client (stdlib HTTP on the socket); exit 1 when the daemon is not there."""
-    from runner.backends.docker_api import Engine
+    from runner.engine_api import Engine
 
     eng = Engine(timeout=600)
     eng.request("GET", "/_ping", timeout=10)
@@ -528,7 +528,7 @@ def _api():
 
 
 def _image(eng, name: str) -> dict | None:
-    from runner.backends.docker_api import ApiError
+    from runner.engine_api import ApiError
     from urllib.parse import quote
 
     try:
@@ -545,7 +545,7 @@ def _build_stream(eng, spec: BuildSpec, context: bytes, labels: dict[str, str]):
         "t": spec.tag, "dockerfile": spec.dockerfile, "buildargs": json.dumps(dict(spec.build_args)),
         "labels": json.dumps(labels), "rm": 1, "forcerm": 1, "pull": 0, "nocache": 1 if spec.no_cache else None,
     }
-    from runner.backends.docker_api import ApiError
+    from runner.engine_api import ApiError
 
     try:
         pieces = eng.stream("/build", params, method="POST", body=context, headers={"Content-Type": "application/x-tar"})
@@ -602,7 +602,7 @@ def scan_image(api, image: str, masker) -> list[str]:
 
 def run_build(spec: BuildSpec, out: Output, masker) -> BuildResult:
     """Send the context, stream progress, check the result. Raises on failure (exit 3)."""
-    from runner.backends.docker_api import ApiError
+    from runner.engine_api import ApiError
 
     api = _api()
     context = make_context(spec)

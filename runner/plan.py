@@ -24,7 +24,7 @@ from runner.errors import ConfigError, Problem
 from runner.policy import Classifier, EnvDecision, resolve_env
 from runner.resources import policies_dir
 from runner.secrets import MASK, Secret, url_passwords
-from runner.trackers import TrackerPlan, analyze_trackers, job_lookup, literal_values
+from runner.tracker_config import TrackerPlan, analyze_trackers, job_lookup, literal_values
 
 # Docker's image reference grammar (distribution/reference): anything else -- a
 # space, ';', '$(', a backtick, upper case in the path -- is refused before any

@@ -150,7 +150,7 @@ def test_down_by_name_and_unknown_name(ws):
 
 
 def test_remove_containers_by_extra_label(ws):
-    from runner.backends import docker as backend
+    from runner.engines import docker as backend
 
     a, b = unique(), unique()
     for name in (a, b):

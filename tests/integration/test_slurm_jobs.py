@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from engines import assert_no_leak
-from runner.backends import slurm
+from runner.engines import slurm
 
 pytestmark = [pytest.mark.slurm, pytest.mark.docker]
 

@@ -226,7 +226,7 @@ def test_check_online_reachable_and_unreachable(tmp_path, canary, mlflow_server)
 @pytest.mark.mlflow
 def test_handshake_tags_never_hold_a_value_and_kill_marks_killed(tmp_path, canary, mlflow_server, monkeypatch):
     """begin/finish directly (no container): KILLED for 143, a job-closed run still FAILED for exit 1."""
-    from runner import tracking
+    from runner import tracker_runs
     from runner.config import load_config
     from runner.envfile import EnvFile
     from runner.plan import LaunchFlags, build_plan
@@ -240,7 +240,7 @@ def test_handshake_tags_never_hold_a_value_and_kill_marks_killed(tmp_path, canar
     planned = build_plan(load_config(), ["true"], host, EnvFile(None), LaunchFlags(gpu="none"), name=unique("hs"))
     out = Output(masker=Masker(planned.scope_secrets))
     for code, expected in ((143, "KILLED"), (130, "KILLED"), (1, "FAILED")):
-        hs = tracking.begin(planned.plan, out)
+        hs = tracker_runs.begin(planned.plan, out)
         run_id = hs.env["MLFLOW_RUN_ID"]
         if code == 1:  # the job's client closed it FINISHED (mlflow's atexit does) but the process failed
             mlflow_api(mlflow_server, "POST", "runs/update", {"run_id": run_id, "status": "FINISHED"})

@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from runner.backends.docker import parse_bytes
-from runner.backends.docker_api import Demux
-from runner.backends.docker_shim import SHIM, encode_payload, shim_entrypoint
+from runner.engines.docker import parse_bytes
+from runner.engine_api import Demux
+from runner.engines.docker_shim import SHIM, encode_payload, shim_entrypoint
 from runner.errors import ConfigError
 from runner.secrets import Secret
 

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from runner.backends import slurm
+from runner.engines import slurm
 from runner.config import load_config
 from runner.envfile import EnvFile
 from runner.errors import ConfigError

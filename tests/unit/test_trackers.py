@@ -10,7 +10,7 @@ from runner.config import load_config
 from runner.envfile import EnvFile
 from runner.plan import LaunchFlags, build_plan
 from runner.secrets import Secret
-from runner.trackers import is_databricks_uri, is_primus_training
+from runner.tracker_config import is_databricks_uri, is_primus_training
 
 CANARY = "canary-trackers-7f3e0a19c2"
 TRAIN = ["primus-cli", "train", "pretrain", "--config", "exp.yaml"]

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from engines import assert_no_leak
-from runner import tracking
+from runner import tracker_runs
 from runner.config import load_config
 from runner.envfile import EnvFile
 from runner.plan import LaunchFlags, build_plan
@@ -90,7 +90,7 @@ def closed_port() -> int:
 def test_mlflow_401_is_unauthorised_and_token_only_in_the_header(work, stand_in, canary):
     server = stand_in(401, {"error_code": "UNAUTHENTICATED", "message": "bad token"})
     planned = planned_for(work, "  disable_mlflow: false\n", {"MLFLOW_TRACKING_URI": server.url, "MLFLOW_TRACKING_TOKEN": canary["MLFLOW_TRACKING_TOKEN"]})
-    [result] = tracking.online_check(planned.plan, planned, timeout=5)
+    [result] = tracker_runs.online_check(planned.plan, planned, timeout=5)
     assert result["tracker"] == "mlflow" and result["status"] == "unauthorised"
     [request] = server.requests
     assert request["path"].startswith("/api/2.0/mlflow/experiments/search")
@@ -103,7 +103,7 @@ def test_mlflow_basic_auth_from_username_and_password(work, stand_in, canary):
     server = stand_in(200, {"experiments": [{"experiment_id": "0", "name": "Default"}]})
     host = {"MLFLOW_TRACKING_URI": server.url, "MLFLOW_TRACKING_USERNAME": "alice", "MLFLOW_TRACKING_PASSWORD": canary["MLFLOW_TRACKING_PASSWORD"]}
     planned = planned_for(work, "  disable_mlflow: false\n", host)
-    [result] = tracking.online_check(planned.plan, planned, timeout=5)
+    [result] = tracker_runs.online_check(planned.plan, planned, timeout=5)
     assert result["status"] == "reachable", result
     sent = server.requests[0]["headers"]["Authorization"]
     assert sent == "Basic " + base64.b64encode(f"alice:{canary['MLFLOW_TRACKING_PASSWORD']}".encode()).decode()
@@ -112,7 +112,7 @@ def test_mlflow_basic_auth_from_username_and_password(work, stand_in, canary):
 def test_mlflow_closed_port_is_unreachable_fast(work):
     planned = planned_for(work, "  disable_mlflow: false\n", {"MLFLOW_TRACKING_URI": f"http://127.0.0.1:{closed_port()}"})
     started = time.monotonic()
-    [result] = tracking.online_check(planned.plan, planned, timeout=2)
+    [result] = tracker_runs.online_check(planned.plan, planned, timeout=2)
     assert result["status"] == "unreachable"
     assert time.monotonic() - started < 2
 
@@ -124,7 +124,7 @@ def test_timeout_is_honoured_when_the_server_never_answers(work):
     try:
         planned = planned_for(work, "  disable_mlflow: false\n", {"MLFLOW_TRACKING_URI": f"http://127.0.0.1:{silent.getsockname()[1]}"})
         started = time.monotonic()
-        [result] = tracking.online_check(planned.plan, planned, timeout=1.0)
+        [result] = tracker_runs.online_check(planned.plan, planned, timeout=1.0)
         elapsed = time.monotonic() - started
     finally:
         silent.close()
@@ -135,13 +135,13 @@ def test_timeout_is_honoured_when_the_server_never_answers(work):
 def test_mlflow_404_says_not_an_mlflow_server(work, stand_in):
     server = stand_in(404, {})
     planned = planned_for(work, "  disable_mlflow: false\n", {"MLFLOW_TRACKING_URI": server.url})
-    [result] = tracking.online_check(planned.plan, planned, timeout=5)
+    [result] = tracker_runs.online_check(planned.plan, planned, timeout=5)
     assert result["status"] == "unreachable" and "not an MLflow" in result["detail"]
 
 
 def test_non_http_store_is_skipped(work):
     planned = planned_for(work, "  disable_mlflow: false\n", {"MLFLOW_TRACKING_URI": "file:///out/mlruns"})
-    [result] = tracking.online_check(planned.plan, planned, timeout=5)
+    [result] = tracker_runs.online_check(planned.plan, planned, timeout=5)
     assert result["status"] == "skipped"
 
 
@@ -149,7 +149,7 @@ def test_wandb_key_verified_against_viewer_query(work, stand_in, canary):
     server = stand_in(200, {"data": {"viewer": {"id": "u1", "username": "bob", "entity": "team-bob"}}})
     host = {"WANDB_API_KEY": canary["WANDB_API_KEY"], "WANDB_BASE_URL": server.url}
     planned = planned_for(work, "  disable_wandb: false\n", host)
-    [result] = tracking.online_check(planned.plan, planned, timeout=5)
+    [result] = tracker_runs.online_check(planned.plan, planned, timeout=5)
     assert result == {"tracker": "wandb", "status": "reachable", "detail": f"{server.url} accepted WANDB_API_KEY (entity team-bob)"}
     [request] = server.requests
     assert request["method"] == "POST" and request["path"] == "/graphql" and b"viewer" in request["body"]
@@ -161,7 +161,7 @@ def test_wandb_key_verified_against_viewer_query(work, stand_in, canary):
 def test_wandb_wrong_key_is_unauthorised(work, stand_in, canary, status, body):
     server = stand_in(status, body)
     planned = planned_for(work, "  disable_wandb: false\n", {"WANDB_API_KEY": canary["WANDB_API_KEY"], "WANDB_BASE_URL": server.url})
-    [result] = tracking.online_check(planned.plan, planned, timeout=5)
+    [result] = tracker_runs.online_check(planned.plan, planned, timeout=5)
     assert result["status"] == "unauthorised"
     assert_no_leak(json.dumps(result), canary, "the check result")
 
@@ -173,7 +173,7 @@ def test_wandb_offline_is_skipped_and_both_trackers_reported(work, stand_in):
         "  disable_wandb: false\n  disable_mlflow: false\n  disable_tensorboard: false\n  tensorboard_dir: /tb\n",
         {"WANDB_MODE": "offline", "MLFLOW_TRACKING_URI": server.url},
     )
-    results = {r["tracker"]: r["status"] for r in tracking.online_check(planned.plan, planned, timeout=5)}
+    results = {r["tracker"]: r["status"] for r in tracker_runs.online_check(planned.plan, planned, timeout=5)}
     assert results == {"tensorboard": "skipped", "mlflow": "reachable", "wandb": "skipped"}
 
 
@@ -182,7 +182,7 @@ def test_password_in_the_uri_is_used_but_never_shown(work, stand_in, canary):
     secret = canary["MLFLOW_TRACKING_PASSWORD"]
     uri = server.url.replace("http://", f"http://alice:{secret}@")
     planned = planned_for(work, "  disable_mlflow: false\n", {"MLFLOW_TRACKING_URI": uri})
-    [result] = tracking.online_check(planned.plan, planned, timeout=5)
+    [result] = tracker_runs.online_check(planned.plan, planned, timeout=5)
     assert result["status"] == "unauthorised"
     assert_no_leak(result["detail"], canary, "the check detail")
     assert server.requests[0]["headers"]["Authorization"].startswith("Basic ")
@@ -193,16 +193,16 @@ def test_wandb_run_id_is_pre_assigned_and_printed(work, capsys):
         work, "  disable_wandb: false\n  wandb_project: proj\n  wandb_save_dir: /out\n", {"WANDB_MODE": "offline"}
     )
     out = Output(masker=Masker())
-    hs = tracking.begin(planned.plan, out)
+    hs = tracker_runs.begin(planned.plan, out)
     run_id = hs.env["WANDB_RUN_ID"]
     assert len(run_id) == 8 and run_id.isalnum() and run_id.islower()
     assert hs.links["wandb"] == f"/out/wandb/offline-run-*-{run_id}"
     assert run_id in capsys.readouterr().err
-    assert tracking.begin(planned.plan, out).env["WANDB_RUN_ID"] != run_id  # fresh per launch
+    assert tracker_runs.begin(planned.plan, out).env["WANDB_RUN_ID"] != run_id  # fresh per launch
     hs.finish(0, b"")  # no W&B finisher: a no-op
 
 
 def test_host_wandb_run_id_is_kept_for_resume(work):
     planned = planned_for(work, "  disable_wandb: false\n", {"WANDB_MODE": "offline", "WANDB_RUN_ID": "resume12"})
-    hs = tracking.begin(planned.plan, Output(masker=Masker()))
+    hs = tracker_runs.begin(planned.plan, Output(masker=Masker()))
     assert hs.env["WANDB_RUN_ID"] == "resume12"

@@ -4,7 +4,7 @@ Why not the docker SDK here: importing it (requests, urllib3, charset_normalizer
 costs more than the whole 100 ms overhead budget of ``up`` over ``docker run``.
 The Engine API is plain HTTP/JSON on a unix socket, and the few calls a launch
 needs (create, attach, start, wait, inspect, remove) fit in this module. The SDK
-stays available as ``runner.backends.docker.client()`` for everything else.
+stays available as ``runner.engines.docker.client()`` for everything else.
 
 ``DOCKER_HOST`` is honoured: ``unix://PATH`` (default ``/var/run/docker.sock``),
 ``tcp://HOST:PORT`` (TLS when ``DOCKER_TLS_VERIFY``/``DOCKER_CERT_PATH`` is set).

@@ -3,7 +3,7 @@
 Key names and defaults are the Primus backends' own (Megatron flat keys,
 TorchTitan's ``metrics:`` block, MaxText's ``log_period``); ``generic`` uses the
 Megatron names for any job. Nothing here talks to a tracker or reads a file:
-the online check and the run handshake live in ``runner.tracking``.
+the online check and the run handshake live in ``runner.tracker_runs``.
 """
 
 from __future__ import annotations

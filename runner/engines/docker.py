@@ -5,7 +5,7 @@ runner's labels, secrets passed through the stdin shim (``docker_shim``), output
 streamed through the masker as it arrives, exit code returned, container removed.
 Interruption at any moment (SIGINT/SIGTERM) stops and removes the container.
 
-The launch path uses the thin stdlib client in ``docker_api`` (fast start); the
+The launch path uses the thin stdlib client in ``runner.engine_api`` (fast start); the
 docker SDK is used by ``check_engine``/``client`` for other modules.
 """
 
@@ -21,7 +21,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import BinaryIO, Callable
 
-from runner.backends.docker_api import START_HINT, ApiError, Demux, Engine, docker_host
+from runner.engine_api import START_HINT, ApiError, Demux, Engine, docker_host
 from runner.errors import ConfigError, EngineUnavailable, Problem, RuntimeFailure, UsageError
 from runner.plan import LABEL, LABEL_JOB, LaunchFlags, LaunchPlan
 from runner.secrets import Masker
@@ -308,7 +308,7 @@ def _labels(plan: LaunchPlan, extra: dict[str, str] | None, run_id: str) -> dict
 
 def _create(eng: Engine, plan: LaunchPlan, labels: dict[str, str], out: Output, build: bool, daemon_log: bool = True) -> tuple[str, bool]:
     """Create the job container; returns (id, uses_shim). Picks the secret path (shim or env)."""
-    from runner.backends import docker_shim
+    from runner.engines import docker_shim
 
     secrets = plan.secret_env()
     use_shim = bool(secrets) and plan.secrets_via == "stdin"
@@ -403,7 +403,7 @@ def run_plan(
     137 with a message when the job was OOM-killed; 130/143 when the runner got
     SIGINT/SIGTERM (the container is stopped, then removed unless ``keep``).
     """
-    from runner.backends import docker_shim
+    from runner.engines import docker_shim
 
     eng = engine()
     labels = _labels(plan, extra_labels, _random.token_hex(8))
@@ -501,7 +501,7 @@ def _drain(sock: socket.socket, stdout: _Sink, stderr: _Sink) -> None:
 
 def start_detached(plan: LaunchPlan, out: Output, *, extra_labels: dict[str, str] | None = None, build: bool = False) -> str:
     """Create and start without waiting (``up --detach``); secrets still go through the shim."""
-    from runner.backends import docker_shim
+    from runner.engines import docker_shim
 
     eng = engine()
     labels = _labels(plan, extra_labels, _random.token_hex(8))
@@ -543,7 +543,7 @@ def _daemon_hint(message: str) -> str | None:
 def up(args, out: Output, flags: LaunchFlags) -> int:
     from datetime import datetime, timezone
 
-    from runner import tracking
+    from runner import tracker_runs
     from runner.launch import prepare
 
     if args.report:
@@ -554,7 +554,7 @@ def up(args, out: Output, flags: LaunchFlags) -> int:
     plan = prepared.planned.require()
     if plan.trackers.enabled:
         engine().ping()  # fail before a tracker run is created for a launch that cannot happen
-    hs = tracking.begin(plan, out)
+    hs = tracker_runs.begin(plan, out)
     plan = plan.with_env(hs.env, "tracker run")
     if args.detach:
         # The job's own tracker client closes the run (MLFLOW_RUN_ID / WANDB_RUN_ID): the runner is gone by then.

@@ -163,7 +163,7 @@ def plan_from_document(doc: dict, environ: dict[str, str]):
     """
     from runner.plan import LaunchPlan, Mount
     from runner.policy import EnvDecision
-    from runner.trackers import TrackerPlan
+    from runner.tracker_config import TrackerPlan
 
     if doc.get("format") != PLAN_FORMAT:
         raise ConfigError(Problem(f"not a primus-runner Slurm plan file (format {doc.get('format')!r})"))
@@ -457,9 +457,9 @@ def cmd_submit(args, out: Output, flags) -> int:
     began = time.time()
     sbatch = _tool("sbatch")
     _tool("srun")
-    from runner import tracking
+    from runner import tracker_runs
 
-    handshake = tracking.begin(plan, out)  # tracker runs exist before the job: every rank logs to the same run
+    handshake = tracker_runs.begin(plan, out)  # tracker runs exist before the job: every rank logs to the same run
     plan = plan.with_env(handshake.env, "tracker run")
     job_dir = _job_dir(settings, plan.name, create=True)
     script_path = job_dir / SCRIPT_FILE
@@ -651,7 +651,7 @@ def remove_job_containers(job_id: str, nodes: str = "") -> int:
     """Remove the job's containers here, and on the other nodes through a cleanup step."""
     removed = 0
     try:
-        from runner.backends import docker
+        from runner.engines import docker
 
         removed = docker.remove_containers({LABEL_SLURM_JOB: job_id})
     except EngineUnavailable:
@@ -720,7 +720,7 @@ def master_address(nodelist: str) -> str:
 def cmd_node_agent(args, out: Output, _=None) -> int:
     cleanup_job = getattr(args, "cleanup", None)
     if cleanup_job:
-        from runner.backends import docker
+        from runner.engines import docker
 
         removed = docker.remove_containers({LABEL_SLURM_JOB: _require_job_id(str(cleanup_job))})
         if removed:
@@ -760,7 +760,7 @@ def cmd_node_agent(args, out: Output, _=None) -> int:
         stop_timeout = max(1.0, min(stop_timeout, float(slurm["kill_wait"]) - 3))
     plan = replace(plan.with_env(computed, "slurm"), name=name, labels=labels, stop_timeout=stop_timeout)
 
-    from runner.backends import docker
+    from runner.engines import docker
 
     code = docker.run_plan(plan, masker, out, extra_labels={LABEL_SLURM_JOB: job_id, LABEL_NODE_RANK: rank})
     job_dir = Path(doc["job_dir"])

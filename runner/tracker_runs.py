@@ -28,7 +28,7 @@ from runner import __version__
 from runner.errors import EngineUnavailable
 from runner.plan import LaunchPlan, Planned
 from runner.secrets import Secret
-from runner.trackers import OFFLINE_WANDB_MODES, is_databricks_uri
+from runner.tracker_config import OFFLINE_WANDB_MODES, is_databricks_uri
 from runner.ui import Output
 
 BEGIN_TIMEOUT = 15.0  # seconds per request while creating / closing a run
