@@ -1,67 +1,22 @@
-"""Secret values as a type, and the one masker for every stream the runner prints.
+"""The one masker for every stream the runner prints, and the encodings it knows.
 
-A ``Secret`` prints ``***`` in every format and refuses to be pickled, so a
-leak needs a deliberate ``.reveal()`` call: grep for it to find every place a
-value leaves the process.
+Built in one place only: ``runner.secrets.scope.secret_scope``. A test fails if
+any other module of the package constructs a ``Masker``.
 """
 
 from __future__ import annotations
 
 import base64
-import hmac
 import json
-import re
 import urllib.parse
 from typing import Iterable
 
-MASK = "***"
+from runner.secrets.value import MASK, Secret
+
 _MASK_BYTES = MASK.encode()
 # Encodings of very short values would mask ordinary text; below this length
 # only the plain value is masked.
 _MIN_ENCODED_LEN = 6
-
-
-class Secret:
-    """A secret value. ``str()``, ``repr()``, f-strings and ``%`` all print ``***``."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str):
-        if isinstance(value, Secret):
-            value = value.reveal()
-        self._value = value
-
-    def reveal(self) -> str:
-        """The plain value. Call only where an engine needs it, at the last moment."""
-        return self._value
-
-    def __repr__(self) -> str:
-        return "Secret('***')"
-
-    def __str__(self) -> str:
-        return MASK
-
-    def __format__(self, spec: str) -> str:
-        return MASK
-
-    def __bool__(self) -> bool:
-        return bool(self._value)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Secret):
-            return NotImplemented
-        return hmac.compare_digest(self._value.encode(), other._value.encode())
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __reduce_ex__(self, protocol):  # pickle, copy.copy of containers, yaml.dump
-        raise TypeError("a Secret cannot be serialised; only .reveal() gives its value")
-
-    def __copy__(self) -> "Secret":
-        return self
-
-    def __deepcopy__(self, memo) -> "Secret":
-        return self
 
 
 def encodings(value: str) -> set[bytes]:
@@ -95,21 +50,6 @@ def encodings(value: str) -> set[bytes]:
     return forms
 
 
-_URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:([^/\s@]+)@")
-
-
-def url_passwords(value: str) -> list[Secret]:
-    """Passwords embedded in URLs (``https://user:PASSWORD@host``) in a public value such as
-    ``MLFLOW_TRACKING_URI`` or ``HTTPS_PROXY``: not secret by name, masked all the same."""
-    found: list[Secret] = []
-    for match in _URL_PASSWORD.finditer(value or ""):
-        found.append(Secret(match.group(1)))
-        decoded = urllib.parse.unquote(match.group(1))
-        if decoded != match.group(1):
-            found.append(Secret(decoded))
-    return found
-
-
 class Masker:
     """Replaces every secret value and its encodings with ``***``.
 
@@ -119,9 +59,19 @@ class Masker:
     that stays correct across chunk boundaries.
     """
 
-    def __init__(self, values: Iterable[str | Secret] = ()):
-        plain = {v.reveal() if isinstance(v, Secret) else v for v in values}
-        self._patterns = sorted({form for v in plain if v for form in encodings(v)}, key=len, reverse=True)
+    def __init__(self, named: Iterable[tuple[str, str | Secret] | str | Secret] = ()):
+        """``named``: (NAME, value) pairs, whose names ``matches`` reports (audit); a bare
+        value is reported as "secret"."""
+        owners: dict[bytes, set[str]] = {}
+        for item in named:
+            name, value = item if isinstance(item, tuple) else ("secret", item)
+            plain = value.reveal() if isinstance(value, Secret) else value
+            if not plain:
+                continue
+            for form in encodings(plain):
+                owners.setdefault(form, set()).add(name)
+        self._patterns = sorted(owners, key=len, reverse=True)
+        self._owners = [tuple(sorted(owners[p])) for p in self._patterns]
         self._automaton = None
         self._prefixes: frozenset[bytes] = frozenset()
         self.max_len = max((len(p) for p in self._patterns), default=0)
@@ -130,6 +80,14 @@ class Masker:
 
             self._automaton = ahocorasick_rs.BytesAhoCorasick(self._patterns, matchkind=ahocorasick_rs.MatchKind.Standard)
             self._prefixes = frozenset(p[:k] for p in self._patterns for k in range(1, len(p)))
+
+    def matches(self, data: bytes):
+        """(NAME, start, end) for every occurrence of every encoding in ``data``, overlapping ones too."""
+        if self._automaton is None or not data:
+            return
+        for index, start, end in self._automaton.find_matches_as_indexes(data, overlapping=True):
+            for name in self._owners[index]:
+                yield name, start, end
 
     def __bool__(self) -> bool:
         return bool(self._patterns)
