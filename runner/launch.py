@@ -13,8 +13,29 @@ from typing import Sequence
 from runner.config import Config, load_config
 from runner.envfile import EnvFile, load_env_file
 from runner.plan import LaunchFlags, Planned, build_plan
-from runner.secrets import Masker
+from runner.options import Sources
+from runner.secrets import Masker, Secret, SecretScope, secret_scope
 from runner.ui import Output
+
+
+@dataclass(frozen=True)
+class Context:
+    """A command's configuration without a launch: merged config, env file, secret scope."""
+
+    config: Config
+    env_file: EnvFile
+    scope: SecretScope
+
+
+def load_context(sources: Sources, extra: Sequence[tuple[str, Secret]] = ()) -> Context:
+    """Config, env file and every secret in scope (host env + env file + ``extra``), for
+    commands that print or scan but launch nothing (build, audit, logs)."""
+    from runner.policy import Classifier
+
+    env_file = load_env_file(sources.env_file)
+    config = load_config(sources.config_file)
+    scope = secret_scope([os.environ, env_file.values], Classifier.from_config(config).is_secret, extra=extra)
+    return Context(config, env_file, scope)
 
 
 @dataclass
