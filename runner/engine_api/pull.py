@@ -1,0 +1,169 @@
+"""Pulling an image through the Engine API, with the registry credential in ``X-Registry-Auth`` only.
+
+``POST /images/create?fromImage=…&tag=…`` streams JSON progress; a failure comes
+either as the HTTP status of the request or as an ``{"error": …}`` message inside
+the stream. Both are mapped to the contract's exit codes with the fix:
+a refused credential exits 2, an unreachable registry 1, an image or tag that is
+not there 2 — nothing is launched, and no traceback.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+from urllib.parse import quote
+
+from runner.engine_api.client import ApiError
+from runner.errors import ConfigError, EngineUnavailable, Problem, RuntimeFailure, UsageError
+
+if TYPE_CHECKING:
+    from runner.engine_api.client import Engine
+    from runner.pull_progress import PullProgress
+    from runner.registry import RegistryCredential
+
+POLICIES = ("missing", "always", "never")
+
+
+def split_reference(image: str) -> tuple[str, str]:
+    """``repo[:tag][@digest]`` → (repo, tag or digest) as the API's fromImage/tag; ``latest`` when neither is given."""
+    if "@" in image:
+        repo, digest = image.split("@", 1)
+        return repo, digest
+    last = image.rsplit("/", 1)[-1]
+    if ":" in last:
+        repo, tag = image.rsplit(":", 1)
+        return repo, tag
+    return image, "latest"
+
+
+def image_present(engine: "Engine", image: str) -> bool:
+    """Is ``image`` in the engine's local store (``GET /images/{name}/json``)?"""
+    try:
+        engine.request("GET", f"/images/{quote(image, safe='')}/json")
+        return True
+    except ApiError as exc:
+        if exc.status == 404:
+            return False
+        raise RuntimeFailure(f"could not inspect image {image}: {exc.message}") from None
+
+
+def pull(engine: "Engine", image: str, *, policy: str = "missing", credential: "RegistryCredential | None" = None,
+         progress: "PullProgress | None" = None) -> bool:
+    """Make ``image`` available under ``policy``; returns True when it was pulled.
+
+    ``missing`` pulls only when the image is not local (like ``docker run``),
+    ``always`` pulls every time (a no-op download when it is up to date),
+    ``never`` fails (exit 2, with the fix) when it is not local.
+    """
+    if policy not in POLICIES:
+        raise UsageError(f"--pull {policy}: not one of {', '.join(POLICIES)}", hint="use --pull missing, always or never")
+    if policy != "always" and image_present(engine, image):
+        return False
+    if policy == "never":
+        raise ConfigError(Problem(
+            f"image {image} is not present locally and the pull policy is 'never'",
+            hint=f"pull it (--pull missing, or docker pull {image}), or check the image name and tag",
+        ))
+    repo, tag = split_reference(image)
+    headers = {}
+    if credential is not None:
+        from runner.registry import auth_header
+
+        headers["X-Registry-Auth"] = auth_header(credential)
+    if progress is not None:
+        progress.begin(image)
+    ok = False
+    try:
+        error = None
+        try:
+            for message in _messages(engine.stream("/images/create", {"fromImage": repo, "tag": tag}, method="POST", headers=headers)):
+                if "error" in message:
+                    error = str(message.get("error") or (message.get("errorDetail") or {}).get("message") or "unknown error")
+                    break
+                if progress is not None:
+                    _report(progress, message)
+        except ApiError as exc:
+            raise _failure(image, credential, exc.message, exc.status) from None
+        if error is not None:
+            raise _failure(image, credential, error, None)
+        ok = True
+    finally:
+        if progress is not None:
+            progress.end(ok)
+    return True
+
+
+def _messages(chunks):
+    """JSON messages from the stream, whatever the chunk boundaries."""
+    decoder = json.JSONDecoder()
+    buffer = ""
+    for chunk in chunks:
+        buffer += chunk.decode("utf-8", "replace")
+        pos = 0
+        while True:
+            while pos < len(buffer) and buffer[pos] in " \t\r\n":
+                pos += 1
+            if pos >= len(buffer):
+                break
+            try:
+                message, end = decoder.raw_decode(buffer, pos)
+            except ValueError:
+                break
+            if isinstance(message, dict):
+                yield message
+            pos = end
+        buffer = buffer[pos:]
+
+
+def _report(progress: "PullProgress", message: dict) -> None:
+    status = str(message.get("status") or "")
+    layer = message.get("id")
+    detail = message.get("progressDetail") or {}
+    if layer and status and not status.startswith("Pulling from"):
+        progress.layer(str(layer), status, detail.get("current"), detail.get("total"))
+    elif status:
+        progress.status(status if not layer else f"{status} ({layer})")
+
+
+# The daemon's words for each kind of failure (Docker 20.10 … 29, Podman).
+_DENIED = ("unauthorized", "authentication required", "no basic auth credentials", "incorrect username or password",
+           "denied", "401 unauthorized", "403 forbidden")
+_UNREACHABLE = ("dial tcp", "connection refused", "no such host", "i/o timeout", "timeout exceeded", "tls handshake",
+                "network is unreachable", "no route to host", "connection reset", "server misbehaving",
+                "http response to https client", "certificate", "x509", "503 service unavailable", "502 bad gateway",
+                "504 gateway", "500 internal server error", ": eof")
+_NOT_FOUND = ("manifest unknown", "not found", "repository does not exist", "name unknown", "no such image")
+
+
+def _failure(image: str, credential: "RegistryCredential | None", message: str, status: int | None):
+    from runner.registry import registry_of
+
+    registry = registry_of(image)
+    text = message.strip()
+    lower = text.lower()
+    if status == 400 or "invalid reference format" in lower:
+        return UsageError(f"image reference {image} is not valid: {text}", hint="check the image name (lowercase repository, one :tag)")
+    # "pull access denied … repository does not exist or may require 'docker login'" is Docker Hub's answer
+    # for both; with no credential, the fix is the same: the name, or a login.
+    if "pull access denied" in lower or (any(word in lower for word in _DENIED) and "not found" not in lower):
+        if credential is None:
+            return ConfigError(Problem(
+                f"registry {registry} refused to serve {image} without a login: {text}",
+                hint=f"log in (docker login {registry if registry != 'docker.io' else ''}".rstrip()
+                     + ", or set DOCKER_LOGIN_USER/DOCKER_LOGIN_KEY/DOCKER_LOGIN_REGISTRY), or check the image name",
+            ))
+        return ConfigError(Problem(
+            f"registry {registry} refused {credential.describe()} for {image}: {text}",
+            hint="fix the credential in its source (log in again, or correct DOCKER_LOGIN_KEY), and check the image name",
+        ))
+    if (status == 404 or any(word in lower for word in _NOT_FOUND)) and not any(word in lower for word in ("dial tcp", "no such host")):
+        return ConfigError(Problem(
+            f"image {image} was not found in registry {registry}: {text}",
+            hint="check the image name and tag (the registry's tags: curl its /v2/<name>/tags/list, or its web UI)",
+        ))
+    if any(word in lower for word in _UNREACHABLE):
+        return EngineUnavailable(
+            f"registry {registry} is not reachable from the Docker daemon: {text}",
+            hint="check the registry address, that it is up, and the daemon's network/proxy settings",
+        )
+    return RuntimeFailure(f"pull of {image} failed: {text}", hint="try docker pull with the same image to see the daemon's view")

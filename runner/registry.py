@@ -1,0 +1,335 @@
+"""Registry credentials for pulls, treated as secrets end to end.
+
+Where a credential comes from, first match wins:
+
+1. the environment names (the Primus launcher's ``DOCKER_LOGIN_USER``,
+   ``DOCKER_LOGIN_KEY`` (a secret), ``DOCKER_LOGIN_REGISTRY``; Docker Hub when
+   the registry is unset), when they name the image's registry — set for this
+   run, so they win over what the user's Docker config holds;
+2. the user's Docker config (``$DOCKER_CONFIG/config.json`` or
+   ``~/.docker/config.json``): ``credHelpers`` / ``credsStore`` through the
+   ``docker-credential-*`` programs, then ``auths`` — resolved by the docker SDK's
+   auth module, as ``docker pull`` does (imported only here, only when pulling).
+
+The password only leaves the process in the ``X-Registry-Auth`` header
+(:func:`auth_header`, the one ``.reveal()`` for it) and in the ``/v2/`` login
+check (:func:`check_login`); a credential helper receives the registry name on
+its stdin. Messages name the registry and the source, never a value.
+"""
+
+from __future__ import annotations
+
+import base64
+import ipaddress
+import json
+import os
+import re
+import ssl
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+from typing import Callable
+
+from runner.errors import ConfigError, EngineUnavailable, Problem, RuntimeFailure
+from runner.secrets import Secret
+
+Lookup = Callable[[str], "str | None"]
+
+# Docker Hub: what the SDK calls the index, where its API lives, and the key
+# docker login / credential helpers store Hub credentials under.
+HUB = "docker.io"
+HUB_API = "registry-1.docker.io"
+HUB_AUTH_KEY = "https://index.docker.io/v1/"
+
+ENV_NAMES = ("DOCKER_LOGIN_USER", "DOCKER_LOGIN_KEY", "DOCKER_LOGIN_REGISTRY")
+
+
+@dataclass(frozen=True)
+class RegistryCredential:
+    """One registry login. ``password`` is an OAuth refresh token when ``identity_token``."""
+
+    registry: str  # host[:port] as images name it ("docker.io" for Docker Hub)
+    username: str
+    password: Secret
+    source: str  # "docker config PATH", "credential helper docker-credential-X", "env DOCKER_LOGIN_*"
+    identity_token: bool = False
+
+    def __repr__(self) -> str:
+        return f"RegistryCredential(registry={self.registry!r}, username={self.username!r}, source={self.source!r})"
+
+    def describe(self) -> str:
+        """For messages and ``plan``: who, where, from where — no value."""
+        who = "an identity token" if self.identity_token else f"user {self.username}"
+        return f"{who} from {self.source}"
+
+
+# ------------------------------------------------------------------ names
+
+def _normalise_host(name: str) -> str:
+    """A registry as written in a config or env (maybe a URL) → host[:port], Hub as ``docker.io``."""
+    name = (name or "").strip()
+    if "://" in name:
+        name = name.split("://", 1)[1]
+    name = name.split("/", 1)[0].lower()
+    if name in ("index.docker.io", "registry-1.docker.io", "registry.hub.docker.com", "docker.io", ""):
+        return HUB
+    return name
+
+
+def registry_of(image: str) -> str:
+    """The registry an image reference names: ``host[:port]``, or ``docker.io`` (Docker Hub) as the SDK resolves it."""
+    first, sep, _ = image.partition("/")
+    if not sep or ("." not in first and ":" not in first and first != "localhost"):
+        return HUB
+    return _normalise_host(first)
+
+
+def api_host(registry: str) -> str:
+    """Where the registry's HTTP API answers (Docker Hub's is ``registry-1.docker.io``)."""
+    return HUB_API if registry == HUB else registry
+
+
+# ------------------------------------------------------------------ lookup
+
+def credentials_for(image: str, lookup: Lookup, *, env_names: tuple[str, str, str] = ENV_NAMES,
+                    docker_config: str | None = None) -> RegistryCredential | None:
+    """The credential to pull ``image`` with, or None (anonymous pull).
+
+    ``lookup(NAME)`` gives a variable's value from the environment or env file
+    (None when unset); ``env_names`` are the user, key and registry names (the
+    launcher's by default, or the ones the config names). Raises ConfigError
+    (exit 2) for a half-given env login or a failing credential helper, and
+    EngineUnavailable (exit 1) when the configured helper program is missing.
+    """
+    registry = registry_of(image)
+    cred = _from_env(registry, lookup, env_names)
+    if cred is not None:
+        return cred
+    return _from_docker_config(registry, lookup, docker_config)
+
+
+def _from_env(registry: str, lookup: Lookup, env_names: tuple[str, str, str]) -> RegistryCredential | None:
+    user_name, key_name, registry_name = env_names
+    user, key, where = lookup(user_name) or "", lookup(key_name) or "", lookup(registry_name) or ""
+    if not user and not key:
+        return None
+    if _normalise_host(where) != registry:
+        return None  # a login for another registry (Docker Hub when unset)
+    source = f"env {user_name}/{key_name}" if env_names != ENV_NAMES else "env DOCKER_LOGIN_*"
+    if not user or not key:
+        missing, given = (user_name, key_name) if not user else (key_name, user_name)
+        raise ConfigError(Problem(
+            f"{given} is set for registry {registry} but {missing} is not",
+            hint=f"set {missing} too (environment or env file), or unset {given} to use your Docker login",
+        ))
+    return RegistryCredential(registry, user, Secret(key), source)
+
+
+def docker_config_path(lookup: Lookup, explicit: str | None = None) -> str:
+    """The Docker CLI's config file: ``$DOCKER_CONFIG/config.json`` or ``~/.docker/config.json``."""
+    if explicit:
+        return explicit
+    directory = lookup("DOCKER_CONFIG") or os.environ.get("DOCKER_CONFIG") or os.path.join(os.path.expanduser("~"), ".docker")
+    return os.path.join(directory, "config.json")
+
+
+def _from_docker_config(registry: str, lookup: Lookup, explicit: str | None) -> RegistryCredential | None:
+    path = docker_config_path(lookup, explicit)
+    if not os.path.isfile(path):
+        return None
+    import warnings
+
+    import docker.auth  # the SDK's resolution, as docker pull does it: only here, only when pulling
+    import docker.errors
+
+    try:
+        auth = docker.auth.load_config(config_path=path)
+    except docker.errors.DockerException as exc:
+        raise ConfigError(Problem(f"the Docker config {path} is not valid: {exc}", hint="fix or remove its 'auths' entries, or docker login again")) from None
+    key = HUB_AUTH_KEY if registry == HUB else registry
+    helper = auth.get_credential_store(key) if (auth.creds_store or auth.cred_helpers) else None
+    try:
+        with warnings.catch_warnings():  # the SDK warns when the helper program is missing; we say it ourselves
+            warnings.simplefilter("ignore")
+            found = auth.resolve_authconfig(key)
+    except docker.errors.DockerException as exc:
+        program = f"docker-credential-{helper}"
+        if "not installed or not available in PATH" in str(exc):
+            raise EngineUnavailable(
+                f"the credential helper {program} that {path} names for {registry} is not on PATH",
+                hint=f"install {program}, or remove 'credsStore'/'credHelpers' for {registry} from {path}",
+            ) from None
+        raise ConfigError(Problem(
+            f"the credential helper {program} failed for registry {registry}: {_helper_error(exc)}",
+            hint=f"check it with: echo {key} | {program} get",
+        )) from None
+    if not found:
+        return None
+    from_file = any(found is entry for entry in auth.auths.values())
+    source = f"docker config {path}" if from_file or not helper else f"credential helper docker-credential-{helper}"
+    token = found.get("IdentityToken") or found.get("identitytoken")
+    if token:
+        return RegistryCredential(registry, "", Secret(token), source, identity_token=True)
+    user = found.get("username") or found.get("Username") or ""
+    password = found.get("password") or found.get("Password") or ""
+    if not user and not password:
+        return None  # an empty 'auths' entry (the login lives in a store that has nothing)
+    return RegistryCredential(registry, user, Secret(password), source)
+
+
+def _helper_error(exc: BaseException) -> str:
+    text = str(exc)
+    match = re.search(r"StoreError\('(.*)'\)", text, re.S)
+    return (match.group(1) if match else text).strip()[:300]
+
+
+# ------------------------------------------------------------------ header
+
+def auth_header(cred: RegistryCredential) -> str:
+    """The ``X-Registry-Auth`` value for the Engine API (URL-safe base64 of the auth JSON, as the SDK sends it)."""
+    server = HUB_AUTH_KEY if cred.registry == HUB else cred.registry
+    if cred.identity_token:
+        body = {"identitytoken": cred.password.reveal(), "serveraddress": server}
+    else:
+        body = {"username": cred.username, "password": cred.password.reveal(), "serveraddress": server}
+    return base64.urlsafe_b64encode(json.dumps(body).encode()).decode()
+
+
+# ------------------------------------------------------------------ login check
+
+def _is_loopback(host: str) -> bool:
+    name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    name = name.strip("[]")
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+class _Answer:
+    def __init__(self, status: int, headers, body: bytes):
+        self.status, self.headers, self.body = status, headers, body
+
+
+def _open(url: str, timeout: float, headers: dict | None = None, data: bytes | None = None) -> _Answer:
+    """One HTTP call; any HTTP status is an answer, anything else raises OSError."""
+    host = urllib.parse.urlsplit(url).netloc
+    handlers = [urllib.request.ProxyHandler({})] if _is_loopback(host) else []
+    opener = urllib.request.build_opener(*handlers)
+    request = urllib.request.Request(url, data=data, headers=headers or {}, method="POST" if data is not None else "GET")
+    try:
+        with opener.open(request, timeout=timeout) as resp:
+            return _Answer(resp.status, resp.headers, resp.read(1 << 20))
+    except urllib.error.HTTPError as exc:
+        return _Answer(exc.code, exc.headers, exc.read(1 << 16) if exc.fp else b"")
+    except urllib.error.URLError as exc:
+        reason = exc.reason
+        raise reason if isinstance(reason, OSError) else OSError(str(reason)) from None
+
+
+def _challenge(header: str) -> tuple[str, dict[str, str]]:
+    """``Bearer realm="…",service="…"`` → ("bearer", {realm, service, …})."""
+    scheme, _, rest = (header or "").strip().partition(" ")
+    params = {k.lower(): v for k, v in re.findall(r'(\w+)="([^"]*)"', rest)}
+    return scheme.lower(), params
+
+
+def check_login(cred: RegistryCredential, timeout: float = 15.0) -> None:
+    """Validate ``cred`` against the registry's ``/v2/`` without pulling: Basic, or the Bearer token handshake.
+
+    Refused → ConfigError (exit 2) naming the registry and the source; not
+    reachable → EngineUnavailable (exit 1). Never a value in a message.
+    """
+    host = api_host(cred.registry)
+    schemes = ("https", "http") if _is_loopback(host) else ("https",)  # loopback registries may speak plain HTTP, as Docker allows
+    last: BaseException | None = None
+    for scheme in schemes:
+        base = f"{scheme}://{host}"
+        try:
+            first = _open(f"{base}/v2/", timeout)
+        except ssl.SSLError as exc:  # e.g. a plain-HTTP registry on loopback
+            last = exc
+            continue
+        except OSError as exc:
+            last = exc
+            break
+        try:
+            _login(cred, base, first, timeout)
+            return
+        except OSError as exc:
+            last = exc
+            break
+    raise EngineUnavailable(
+        f"registry {cred.registry} is not reachable ({last.__class__.__name__}: {last})",
+        hint=f"check the registry address and the network from this host (curl -sI https://{host}/v2/)",
+    )
+
+
+def _refused(cred: RegistryCredential, detail: str) -> ConfigError:
+    return ConfigError(Problem(
+        f"registry {cred.registry} refused {cred.describe()}{': ' + detail if detail else ''}",
+        hint=f"log in again (docker login {cred.registry if cred.registry != HUB else ''}".rstrip() + ") or fix the credential in its source",
+    ))
+
+
+def _unexpected(cred: RegistryCredential, what: str, answer: _Answer) -> EngineUnavailable:
+    return EngineUnavailable(
+        f"registry {cred.registry} answered {what} with HTTP {answer.status}",
+        hint="the registry may be down or behind a proxy that rewrites its answers; try again later",
+    )
+
+
+def _login(cred: RegistryCredential, base: str, first: _Answer, timeout: float) -> None:
+    if first.status == 200:
+        return  # an open registry: nothing to refuse
+    if first.status != 401:
+        raise _unexpected(cred, "/v2/", first)
+    scheme, params = _challenge(first.headers.get("WWW-Authenticate", ""))
+    if scheme == "basic":
+        if cred.identity_token:
+            raise _refused(cred, "it asks for a password, and the credential is an identity token")
+        basic = base64.b64encode(f"{cred.username}:{cred.password.reveal()}".encode()).decode()
+        answer = _open(f"{base}/v2/", timeout, {"Authorization": f"Basic {basic}"})
+        if answer.status == 200:
+            return
+        if answer.status in (401, 403):
+            raise _refused(cred, "")
+        raise _unexpected(cred, "the login", answer)
+    if scheme == "bearer" and params.get("realm"):
+        token = _bearer_token(cred, params, timeout)
+        answer = _open(f"{base}/v2/", timeout, {"Authorization": f"Bearer {token}"})
+        if answer.status == 200:
+            return
+        if answer.status in (401, 403):
+            raise _refused(cred, "the token it issued is not accepted")
+        raise _unexpected(cred, "/v2/ with its token", answer)
+    raise RuntimeFailure(f"registry {cred.registry} asks for an authentication scheme the runner does not speak ({scheme or 'none'})",
+                         hint="pull once with docker pull to check the credential")
+
+
+def _bearer_token(cred: RegistryCredential, params: dict[str, str], timeout: float) -> str:
+    realm = params["realm"]
+    query = {"service": params["service"]} if params.get("service") else {}
+    if cred.identity_token:  # OAuth2 refresh-token grant, as the Docker daemon does with an identity token
+        form = urllib.parse.urlencode({**query, "grant_type": "refresh_token", "refresh_token": cred.password.reveal(),
+                                       "client_id": "primus-runner"}).encode()
+        answer = _open(realm, timeout, {"Content-Type": "application/x-www-form-urlencoded"}, data=form)
+    else:
+        basic = base64.b64encode(f"{cred.username}:{cred.password.reveal()}".encode()).decode()
+        url = realm + ("&" if "?" in realm else "?") + urllib.parse.urlencode({**query, "account": cred.username})
+        answer = _open(url, timeout, {"Authorization": f"Basic {basic}"})
+    if answer.status in (401, 403):
+        raise _refused(cred, "")
+    if answer.status != 200:
+        raise _unexpected(cred, "the token request", answer)
+    try:
+        body = json.loads(answer.body)
+        token = body.get("token") or body.get("access_token")
+    except (ValueError, AttributeError):
+        token = None
+    if not token:
+        raise _unexpected(cred, "the token request (no token in the answer)", answer)
+    return token
