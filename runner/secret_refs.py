@@ -1,0 +1,502 @@
+"""Secret references: the config names where a secret lives, never its value.
+
+```yaml
+secrets:
+  HF_TOKEN: pass:ml/hf                      # first line of `pass show ml/hf`
+  WANDB_API_KEY: aws-sm:prod/wandb#api_key  # AWS Secrets Manager, a JSON field
+  DATABRICKS_TOKEN: cmd:op read op://ml/databricks/token
+  MLFLOW_TRACKING_TOKEN: file:/run/secrets/mlflow
+  GH_TOKEN: env:GITHUB_TOKEN
+```
+
+``parse_refs`` reads the section; ``resolve`` fetches the values a command needs,
+once, in parallel, each with a timeout, into ``Secret`` objects only: no value is
+written, cached, or put on a command line (a ``cmd:`` program's arguments come from
+the config text alone). Every failure is reported at once, naming the reference
+(``pass:ml/hf``), never a value; the caller then adds the values to the one secret
+scope (``secret_scope(..., extra=...)``).
+
+Exit codes: an entry that does not exist, a program that fails, a file that is missing
+or readable by others -> ``ConfigError`` (2); a store that cannot be reached (timeout,
+connection refused, client not installed) -> ``EngineUnavailable`` (1).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import signal
+import stat
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from runner.errors import ConfigError, EngineUnavailable, Problem
+from runner.secrets import Secret, secret_scope
+
+SCHEMES = ("env", "file", "pass", "aws-sm", "cmd")
+NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+AWS_EXTRA_HINT = "pip install 'primus-runner[aws]'"
+# A secret file is small; a larger one is a wrong path (a log, a device), not a credential.
+_MAX_FILE_BYTES = 1 << 20
+# How long past the per-reference timeout to wait for a worker to report its own
+# timeout (and kill its program) before giving up on it.
+_GRACE = 2.0
+# How much of a failing program's (masked) stderr an error shows.
+_STDERR_LINES = 5
+_STDERR_CHARS = 500
+
+Lookup = Callable[[str], "str | Secret | None"]
+Mask = Callable[[str], str]
+
+
+@dataclass(frozen=True)
+class SecretRef:
+    """One entry of ``secrets:``. ``source`` is the reference as written: it says
+    where the value lives, so it is safe to print."""
+
+    name: str  # the variable it defines, e.g. HF_TOKEN
+    source: str  # "pass:ml/hf"
+    scheme: str  # env | file | pass | aws-sm | cmd
+    target: str  # what follows "scheme:"
+    where: str | None = None  # file:line of the entry
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.source})"
+
+
+# ---------------------------------------------------------------- parsing
+
+
+def parse_refs(config) -> tuple[list[SecretRef], list[Problem]]:
+    """The references of the top-level ``secrets:`` mapping of a ``runner.config.Config``,
+    and a Problem (with file:line) for each invalid name or reference."""
+    section = config.get("secrets")
+    if section is None:
+        return [], []
+    if not isinstance(section, dict):
+        return [], [
+            Problem(
+                "secrets: expected a mapping of NAME: reference",
+                where=config.where(("secrets",)),
+                hint="e.g. HF_TOKEN: pass:ml/hf",
+            )
+        ]
+    refs: list[SecretRef] = []
+    problems: list[Problem] = []
+    for name, source in section.items():
+        ref = parse_ref(name, source, config.where(("secrets", name)))
+        if isinstance(ref, Problem):
+            problems.append(ref)
+        else:
+            refs.append(ref)
+    return refs, problems
+
+
+def parse_ref(name, source, where: str | None = None) -> SecretRef | Problem:
+    """One entry: a SecretRef, or the Problem with it.
+
+    A value that is not a reference is never echoed: it may be the secret itself,
+    pasted where its reference belongs.
+    """
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        return Problem(
+            f"secrets: {str(name)!r} is not a variable name",
+            where=where,
+            hint="letters, digits and _, not starting with a digit",
+        )
+    expected = "env:NAME, file:/path, pass:path, aws-sm:secret-id[#key] or cmd:program args"
+    scheme, sep, target = source.partition(":") if isinstance(source, str) else ("", "", "")
+    if not sep or scheme not in SCHEMES:
+        return Problem(
+            f"secrets.{name}: not a secret reference (the value is not shown)",
+            where=where,
+            hint=f"write where the secret lives: {expected}",
+        )
+    bad = None
+    if "\n" in target or "\0" in target:
+        bad = "a reference is one line"
+    elif not target.strip():
+        bad = f"nothing after '{scheme}:'"
+    elif scheme == "env" and not NAME_RE.match(target):
+        bad = f"'{target}' is not a variable name"
+    elif scheme == "file" and not os.path.isabs(os.path.expanduser(target)):
+        bad = "the path must be absolute (or start with ~/)"
+    elif scheme == "aws-sm":
+        secret_id, hashmark, key = target.partition("#")
+        if not secret_id.strip():
+            bad = "no secret id before '#'"
+        elif hashmark and not key:
+            bad = "no JSON key after '#'"
+    elif scheme == "cmd":
+        try:
+            if not shlex.split(target):
+                bad = "no program"
+        except ValueError as exc:
+            bad = f"cannot split the command line ({exc})"
+    if bad:
+        return Problem(f"secrets.{name}: {source}: {bad}", where=where, hint=f"expected {expected}")
+    return SecretRef(name=name, source=source, scheme=scheme, target=target, where=where)
+
+
+# ---------------------------------------------------------------- resolution
+
+
+class _Missing(Exception):
+    """The store answered: no such entry, the program failed, the file is refused (exit 2)."""
+
+    def __init__(self, message: str, stderr: bytes = b"", foreign: str = "", hint: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.stderr = stderr  # the program's stderr, shown only after masking
+        self.foreign = foreign  # other text from the store (an AWS error message), masked too
+        self.hint = hint
+
+
+class _Unreachable(_Missing):
+    """The store could not be reached: timeout, connection refused, client missing (exit 1)."""
+
+
+@dataclass
+class _Outcome:
+    value: Secret | None = None
+    failure: _Missing | None = None
+
+
+def resolve(
+    refs: Sequence[SecretRef],
+    lookup: Lookup,
+    *,
+    timeout: float = 10.0,
+    mask: Mask | None = None,
+) -> dict[str, Secret]:
+    """The value of each reference given, as ``{name: Secret}``.
+
+    Every reference is fetched once, all in parallel, each within ``timeout`` seconds.
+    ``lookup(NAME)`` answers ``env:NAME`` (the environment and env file). ``mask`` is the
+    caller's masker (``scope.masker.mask``): a failing program's stderr is shown only
+    after it, and after masking the values resolved here.
+
+    Raises ``ConfigError`` (exit 2) listing every failing reference when any entry is
+    missing or refused (a retry cannot help), else ``EngineUnavailable`` (exit 1)
+    listing the stores that could not be reached.
+    """
+    outcomes = _resolve_all(refs, lookup, timeout)
+    failed = [(ref, o.failure) for ref, o in zip(refs, outcomes) if o.failure is not None]
+    if not failed:
+        return {ref.name: o.value for ref, o in zip(refs, outcomes) if o.value is not None}
+    masking = _masking(refs, outcomes, mask)
+    definite = [(ref, f) for ref, f in failed if not isinstance(f, _Unreachable)]
+    if definite:
+        problems = [
+            Problem(f"secret {ref}: {_detail(f, masking, unreachable_note=True)}", where=ref.where, hint=f.hint)
+            for ref, f in failed
+        ]
+        raise ConfigError(problems, hint="nothing was launched")
+    lines = [f"{ref}: {_detail(f, masking)}" + (f" ({f.hint})" if f.hint else "") for ref, f in failed]
+    if len(lines) == 1:
+        message = f"secret store not reachable for {lines[0]}"
+    else:
+        message = f"secret stores not reachable for {len(lines)} references:\n  " + "\n  ".join(lines)
+    raise EngineUnavailable(message, hint="nothing was launched; check the store or raise --timeout")
+
+
+def check_refs(
+    refs: Sequence[SecretRef],
+    lookup: Lookup,
+    timeout: float = 10.0,
+    *,
+    mask: Mask | None = None,
+) -> list[dict]:
+    """For ``check``: each reference resolved and reported, never its value:
+    ``[{"name", "source", "found", "error", "unreachable"}]``."""
+    outcomes = _resolve_all(refs, lookup, timeout)
+    masking = _masking(refs, outcomes, mask)
+    report = []
+    for ref, outcome in zip(refs, outcomes):
+        failure = outcome.failure
+        error = None
+        if failure is not None:
+            error = _detail(failure, masking) + (f" ({failure.hint})" if failure.hint else "")
+        report.append(
+            {
+                "name": ref.name,
+                "source": ref.source,
+                "found": failure is None,
+                "error": error,
+                "unreachable": isinstance(failure, _Unreachable),
+            }
+        )
+    return report
+
+
+def _masking(refs: Sequence[SecretRef], outcomes: list[_Outcome], mask: Mask | None) -> Mask:
+    """The caller's masker, then one for the values just resolved (the caller's scope
+    was built before they existed)."""
+    resolved = [(ref.name, o.value) for ref, o in zip(refs, outcomes) if o.value is not None]
+    own = secret_scope(extra=resolved).masker.mask
+
+    def masking(text: str) -> str:
+        return own(mask(text) if mask else text)
+
+    return masking
+
+
+def _detail(failure: _Missing, masking: Mask, unreachable_note: bool = False) -> str:
+    text = failure.message
+    if unreachable_note and isinstance(failure, _Unreachable):
+        text = f"not reachable: {text}"
+    if failure.foreign:
+        text += f": {_clip(masking(failure.foreign))}"
+    if failure.stderr:
+        # Mask the whole stream before cutting it, so a cut never leaves part of a value.
+        stderr = masking(failure.stderr.decode("utf-8", "replace")).strip()
+        if stderr:
+            text += f"; its stderr: {_clip(stderr)}"
+    return text
+
+
+def _clip(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    text = " | ".join(lines[-_STDERR_LINES:])
+    return text if len(text) <= _STDERR_CHARS else "..." + text[-_STDERR_CHARS:]
+
+
+def _resolve_all(refs: Sequence[SecretRef], lookup: Lookup, timeout: float) -> list[_Outcome]:
+    """One outcome per reference, in order; one daemon thread each (a hung store client
+    must not keep the runner from exiting)."""
+    boto3_missing = False
+    if any(ref.scheme == "aws-sm" for ref in refs):
+        boto3_missing = _import_boto3()  # once, before the clock starts: it takes a while
+    results: dict[int, _Outcome] = {}
+    lock = threading.Lock()
+
+    def work(index: int, ref: SecretRef) -> None:
+        try:
+            if ref.scheme == "aws-sm" and boto3_missing:
+                raise _Unreachable("boto3 is not installed", hint=AWS_EXTRA_HINT)
+            value = _FETCH[ref.scheme](ref, lookup, timeout)
+            if not value:
+                raise _Missing("resolved to an empty value")
+            outcome = _Outcome(value=Secret(value))
+        except _Missing as failure:
+            outcome = _Outcome(failure=failure)
+        except Exception as exc:  # a store client's own error: its type only, its text may hold anything
+            outcome = _Outcome(failure=_Missing(f"failed ({type(exc).__name__})"))
+        with lock:
+            results[index] = outcome
+
+    threads = []
+    for index, ref in enumerate(refs):
+        thread = threading.Thread(target=work, args=(index, ref), name=f"secret-ref-{ref.name}", daemon=True)
+        thread.start()
+        threads.append(thread)
+    deadline = time.monotonic() + timeout + _GRACE
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    with lock:
+        done = dict(results)
+    late = _Outcome(failure=_Unreachable(f"no answer within {timeout:g} s"))
+    return [done.get(index, late) for index in range(len(refs))]
+
+
+# ---------------------------------------------------------------- sources
+
+
+def _from_env(ref: SecretRef, lookup: Lookup, timeout: float) -> str:
+    value = lookup(ref.target)
+    if isinstance(value, Secret):
+        value = value.reveal()
+    if not value:
+        raise _Missing(f"{ref.target} is not set in the environment or the env file")
+    return value
+
+
+def _from_file(ref: SecretRef, lookup: Lookup, timeout: float) -> str:
+    path = os.path.expanduser(ref.target)
+    try:
+        # O_NONBLOCK: a FIFO at the path must not hang the open; it is refused below.
+        fd = os.open(path, os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise _Missing("no such file") from None
+    except PermissionError:
+        raise _Missing("permission denied") from None
+    except OSError as exc:
+        raise _Missing(f"cannot open ({exc.strerror})") from None
+    try:
+        info = os.fstat(fd)  # the file opened, not whatever the path names a moment later
+        if not stat.S_ISREG(info.st_mode):
+            raise _Missing("not a regular file")
+        if info.st_mode & (stat.S_IRGRP | stat.S_IROTH):
+            raise _Missing(
+                f"readable by group or others (mode {stat.S_IMODE(info.st_mode):04o}); refused",
+                hint=f"chmod 600 {path}",
+            )
+        if info.st_size > _MAX_FILE_BYTES:
+            raise _Missing(f"larger than {_MAX_FILE_BYTES >> 20} MiB: not a secret file")
+        os.set_blocking(fd, True)
+        chunks = []
+        size = 0
+        while size <= _MAX_FILE_BYTES:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > _MAX_FILE_BYTES:
+            raise _Missing(f"larger than {_MAX_FILE_BYTES >> 20} MiB: not a secret file")
+    except OSError as exc:
+        raise _Missing(f"cannot read ({exc.strerror})") from None
+    finally:
+        os.close(fd)
+    try:
+        text = b"".join(chunks).decode("utf-8")
+    except UnicodeDecodeError:
+        raise _Missing("not UTF-8 text") from None
+    if text.endswith("\r\n"):
+        return text[:-2]
+    return text[:-1] if text.endswith("\n") else text
+
+
+def _from_pass(ref: SecretRef, lookup: Lookup, timeout: float) -> str:
+    # "--": a path starting with "-" is a path, not an option.
+    return _first_line(_run(["pass", "show", "--", ref.target], timeout, "pass show"))
+
+
+def _from_cmd(ref: SecretRef, lookup: Lookup, timeout: float) -> str:
+    argv = shlex.split(ref.target)
+    return _first_line(_run(argv, timeout, argv[0]))
+
+
+def _run(argv: list[str], timeout: float, label: str) -> bytes:
+    """The program's stdout; no shell, stdin closed, in its own process group so a
+    timeout kills it and its children. Its stderr reaches an error only masked."""
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            close_fds=True,
+        )
+    except FileNotFoundError:
+        raise _Unreachable(f"{argv[0]}: program not found", hint=f"install {argv[0]} or put it on PATH") from None
+    except PermissionError:
+        raise _Missing(f"{argv[0]}: permission denied (not executable)") from None
+    except OSError as exc:
+        raise _Missing(f"{argv[0]}: cannot run ({exc.strerror})") from None
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        raise _Unreachable(f"{label} did not answer within {timeout:g} s; killed") from None
+    if proc.returncode != 0:
+        how = f"killed by signal {-proc.returncode}" if proc.returncode < 0 else f"exited with {proc.returncode}"
+        raise _Missing(f"{label} {how}", stderr=stderr)
+    return stdout
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.communicate(timeout=_GRACE)  # reap; a child that left the group may hold the pipes
+    except subprocess.TimeoutExpired:
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe:
+                pipe.close()
+        proc.wait()
+
+
+def _first_line(stdout: bytes) -> str:
+    if not stdout.strip():
+        raise _Missing("printed nothing on its standard output")
+    try:
+        text = stdout.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _Missing("its output is not UTF-8 text") from None
+    line = text.split("\n", 1)[0]
+    return line[:-1] if line.endswith("\r") else line
+
+
+def _import_boto3() -> bool:
+    """True when boto3 (the optional extra) is missing. Imported only when a reference needs it."""
+    try:
+        import boto3  # noqa: F401
+        import botocore.config  # noqa: F401
+    except ImportError:
+        return True
+    return False
+
+
+def _from_aws_sm(ref: SecretRef, lookup: Lookup, timeout: float) -> str:
+    import boto3
+    import botocore.config
+    import botocore.exceptions as bx
+
+    secret_id, _, key = ref.target.partition("#")
+    # An ARN names its region; otherwise the usual chain (AWS_REGION, profile).
+    parts = secret_id.split(":")
+    region = parts[3] if secret_id.startswith("arn:") and len(parts) > 3 and parts[3] else None
+    config = botocore.config.Config(
+        connect_timeout=timeout, read_timeout=timeout, retries={"total_max_attempts": 1}
+    )
+    try:
+        # A session per call: boto3's default session is not thread-safe. The client
+        # honours AWS_ENDPOINT_URL and the usual credential chain by itself.
+        client = boto3.session.Session().client("secretsmanager", region_name=region, config=config)
+        response = client.get_secret_value(SecretId=secret_id)
+    except bx.NoRegionError:
+        raise _Missing("no AWS region", hint="set AWS_REGION, or give the secret's ARN") from None
+    except (bx.NoCredentialsError, bx.PartialCredentialsError):
+        raise _Missing(
+            "no AWS credentials", hint="the usual chain: AWS_PROFILE, AWS_ACCESS_KEY_ID/..., an instance role"
+        ) from None
+    except (bx.EndpointConnectionError, bx.ConnectTimeoutError, bx.ReadTimeoutError, bx.ConnectionClosedError) as exc:
+        raise _Unreachable(f"AWS Secrets Manager not reachable ({type(exc).__name__})") from None
+    except bx.ClientError as exc:
+        error = exc.response.get("Error", {})
+        code = error.get("Code", "error")
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0
+        if code == "ResourceNotFoundException":
+            raise _Missing("no such secret in AWS Secrets Manager") from None
+        kind = _Unreachable if status >= 500 or code in ("ThrottlingException", "ServiceUnavailable") else _Missing
+        raise kind(f"AWS Secrets Manager refused ({code})", foreign=str(error.get("Message", ""))) from None
+    except bx.BotoCoreError as exc:
+        raise _Unreachable(f"AWS Secrets Manager not reachable ({type(exc).__name__})") from None
+    text = response.get("SecretString")
+    if text is None:
+        try:
+            text = bytes(response.get("SecretBinary") or b"").decode("utf-8")
+        except UnicodeDecodeError:
+            raise _Missing("the secret is binary, not UTF-8 text") from None
+    if not key:
+        return text
+    try:
+        document = json.loads(text)
+    except ValueError:
+        raise _Missing(f"the secret is not JSON, so it has no key '{key}'") from None
+    if not isinstance(document, dict) or key not in document:
+        raise _Missing(f"the secret has no JSON key '{key}'")
+    value = document[key]
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float, bool)):
+        return json.dumps(value)
+    raise _Missing(f"JSON key '{key}' holds {'an object' if isinstance(value, dict) else 'a list or null'}, not a string")
+
+
+_FETCH: dict[str, Callable[[SecretRef, Lookup, float], str]] = {
+    "env": _from_env,
+    "file": _from_file,
+    "pass": _from_pass,
+    "aws-sm": _from_aws_sm,
+    "cmd": _from_cmd,
+}
