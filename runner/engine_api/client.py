@@ -4,10 +4,14 @@ Why not the docker SDK here: importing it (requests, urllib3, charset_normalizer
 costs more than the whole 100 ms overhead budget of ``up`` over ``docker run``.
 The Engine API is plain HTTP/JSON on a unix socket, and the few calls a launch
 needs (create, attach, start, wait, inspect, remove) fit in this module. The SDK
-stays available as ``runner.engines.docker.client()`` for everything else.
+stays available for everything else (``discovery.sdk_kwargs`` reaches the same engine).
 
-``DOCKER_HOST`` is honoured: ``unix://PATH`` (default ``/var/run/docker.sock``),
-``tcp://HOST:PORT`` (TLS when ``DOCKER_TLS_VERIFY``/``DOCKER_CERT_PATH`` is set).
+Where the engine is comes from ``discovery.discover`` (``DOCKER_HOST``, the Docker
+context, the Docker socket, Podman's sockets). The API version is negotiated once
+per process and engine, as the docker CLI does: ``/_ping``'s ``Api-Version`` header
+(one request on the connection the launch then keeps using), the lower of it and
+``MAX_API_VERSION``; ``DOCKER_API_VERSION`` overrides. Docker 29 refuses anything
+below 1.44, Docker 20.10 and Podman 4 speak at most 1.41.
 """
 
 from __future__ import annotations
@@ -15,15 +19,45 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import re
 import socket
+from dataclasses import dataclass
 from typing import Any, Iterator
 from urllib.parse import quote, urlencode
 
-from runner.errors import EngineUnavailable
+from runner.engine_api import discovery
+from runner.engine_api.discovery import EngineLocation
+from runner.errors import EngineUnavailable, UsageError
 
-# Docker 20.10 speaks 1.41; newer daemons accept it (their minimum is 1.24).
-API_PREFIX = "/v1.41"
-START_HINT = "start it: sudo systemctl start docker (or dockerd &)"
+# The oldest API the runner's requests are written for (Docker 20.10, Podman 4: 1.41)
+# and the newest it knows (the docker SDK 7.1's default). Between them the calls the
+# runner makes did not change in ways it depends on.
+MIN_API_VERSION = "1.41"
+MAX_API_VERSION = "1.45"
+API_PREFIX = "/v" + MIN_API_VERSION  # before negotiation; kept for callers that build paths themselves
+# Kept for callers that print their own "not reachable" message; ``discovery.unreachable`` is the full one.
+START_HINT = "start it: sudo systemctl start docker (or dockerd &); for Podman: podman system service --time=0 unix:///run/podman/podman.sock &"
+
+_VERSION = re.compile(r"^\d+\.\d+$")
+
+
+def _vtuple(text: str) -> tuple[int, int]:
+    major, _, minor = str(text).strip().partition(".")
+    return int(major), int(minor or 0)
+
+
+@dataclass(frozen=True)
+class Negotiated:
+    """The outcome of one negotiation: the version in use and what the daemon said about itself."""
+
+    api_version: str
+    daemon_api_version: str | None  # None: DOCKER_API_VERSION was used, the daemon was not asked
+    kind: str | None  # "docker" | "podman" from the daemon's own headers; None: not asked
+    source: str  # "ping" | "version" | "DOCKER_API_VERSION"
+
+
+# One negotiation per process and engine (url, DOCKER_API_VERSION): every Engine shares it.
+_NEGOTIATED: dict[tuple[str, str], Negotiated] = {}
 
 
 class ApiError(Exception):
@@ -36,7 +70,8 @@ class ApiError(Exception):
 
 
 def docker_host() -> str:
-    return os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    """The engine URL discovery picks with the default preference (``DOCKER_HOST`` first)."""
+    return os.environ.get("DOCKER_HOST") or discovery.discover().url
 
 
 class _UnixConnection(http.client.HTTPConnection):
@@ -51,35 +86,54 @@ class _UnixConnection(http.client.HTTPConnection):
         self.sock = sock
 
 
-def _tls_context():
+def _tls_context(location: EngineLocation):
     import ssl
 
-    cert_path = os.environ.get("DOCKER_CERT_PATH") or os.path.expanduser("~/.docker")
-    ctx = ssl.create_default_context(cafile=os.path.join(cert_path, "ca.pem"))
-    ctx.load_cert_chain(os.path.join(cert_path, "cert.pem"), os.path.join(cert_path, "key.pem"))
-    if not os.environ.get("DOCKER_TLS_VERIFY"):
+    cert_path = location.cert_path or os.path.expanduser("~/.docker")
+    ca = os.path.join(cert_path, "ca.pem")
+    if location.tls_verify:
+        ctx = ssl.create_default_context(cafile=ca if os.path.exists(ca) else None)
+    else:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
+    cert, key = os.path.join(cert_path, "cert.pem"), os.path.join(cert_path, "key.pem")
+    if os.path.exists(cert) and os.path.exists(key):
+        ctx.load_cert_chain(cert, key)
     return ctx
 
 
 class Engine:
-    """One keep-alive connection for request/response calls; dedicated ones for streams."""
+    """One keep-alive connection for request/response calls; dedicated ones for streams.
 
-    def __init__(self, host: str | None = None, timeout: float = 120.0):
-        self.host = host or docker_host()
+    ``Engine()`` finds the engine with ``discovery.discover()``; ``Engine(host=URL)``
+    and ``Engine(location=...)`` take it as given; ``Engine(preference="podman")``
+    applies ``container.engine``.
+    """
+
+    def __init__(self, host: str | None = None, timeout: float = 120.0, location: EngineLocation | None = None,
+                 preference: str = "auto"):
+        if location is None:
+            if host:
+                source = "DOCKER_HOST" if host == os.environ.get("DOCKER_HOST") else "given host"
+                location = _location_for(host, source)
+            else:
+                location = discovery.discover(preference)
+        self.location = location
+        self.host = location.url
         self.timeout = timeout
         self._conn: http.client.HTTPConnection | None = None
+        self._api: Negotiated | None = None
         if self.host.startswith("unix://"):
             self._unix = self.host[len("unix://"):]
         elif self.host.startswith("tcp://"):
             self._unix = None
             hostport = self.host[len("tcp://"):].rstrip("/")
             self._addr = hostport.rsplit(":", 1)[0], int(hostport.rsplit(":", 1)[1]) if ":" in hostport else 2375
-            self._tls = bool(os.environ.get("DOCKER_TLS_VERIFY") or os.environ.get("DOCKER_CERT_PATH"))
+            self._tls = location.tls
         else:
             raise EngineUnavailable(
-                f"DOCKER_HOST={self.host} is not supported by primus-runner (unix:// or tcp:// only)",
+                f"{location.source}={self.host} is not supported by primus-runner (unix:// or tcp:// only)",
                 hint="forward the remote socket (ssh -L /tmp/docker.sock:/var/run/docker.sock HOST) and use unix://",
             )
 
@@ -88,11 +142,11 @@ class Engine:
         if self._unix is not None:
             return _UnixConnection(self._unix, timeout)
         if self._tls:
-            return http.client.HTTPSConnection(*self._addr, timeout=timeout, context=_tls_context())
+            return http.client.HTTPSConnection(*self._addr, timeout=timeout, context=_tls_context(self.location))
         return http.client.HTTPConnection(*self._addr, timeout=timeout)
 
     def _unreachable(self, exc: BaseException) -> EngineUnavailable:
-        return EngineUnavailable(f"Docker daemon is not reachable at {self.host} ({exc.__class__.__name__}: {exc})", hint=START_HINT)
+        return discovery.unreachable(self.location, exc)
 
     def reset(self) -> None:
         """Drop the keep-alive connection (after an interrupted request left it mid-response)."""
@@ -100,25 +154,104 @@ class Engine:
             self._conn.close()
             self._conn = None
 
-    @staticmethod
-    def path(path: str, params: dict | None = None) -> str:
-        url = API_PREFIX + path
+    def path(self, path: str, params: dict | None = None) -> str:
+        """``/vX.Y/path?params`` with the negotiated version (negotiating on first use)."""
+        url = "/v" + self.api_version + path
         if params:
             url += "?" + urlencode({k: v for k, v in params.items() if v is not None})
         return url
 
+    # -- version negotiation -------------------------------------------------
+    @property
+    def api_version(self) -> str:
+        return self.negotiate().api_version
+
+    @property
+    def kind(self) -> str:
+        """``docker`` or ``podman``: what the daemon says it is (its ``/_ping`` headers)."""
+        api = self.negotiate()
+        if api.kind is None:  # DOCKER_API_VERSION skipped the ping: ask now (only callers that care pay)
+            status, headers, _ = self._roundtrip("GET", "/_ping", None, {}, 5.0)
+            api = Negotiated(api.api_version, api.daemon_api_version, _kind_from_headers(headers) or self.location.kind, api.source)
+            self._api = _NEGOTIATED[self._api_key()] = api
+        return api.kind or self.location.kind
+
+    @property
+    def is_podman(self) -> bool:
+        return self.kind == "podman"
+
+    def _api_key(self) -> tuple[str, str]:
+        return self.host, os.environ.get("DOCKER_API_VERSION", "")
+
+    def negotiate(self) -> Negotiated:
+        """The API version for this engine, asked once per process (``GET /_ping``; ``/version`` as fallback)."""
+        if self._api is not None:
+            return self._api
+        key = self._api_key()
+        api = _NEGOTIATED.get(key)
+        if api is None:
+            api = _NEGOTIATED[key] = self._negotiate(key[1].strip())
+        self._api = api
+        return api
+
+    def _negotiate(self, forced: str) -> Negotiated:
+        if forced and forced.lower() != "auto":
+            if not _VERSION.match(forced):
+                raise UsageError(f"DOCKER_API_VERSION={forced} is not an API version", hint="e.g. DOCKER_API_VERSION=1.44, or unset it to negotiate")
+            return Negotiated(forced, None, None, "DOCKER_API_VERSION")
+        status, headers, raw = self._roundtrip("GET", "/_ping", None, {}, 5.0)
+        kind = _kind_from_headers(headers)
+        daemon = headers.get("api-version") if status < 400 else None
+        source = "ping"
+        minimum = None
+        if not daemon or not _VERSION.match(daemon):
+            status, headers, raw = self._roundtrip("GET", "/version", None, {}, 5.0)
+            try:
+                info = json.loads(raw) if status < 400 else {}
+            except ValueError:
+                info = {}
+            daemon, minimum, source = info.get("ApiVersion"), info.get("MinAPIVersion"), "version"
+            kind = kind or _kind_from_version(info)
+            if not daemon or not _VERSION.match(str(daemon)):
+                raise EngineUnavailable(
+                    f"the engine at {self.host} did not say which API version it speaks (/_ping and /version: HTTP {status})",
+                    hint="is this a Docker or Podman API socket? set DOCKER_API_VERSION=1.41 to skip the question",
+                )
+        if _vtuple(daemon) < _vtuple(MIN_API_VERSION):
+            name = "Podman" if (kind or self.location.kind) == "podman" else "Docker"
+            raise EngineUnavailable(
+                f"the {name} engine at {self.host} speaks API {daemon}; primus-runner needs {MIN_API_VERSION} or newer",
+                hint="upgrade the engine (Docker 20.10+ or Podman 4+)",
+            )
+        version = min(_vtuple(daemon), _vtuple(MAX_API_VERSION))
+        if minimum and _VERSION.match(str(minimum)) and _vtuple(minimum) > version:
+            raise _too_new(self.host, f"{version[0]}.{version[1]}", str(minimum))
+        return Negotiated(f"{version[0]}.{version[1]}", str(daemon), kind, source)
+
+    def describe(self) -> dict:
+        """What ``check`` reports: ``{engine, host, source, version, api_version, daemon_api_version, min_api_version}``."""
+        info = self.request("GET", "/version") or {}
+        api = self.negotiate()
+        kind = _kind_from_version(info) or api.kind or self.location.kind
+        return {
+            "engine": kind,
+            "host": self.host,
+            "source": self.location.source,
+            "version": info.get("Version"),
+            "api_version": api.api_version,
+            "daemon_api_version": info.get("ApiVersion") or api.daemon_api_version,
+            "min_api_version": info.get("MinAPIVersion"),
+        }
+
     # -- request/response ---------------------------------------------------
-    def request(self, method: str, path: str, params: dict | None = None, body: Any = None, timeout: float | None = -1.0) -> Any:
-        """One call; returns the decoded JSON (or None). Raises ``ApiError`` / ``EngineUnavailable``."""
-        data = None if body is None else json.dumps(body).encode()
-        headers = {"Content-Type": "application/json"} if data is not None else {}
-        url = self.path(path, params)
+    def _roundtrip(self, method: str, url: str, data: bytes | None, headers: dict, timeout: float | None):
+        """(status, lower-cased headers, body) over the keep-alive connection; retried once on a stale one."""
         for attempt in (0, 1):
             reused = self._conn is not None
             if self._conn is None:
                 self._conn = self._new_conn(self.timeout)
             conn = self._conn
-            conn.timeout = self.timeout if timeout == -1.0 else timeout
+            conn.timeout = timeout
             if conn.sock is not None:
                 conn.sock.settimeout(conn.timeout)
             try:
@@ -138,14 +271,29 @@ class Engine:
                 raise
             if resp.getheader("Connection", "").lower() == "close":
                 self.reset()
-            if resp.status >= 400:
-                raise ApiError(resp.status, _message(raw))
-            if not raw:
-                return None
-            if "json" in (resp.getheader("Content-Type") or ""):
-                return json.loads(raw)
-            return raw
+            return resp.status, {k.lower(): v for k, v in resp.getheaders()}, raw
         raise AssertionError("unreachable")
+
+    def request(self, method: str, path: str, params: dict | None = None, body: Any = None, timeout: float | None = -1.0) -> Any:
+        """One call; returns the decoded JSON (or None). Raises ``ApiError`` / ``EngineUnavailable``."""
+        data = None if body is None else json.dumps(body).encode()
+        headers = {"Content-Type": "application/json"} if data is not None else {}
+        url = self.path(path, params)
+        status, resp_headers, raw = self._roundtrip(method, url, data, headers, self.timeout if timeout == -1.0 else timeout)
+        if status >= 400:
+            raise self._api_error(status, raw)
+        if not raw:
+            return None
+        if "json" in resp_headers.get("content-type", ""):
+            return json.loads(raw)
+        return raw
+
+    def _api_error(self, status: int, raw: bytes) -> Exception:
+        message = _message(raw)
+        if status == 400 and "too old" in message and "version" in message:
+            # A daemon whose minimum API is above what was negotiated or forced (Docker 29: 1.44).
+            return _too_new(self.host, self.api_version, _minimum_from(message), message)
+        return ApiError(status, message)
 
     def head(self, path: str, params: dict | None = None) -> int:
         """Status of a HEAD request (e.g. does a path exist in a container)."""
@@ -175,7 +323,7 @@ class Engine:
             except OSError as exc:
                 raise self._unreachable(exc) from None
             if resp.status >= 400:
-                raise ApiError(resp.status, _message(resp.read()))
+                raise self._api_error(resp.status, resp.read())
             while True:
                 piece = resp.read1(1 << 20)
                 if not piece:
@@ -200,7 +348,7 @@ class Engine:
             else:
                 sock = socket.create_connection(self._addr)
                 if self._tls:
-                    sock = _tls_context().wrap_socket(sock, server_hostname=self._addr[0])
+                    sock = _tls_context(self.location).wrap_socket(sock, server_hostname=self._addr[0])
         except OSError as exc:
             raise self._unreachable(exc) from None
         request = (
@@ -219,12 +367,16 @@ class Engine:
         status = int(header.split(b" ", 2)[1])
         if status >= 400:
             sock.close()
-            raise ApiError(status, _message(rest))
+            raise self._api_error(status, rest)
         return sock, rest
 
     # -- the calls a launch needs --------------------------------------------
     def ping(self) -> None:
-        self.request("GET", "/_ping", timeout=5.0)
+        """Raise ``EngineUnavailable`` unless the engine answers (and its API version is usable)."""
+        fresh = self._api is None and self._api_key() not in _NEGOTIATED
+        api = self.negotiate()
+        if not fresh or api.source == "DOCKER_API_VERSION":  # the negotiation's own _ping was this ping
+            self.request("GET", "/_ping", timeout=5.0)
 
     def create(self, name: str, config: dict) -> str:
         return self.request("POST", "/containers/create", {"name": name}, config)["Id"]
@@ -270,6 +422,52 @@ def _message(raw: bytes) -> str:
         return str(json.loads(raw).get("message", "")) or raw.decode(errors="replace").strip()
     except (ValueError, AttributeError):
         return raw.decode(errors="replace").strip()
+
+
+def _location_for(url: str, source: str) -> EngineLocation:
+    tls = verify = False
+    cert_path = None
+    if url.startswith("tcp://"):
+        tls, verify, cert_path = discovery._env_tls(os.environ)
+    return EngineLocation(discovery._kind_of(url), url, source, tls, verify, cert_path, (url,))
+
+
+def _kind_from_headers(headers: dict) -> str | None:
+    """Podman's compat API answers with ``Libpod-Api-Version`` and ``Server: Libpod/...``."""
+    if "libpod-api-version" in headers or headers.get("server", "").lower().startswith("libpod"):
+        return "podman"
+    if headers.get("server", "").lower().startswith("docker"):
+        return "docker"
+    return None
+
+
+def _kind_from_version(info: dict) -> str | None:
+    names = [str(c.get("Name", "")) for c in info.get("Components") or [] if isinstance(c, dict)]
+    names.append(str((info.get("Platform") or {}).get("Name", "")))
+    text = " ".join(names).lower()
+    if "podman" in text:
+        return "podman"
+    if "docker" in text or "engine" in text:
+        return "docker"
+    return None
+
+
+def _minimum_from(message: str) -> str | None:
+    match = re.search(r"minimum supported api version is (\d+\.\d+)", message, re.IGNORECASE)
+    return match.group(1) if match else None
+
+
+def _too_new(host: str, used: str, minimum: str | None, message: str | None = None) -> EngineUnavailable:
+    forced = os.environ.get("DOCKER_API_VERSION")
+    if forced and forced.strip().lower() != "auto":
+        hint = f"unset DOCKER_API_VERSION (it is {forced}) so primus-runner negotiates the version"
+    elif minimum:
+        hint = f"upgrade primus-runner (it speaks API {MIN_API_VERSION} to {MAX_API_VERSION}), or try DOCKER_API_VERSION={minimum}"
+    else:
+        hint = f"upgrade primus-runner (it speaks API {MIN_API_VERSION} to {MAX_API_VERSION})"
+    need = f" (its minimum is {minimum})" if minimum else ""
+    said = f": {message}" if message else ""
+    return EngineUnavailable(f"the engine at {host} refuses API version {used}{need}{said}", hint=hint)
 
 
 class Demux:
