@@ -1,0 +1,203 @@
+"""Pulls from the real password-protected registry (``.ci/setup-registry.sh``) through the real Docker daemon.
+
+One pull per credential source (Docker config ``auths``, a credential helper
+through ``credHelpers``, the launcher's ``DOCKER_LOGIN_*``), the failures by
+cause (refused → exit 2, unreachable → 1, not found → 2), the three policies,
+and the password in no output, file, command line or ``docker inspect``.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import pytest
+
+from engines import assert_no_leak, free_port
+from registry_helpers import (HELPER_NAME, CmdlineWatch, auths_entry, docker_inspect, files_containing,  # noqa: F401
+                              remove_local, test_registry, write_credential_helper, write_docker_config)
+from runner.engine_api import Engine
+from runner.engine_api.pull import image_present, pull
+from runner.errors import ConfigError, EngineUnavailable, UsageError
+from runner.pull_progress import PlainPullProgress, RichPullProgress
+from runner.registry import RegistryCredential, credentials_for
+from runner.secrets import Secret, secret_scope
+
+pytestmark = pytest.mark.docker
+
+
+@pytest.fixture
+def engine(docker_client):
+    e = Engine()
+    yield e
+    e.reset()
+
+
+@pytest.fixture
+def user_home(tmp_path, monkeypatch):
+    """A user's HOME and working directory: the leak scan looks at every file under them."""
+    home, cwd = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    cwd.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("DOCKER_CONFIG", raising=False)
+    monkeypatch.chdir(cwd)
+    return home
+
+
+@pytest.fixture
+def fresh(docker_client, test_registry):
+    """The registry's busybox image, not present locally (removed before and after the test)."""
+    remove_local(docker_client, test_registry.busybox)
+    yield test_registry.busybox
+    remove_local(docker_client, test_registry.busybox)
+
+
+def _pull_and_check(engine, image, cred, reg, home, extra_allowed=frozenset()):
+    """Pull with the credential while watching every command line; then no leak anywhere."""
+    lines: list[str] = []
+    scope = secret_scope(extra=[(f"registry password {reg.addr}", cred.password)])
+    with CmdlineWatch([reg.password]) as watch:
+        assert pull(engine, image, policy="always", credential=cred, progress=PlainPullProgress(scope.masker, lines.append)) is True
+    assert watch.scans > 0
+    assert not watch.hits, f"the password was on a command line during the pull: {watch.hits}"
+    assert image_present(engine, image)
+    output = "\n".join(lines)
+    assert f"pulling {image}" in output and f"pulled {image}" in output
+    assert_no_leak(output, [reg.password], "the pull's progress output")
+    assert_no_leak(docker_inspect(image), [reg.password], "docker inspect of the pulled image")
+    leaked = files_containing(home, [reg.password], skip=set(extra_allowed)) + files_containing(
+        __import__("pathlib").Path.cwd(), [reg.password])
+    assert not leaked, f"the password is in files: {leaked}"
+
+
+# ------------------------------------------------------------------ one pull per credential source
+
+def test_pull_with_docker_config_auths(engine, test_registry, fresh, user_home):
+    config = write_docker_config(user_home / ".docker", auths_entry(test_registry))
+    cred = credentials_for(fresh, lambda name: os.environ.get(name))
+    assert cred is not None and cred.source == f"docker config {config}"
+    _pull_and_check(engine, fresh, cred, test_registry, user_home, extra_allowed={config})
+
+
+def test_pull_with_credential_helper(engine, test_registry, fresh, user_home, tmp_path, monkeypatch):
+    write_credential_helper(tmp_path / "bin")
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    write_docker_config(user_home / ".docker", {"credHelpers": {test_registry.addr: HELPER_NAME}})
+    cred = credentials_for(fresh, lambda name: os.environ.get(name))
+    assert cred is not None and cred.source == f"credential helper docker-credential-{HELPER_NAME}"
+    _pull_and_check(engine, fresh, cred, test_registry, user_home)
+
+
+def test_pull_with_docker_login_env(engine, test_registry, fresh, user_home):
+    env = {"DOCKER_LOGIN_USER": test_registry.user, "DOCKER_LOGIN_KEY": test_registry.password,
+           "DOCKER_LOGIN_REGISTRY": test_registry.addr}
+    cred = credentials_for(fresh, env.get)
+    assert cred is not None and cred.source == "env DOCKER_LOGIN_*"
+    _pull_and_check(engine, fresh, cred, test_registry, user_home)
+
+
+def test_pull_multi_layer_image_with_rich_progress(engine, docker_client, test_registry, user_home):
+    """The 220 MB three-layer image: per-layer bytes reach the renderer, the password reaches no output."""
+    import io
+
+    from rich.console import Console
+
+    remove_local(docker_client, test_registry.big)
+    try:
+        cred = RegistryCredential(test_registry.addr, test_registry.user, Secret(test_registry.password), "test")
+        scope = secret_scope(extra=[("registry password", cred.password)])
+        buffer = io.StringIO()
+        seen: list[tuple] = []
+
+        class Recording(RichPullProgress):
+            def layer(self, layer_id, status, current, total):
+                seen.append((layer_id, status, current, total))
+                super().layer(layer_id, status, current, total)
+
+        console = Console(file=buffer, force_terminal=True, width=120)
+        assert pull(engine, test_registry.big, policy="missing", credential=cred, progress=Recording(scope.masker, console)) is True
+        downloads = {layer: total for layer, status, _, total in seen if status == "Downloading" and total}
+        assert len(downloads) >= 2 and sum(downloads.values()) >= 200_000_000
+        assert {status for _, status, _, _ in seen} >= {"Downloading", "Pull complete"}
+        assert_no_leak(buffer.getvalue(), [test_registry.password], "the rich progress output")
+        # missing + present: no pull at all
+        assert pull(engine, test_registry.big, policy="missing", credential=cred) is False
+    finally:
+        remove_local(docker_client, test_registry.big)
+
+
+# ------------------------------------------------------------------ failures by cause
+
+def test_wrong_password_exits_2_naming_registry_and_source(engine, test_registry, fresh, user_home):
+    wrong = f"canary-wrong-{uuid.uuid4().hex}"
+    env = {"DOCKER_LOGIN_USER": test_registry.user, "DOCKER_LOGIN_KEY": wrong, "DOCKER_LOGIN_REGISTRY": test_registry.addr}
+    cred = credentials_for(fresh, env.get)
+    lines: list[str] = []
+    with pytest.raises(ConfigError) as info:
+        pull(engine, fresh, policy="missing", credential=cred, progress=PlainPullProgress(None, lines.append))
+    text = f"{info.value}\n{info.value.hint}\n" + "\n".join(lines)
+    assert info.value.exit_code == 2
+    assert test_registry.addr in str(info.value) and "env DOCKER_LOGIN_*" in str(info.value)
+    assert_no_leak(text, [wrong, test_registry.password], "the refusal and the progress output")
+    assert not image_present(engine, fresh)
+
+
+def test_no_credential_for_a_protected_registry_exits_2(engine, fresh):
+    with pytest.raises(ConfigError) as info:
+        pull(engine, fresh, policy="always")
+    assert info.value.exit_code == 2 and "docker login" in str(info.value)
+
+
+def test_registry_down_exits_1(engine, test_registry):
+    addr = f"127.0.0.1:{free_port()}"  # nothing listens there
+    cred = RegistryCredential(addr, test_registry.user, Secret(test_registry.password), "test")
+    with pytest.raises(EngineUnavailable) as info:
+        pull(engine, f"{addr}/primus-test/busybox:latest", policy="missing", credential=cred)
+    assert info.value.exit_code == 1 and addr in str(info.value)
+    assert_no_leak(f"{info.value} {info.value.hint}", [test_registry.password], "the error")
+
+
+@pytest.mark.parametrize("ref", ["primus-test/no-such-image:latest", "primus-test/busybox:no-such-tag"])
+def test_not_found_exits_2_naming_the_image(engine, test_registry, ref):
+    cred = RegistryCredential(test_registry.addr, test_registry.user, Secret(test_registry.password), "test")
+    image = f"{test_registry.addr}/{ref}"
+    with pytest.raises(ConfigError) as info:
+        pull(engine, image, policy="missing", credential=cred)
+    assert info.value.exit_code == 2 and image in str(info.value) and "tag" in str(info.value)
+
+
+def test_invalid_reference_is_a_usage_error(engine, test_registry):
+    with pytest.raises(UsageError):
+        pull(engine, f"{test_registry.addr}/Primus-Test/UPPER:latest", policy="always")
+
+
+# ------------------------------------------------------------------ policies
+
+def test_policy_never(engine, test_registry, fresh, busybox_image):
+    with pytest.raises(ConfigError) as info:
+        pull(engine, fresh, policy="never")
+    assert info.value.exit_code == 2 and fresh in str(info.value) and "--pull missing" in str(info.value)
+    assert pull(engine, busybox_image, policy="never") is False
+
+
+def test_policy_missing_pulls_once_then_not_at_all(engine, test_registry, fresh):
+    good = RegistryCredential(test_registry.addr, test_registry.user, Secret(test_registry.password), "test")
+    assert pull(engine, fresh, policy="missing", credential=good) is True
+    # present: the registry is not asked (a wrong credential would be refused there)
+    wrong = RegistryCredential(test_registry.addr, test_registry.user, Secret("wrong-" + uuid.uuid4().hex), "test")
+    assert pull(engine, fresh, policy="missing", credential=wrong) is False
+
+
+def test_policy_always_asks_the_registry_even_when_present(engine, test_registry, fresh):
+    good = RegistryCredential(test_registry.addr, test_registry.user, Secret(test_registry.password), "test")
+    assert pull(engine, fresh, policy="missing", credential=good) is True
+    assert pull(engine, fresh, policy="always", credential=good) is True
+    wrong = RegistryCredential(test_registry.addr, test_registry.user, Secret("wrong-" + uuid.uuid4().hex), "test")
+    with pytest.raises(ConfigError):
+        pull(engine, fresh, policy="always", credential=wrong)
+
+
+def test_unknown_policy_is_a_usage_error(engine, busybox_image):
+    with pytest.raises(UsageError):
+        pull(engine, busybox_image, policy="sometimes")
