@@ -250,6 +250,64 @@ def bench_masker() -> None:
           f"20 secrets = {len(masker._patterns)} patterns, 256 MiB in 64 KiB chunks, median of {runs})", flush=True)
 
 
+def bench_pull() -> None:
+    """Issue 13: the 220 MB three-layer image from the password-protected local registry (.ci/setup-registry.sh),
+    removed before every run: `up --pull always -- true` vs `docker pull` + `docker run --rm`, and the runner's
+    pull() alone vs `docker pull` alone; interleaved, median of 3."""
+    sys.path.insert(0, str(REPO))
+    from runner.engine_api import Engine
+    from runner.engine_api.pull import pull
+    from runner.registry import credentials_for
+
+    fields = dict(line.split("=", 1) for line in Path("/etc/primus-test-registry/credentials").read_text().split())
+    image = f"{fields['registry']}/primus-test/big:latest"
+    runs = 3
+    with _bench_dir() as cwd, tempfile.TemporaryDirectory() as docker_config:
+        # One credential source for every side: a Docker config logged in with the password on stdin.
+        env = dict(os.environ, NO_COLOR="1", DOCKER_CONFIG=docker_config)
+        subprocess.run(["docker", "login", fields["registry"], "-u", fields["user"], "--password-stdin"],
+                       input=fields["password"], text=True, env=env, check=True, capture_output=True)
+
+        def rmi() -> None:
+            subprocess.run(["docker", "image", "rm", image], env=env, capture_output=True)
+
+        def ours() -> float:
+            cred = credentials_for(image, env.get)
+            start = time.perf_counter()
+            pull(Engine(), image, policy="always", credential=cred)
+            return time.perf_counter() - start
+
+        up = RUNNER + ["up", "--pull", "always", "--gpu", "none", "--image", image, "--", "true"]
+        raw_pull = ["docker", "pull", "-q", image]
+        raw_run = ["docker", "run", "--rm", image, "true"]
+        ups, raws, pulls, raw_pulls = [], [], [], []
+        up_error = None
+        try:
+            for _ in range(runs):
+                rmi()
+                raw_pulls += timed(raw_pull, 1, env=env)
+                rmi()
+                pulls.append(ours())
+                rmi()
+                raws.append(sum(timed(raw_pull, 1, env=env) + timed(raw_run, 1, env=env)))
+                if up_error is None:
+                    rmi()
+                    start = time.perf_counter()
+                    done = subprocess.run(up, env=env, cwd=cwd, capture_output=True, text=True)
+                    if done.returncode == 0:
+                        ups.append(time.perf_counter() - start)
+                    else:
+                        up_error = f"exit {done.returncode}: {(done.stderr.strip().splitlines() or [''])[0][:160]}"
+        finally:
+            rmi()
+            subprocess.run(["docker", "logout", fields["registry"]], env=env, capture_output=True)
+    report(f"pull() 220 MB median of {runs}", statistics.median(pulls), "s", statistics.median(raw_pulls), "docker pull")
+    if ups:
+        report(f"up --pull always -- true 220 MB median of {len(ups)}", statistics.median(ups), "s", statistics.median(raws), "docker pull + docker run --rm")
+    else:
+        print(f"up --pull always: not measured ({up_error}); docker pull + docker run --rm median {statistics.median(raws):.2f} s", flush=True)
+
+
 def main(argv: list[str]) -> int:
     benches = {name[len("bench_"):]: fn for name, fn in sorted(globals().items()) if name.startswith("bench_") and callable(fn)}
     chosen = argv or list(benches)
