@@ -80,6 +80,18 @@ auth:
 EOF
 mv "$DIR/config.yml.new" "$DIR/config.yml"
 
+# Podman (containers/image) wants HTTPS unless told otherwise; Docker treats
+# loopback registries as insecure by itself. A Podman API service reads this
+# when it starts: run this script before .ci/setup-podman.sh starts it.
+(umask 022; mkdir -p /etc/containers/registries.conf.d)
+dropin=/etc/containers/registries.conf.d/primus-test-registry.conf
+want=$(printf '# The loopback test registry of .ci/setup-registry.sh speaks plain HTTP.\n[[registry]]\nlocation = "%s"\ninsecure = true\n' "$ADDR")
+if [ "$(cat "$dropin" 2>/dev/null)" != "$want" ]; then
+    printf '%s\n' "$want" >"$dropin"
+    chmod 644 "$dropin"
+    log "podman: $ADDR marked insecure in $dropin"
+fi
+
 # ---------------------------------------------------------------- serve
 v2_status() { curl -s -o /dev/null -w '%{http_code}' --max-time 3 "http://$ADDR/v2/" 2>/dev/null || true; }
 registry_pid() { pgrep -f "^/usr/bin/docker-registry serve $DIR/config.yml" | head -n1 || true; }

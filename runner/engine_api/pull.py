@@ -129,9 +129,8 @@ def _report(progress: "PullProgress", message: dict) -> None:
 _DENIED = ("unauthorized", "authentication required", "no basic auth credentials", "incorrect username or password",
            "denied", "401 unauthorized", "403 forbidden")
 _UNREACHABLE = ("dial tcp", "connection refused", "no such host", "i/o timeout", "timeout exceeded", "tls handshake",
-                "network is unreachable", "no route to host", "connection reset", "server misbehaving",
-                "http response to https client", "certificate", "x509", "503 service unavailable", "502 bad gateway",
-                "504 gateway", "500 internal server error", ": eof")
+                "network is unreachable", "no route to host", "connection reset", "server misbehaving", "certificate",
+                "x509", "503 service unavailable", "502 bad gateway", "504 gateway", "500 internal server error", ": eof")
 _NOT_FOUND = ("manifest unknown", "not found", "repository does not exist", "name unknown", "no such image")
 
 
@@ -141,7 +140,7 @@ def _failure(image: str, credential: "RegistryCredential | None", message: str, 
     registry = registry_of(image)
     text = message.strip()
     lower = text.lower()
-    if status == 400 or "invalid reference format" in lower:
+    if status == 400 or "invalid reference format" in lower or "must be lowercase" in lower:
         return UsageError(f"image reference {image} is not valid: {text}", hint="check the image name (lowercase repository, one :tag)")
     # "pull access denied … repository does not exist or may require 'docker login'" is Docker Hub's answer
     # for both; with no credential, the fix is the same: the name, or a login.
@@ -161,9 +160,16 @@ def _failure(image: str, credential: "RegistryCredential | None", message: str, 
             f"image {image} was not found in registry {registry}: {text}",
             hint="check the image name and tag (the registry's tags: curl its /v2/<name>/tags/list, or its web UI)",
         ))
+    if "http response to https client" in lower:
+        return EngineUnavailable(
+            f"registry {registry} speaks plain HTTP and the engine expects HTTPS: {text}",
+            hint=f"serve the registry over TLS, or mark {registry} insecure for the engine (Docker: \"insecure-registries\" "
+                 f"in /etc/docker/daemon.json; Podman: [[registry]] location=\"{registry}\" insecure=true in "
+                 "/etc/containers/registries.conf.d/, then restart the engine)",
+        )
     if any(word in lower for word in _UNREACHABLE):
         return EngineUnavailable(
-            f"registry {registry} is not reachable from the Docker daemon: {text}",
-            hint="check the registry address, that it is up, and the daemon's network/proxy settings",
+            f"registry {registry} is not reachable from the container engine: {text}",
+            hint="check the registry address, that it is up, and the engine's network/proxy settings",
         )
     return RuntimeFailure(f"pull of {image} failed: {text}", hint="try docker pull with the same image to see the daemon's view")

@@ -8,8 +8,10 @@ and the password in no output, file, command line or ``docker inspect``.
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -65,9 +67,15 @@ def _pull_and_check(engine, image, cred, reg, home, extra_allowed=frozenset()):
     output = "\n".join(lines)
     assert f"pulling {image}" in output and f"pulled {image}" in output
     assert_no_leak(output, [reg.password], "the pull's progress output")
-    assert_no_leak(docker_inspect(image), [reg.password], "docker inspect of the pulled image")
-    leaked = files_containing(home, [reg.password], skip=set(extra_allowed)) + files_containing(
-        __import__("pathlib").Path.cwd(), [reg.password])
+    from urllib.parse import quote
+
+    inspect = json.dumps(engine.request("GET", f"/images/{quote(image, safe='')}/json"))
+    history = json.dumps(engine.request("GET", f"/images/{quote(image, safe='')}/history"))
+    assert reg.addr in inspect
+    assert_no_leak(inspect + history, [reg.password], "the engine's inspect and history of the pulled image")
+    if engine.host == Engine().host:
+        assert_no_leak(docker_inspect(image), [reg.password], "docker inspect of the pulled image")
+    leaked = files_containing(home, [reg.password], skip=set(extra_allowed)) + files_containing(Path.cwd(), [reg.password])
     assert not leaked, f"the password is in files: {leaked}"
 
 
@@ -201,3 +209,57 @@ def test_policy_always_asks_the_registry_even_when_present(engine, test_registry
 def test_unknown_policy_is_a_usage_error(engine, busybox_image):
     with pytest.raises(UsageError):
         pull(engine, busybox_image, policy="sometimes")
+
+
+# ------------------------------------------------------------------ Podman (its Docker-compatible API)
+
+PODMAN_HOST = os.environ.get("PRIMUS_TEST_PODMAN_HOST", "unix:///run/podman/podman.sock")
+
+
+@pytest.fixture
+def podman(test_registry):
+    """The rootful Podman API service, with the test image not in its store."""
+    from engines import engine_missing
+    from runner.engine_api import ApiError
+
+    e = Engine(PODMAN_HOST)
+    problem = None
+    try:
+        e.ping()
+    except (EngineUnavailable, ApiError) as exc:
+        problem = exc.message
+    if problem:
+        engine_missing("the Podman API service", f"{PODMAN_HOST}: {problem}")
+
+    def rmi():
+        try:
+            e.request("DELETE", f"/images/{test_registry.busybox.replace('/', '%2F')}", {"force": 1})
+        except ApiError:
+            pass
+
+    rmi()
+    yield e
+    rmi()
+    e.reset()
+
+
+def test_podman_pull_with_docker_login_env_and_a_refused_password(podman, test_registry, user_home):
+    image = test_registry.busybox
+    wrong = f"canary-wrong-{uuid.uuid4().hex}"
+    env = {"DOCKER_LOGIN_USER": test_registry.user, "DOCKER_LOGIN_KEY": wrong, "DOCKER_LOGIN_REGISTRY": test_registry.addr}
+    try:
+        pull(podman, image, policy="missing", credential=credentials_for(image, env.get))
+    except EngineUnavailable as exc:  # the service started before .ci/setup-registry.sh marked the registry insecure
+        from engines import engine_missing
+
+        engine_missing("Podman configured for the test registry", f"{exc.message}; restart the Podman service")
+    except ConfigError as exc:
+        assert exc.exit_code == 2 and test_registry.addr in str(exc) and "env DOCKER_LOGIN_*" in str(exc)
+        assert_no_leak(f"{exc} {exc.hint}", [wrong, test_registry.password], "Podman's refusal")
+    else:
+        pytest.fail("Podman pulled with a wrong password")
+    assert not image_present(podman, image)
+    env["DOCKER_LOGIN_KEY"] = test_registry.password
+    cred = credentials_for(image, env.get)
+    _pull_and_check(podman, image, cred, test_registry, user_home)
+    assert pull(podman, image, policy="missing", credential=cred) is False
