@@ -451,10 +451,13 @@ def _from_aws_sm(ref: SecretRef, lookup: Lookup, timeout: float) -> str:
     try:
         # A session per call: boto3's default session is not thread-safe. The client
         # honours AWS_ENDPOINT_URL and the usual credential chain by itself.
-        client = boto3.session.Session().client("secretsmanager", region_name=region, config=config)
+        session = boto3.session.Session()
+        # AWS_REGION is the other SDKs' and the AWS CLI's name; boto3 reads only AWS_DEFAULT_REGION.
+        region = region or session.region_name or os.environ.get("AWS_REGION") or None
+        client = session.client("secretsmanager", region_name=region, config=config)
         response = client.get_secret_value(SecretId=secret_id)
     except bx.NoRegionError:
-        raise _Missing("no AWS region", hint="set AWS_REGION, or give the secret's ARN") from None
+        raise _Missing("no AWS region", hint="set AWS_REGION or AWS_DEFAULT_REGION, or give the secret's ARN") from None
     except (bx.NoCredentialsError, bx.PartialCredentialsError):
         raise _Missing(
             "no AWS credentials", hint="the usual chain: AWS_PROFILE, AWS_ACCESS_KEY_ID/..., an instance role"

@@ -1,0 +1,300 @@
+"""Secret references against real stores: a `pass` store with its own GPG key, moto's AWS
+Secrets Manager server on loopback, a `cmd:` script, 0600 and 0644 files.
+
+Stores come from ``bash .ci/setup-secret-stores.sh``; under CI=true a missing one fails.
+Values are fresh canaries compared by checksum; every error and report is checked
+for them (engines.assert_no_leak names the secret, never the value).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import socket
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from engines import assert_no_leak, free_port
+from runner.errors import ConfigError, EngineUnavailable
+from runner.secret_refs import SecretRef, check_refs, parse_ref, resolve
+from secret_stores import isolated_aws_env, make_pass_store, remove_pass_store, start_moto_server
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def canary(tag: str) -> str:
+    return f"canary-{tag}-{uuid.uuid4().hex}"
+
+
+def ref(name: str, source: str) -> SecretRef:
+    parsed = parse_ref(name, source, f"test:{name}")
+    assert isinstance(parsed, SecretRef), parsed
+    return parsed
+
+
+def no_env(name: str):
+    return None
+
+
+def text_of(exc) -> str:
+    return f"{exc.message}\n{exc.hint or ''}"
+
+
+# ------------------------------------------------------------------ fixtures
+
+
+@pytest.fixture(scope="module")
+def pass_store():
+    store = make_pass_store()
+    try:
+        yield store
+    finally:
+        remove_pass_store(store)
+
+
+@pytest.fixture(scope="module")
+def moto(tmp_path_factory):
+    server = start_moto_server(tmp_path_factory.mktemp("moto"))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def stores_env(pass_store, moto, tmp_path, monkeypatch):
+    """The runner's environment pointed at the test stores (children inherit it)."""
+    for key, value in {**pass_store.env, **moto.env, **isolated_aws_env(tmp_path)}.items():
+        monkeypatch.setenv(key, value)
+    return pass_store, moto
+
+
+def new_secret(moto, value: str) -> tuple[str, str]:
+    """Create a secret with a unique name; (name, ARN)."""
+    name = f"primus/test-{uuid.uuid4().hex[:12]}"
+    arn = moto.client().create_secret(Name=name, SecretString=value)["ARN"]
+    return name, arn
+
+
+# ------------------------------------------------------------------ pass
+
+
+def test_pass_gives_the_first_line_exactly(stores_env):
+    store, _ = stores_env
+    value = canary("pass") + " ünï"
+    store.insert("ml/hf", value + "\nlogin: someone\nurl: https://huggingface.co\n")
+    got = resolve([ref("HF_TOKEN", "pass:ml/hf")], no_env)
+    assert sha(got["HF_TOKEN"].reveal()) == sha(value)
+
+
+def test_pass_missing_entry_is_exit_2_naming_the_reference(stores_env):
+    store, _ = stores_env
+    other = canary("pass-other")
+    store.insert("ml/other", other + "\n")
+    with pytest.raises(ConfigError) as info:
+        resolve([ref("HF_TOKEN", "pass:ml/absent")], no_env)
+    text = text_of(info.value)
+    assert info.value.exit_code == 2
+    assert "HF_TOKEN (pass:ml/absent)" in text and "not in the password store" in text
+    assert_no_leak(text, {"ml/other": other}, "the missing pass entry error")
+
+
+def test_pass_without_the_key_is_exit_2(stores_env, tmp_path, monkeypatch):
+    store, _ = stores_env
+    store.insert("ml/locked", canary("locked") + "\n")
+    empty_home = tmp_path / "gnupg-empty"
+    empty_home.mkdir(mode=0o700)
+    monkeypatch.setenv("GNUPGHOME", str(empty_home))  # a store this user cannot decrypt
+    try:
+        with pytest.raises(ConfigError) as info:
+            resolve([ref("HF_TOKEN", "pass:ml/locked")], no_env)
+    finally:
+        import subprocess
+
+        subprocess.run(["gpgconf", "--homedir", str(empty_home), "--kill", "all"], capture_output=True, timeout=30)
+    assert "HF_TOKEN (pass:ml/locked)" in info.value.message and "pass show exited with" in info.value.message
+
+
+def test_pass_not_installed_is_exit_1(stores_env, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no `pass` here
+    with pytest.raises(EngineUnavailable) as info:
+        resolve([ref("HF_TOKEN", "pass:ml/hf")], no_env)
+    assert info.value.exit_code == 1 and "HF_TOKEN (pass:ml/hf)" in info.value.message
+
+
+# ------------------------------------------------------------------ aws-sm
+
+
+def test_aws_sm_plain_and_json_key_and_arn_exactly(stores_env, monkeypatch):
+    _, moto = stores_env
+    plain = canary("aws-plain") + " ünï"
+    api_key = canary("aws-json")
+    plain_name, _ = new_secret(moto, plain)
+    json_name, json_arn = new_secret(moto, json.dumps({"api_key": api_key, "user": "ml", "port": 8443}))
+    refs = [
+        ref("PLAIN", f"aws-sm:{plain_name}"),
+        ref("WANDB_API_KEY", f"aws-sm:{json_name}#api_key"),
+        ref("PORT", f"aws-sm:{json_name}#port"),
+    ]
+    got = resolve(refs, no_env)
+    assert sha(got["PLAIN"].reveal()) == sha(plain)
+    assert sha(got["WANDB_API_KEY"].reveal()) == sha(api_key)
+    assert got["PORT"].reveal() == "8443"
+    # An ARN names its region: no AWS_REGION needed.
+    monkeypatch.delenv("AWS_REGION")
+    monkeypatch.delenv("AWS_DEFAULT_REGION")
+    got = resolve([ref("BY_ARN", f"aws-sm:{json_arn}#api_key")], no_env)
+    assert sha(got["BY_ARN"].reveal()) == sha(api_key)
+
+
+def test_aws_sm_missing_secret_key_or_json_are_exit_2_without_values(stores_env):
+    _, moto = stores_env
+    values = {"password": canary("aws-password"), "plain": canary("aws-not-json")}
+    json_name, _ = new_secret(moto, json.dumps({"password": values["password"]}))
+    plain_name, _ = new_secret(moto, values["plain"])
+    refs = [
+        ref("ABSENT", "aws-sm:primus/does-not-exist"),
+        ref("NO_KEY", f"aws-sm:{json_name}#api_key"),
+        ref("NOT_JSON", f"aws-sm:{plain_name}#api_key"),
+    ]
+    with pytest.raises(ConfigError) as info:
+        resolve(refs, no_env)
+    text = text_of(info.value)
+    assert_no_leak(text, values, "the aws-sm errors")
+    assert len(info.value.problems) == 3
+    assert "ABSENT (aws-sm:primus/does-not-exist): no such secret" in text
+    assert f"NO_KEY (aws-sm:{json_name}#api_key): the secret has no JSON key 'api_key'" in text
+    assert f"NOT_JSON (aws-sm:{plain_name}#api_key): the secret is not JSON" in text
+
+
+def test_aws_sm_with_the_store_stopped_is_exit_1_naming_the_reference(pass_store, tmp_path, monkeypatch):
+    server = start_moto_server(tmp_path / "moto-stopped")
+    for key, value in {**server.env, **isolated_aws_env(tmp_path)}.items():
+        monkeypatch.setenv(key, value)
+    name, _ = new_secret(server, canary("stopped"))
+    assert resolve([ref("T", f"aws-sm:{name}")], no_env)["T"]  # reachable while it runs
+    server.stop()
+    with pytest.raises(EngineUnavailable) as info:
+        resolve([ref("WANDB_API_KEY", f"aws-sm:{name}#api_key"), ref("OTHER", f"aws-sm:{name}")], no_env)
+    assert info.value.exit_code == 1
+    assert f"WANDB_API_KEY (aws-sm:{name}#api_key)" in info.value.message
+    assert f"OTHER (aws-sm:{name})" in info.value.message
+
+
+def test_aws_sm_endpoint_that_never_answers_times_out_exit_1(tmp_path, monkeypatch):
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)  # connections complete in the kernel; nothing ever answers
+    port = silent.getsockname()[1]
+    env = {
+        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing", "AWS_REGION": "us-east-1", **isolated_aws_env(tmp_path),
+    }
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    try:
+        _require_boto3()
+        with pytest.raises(EngineUnavailable) as info:
+            resolve([ref("WANDB_API_KEY", "aws-sm:prod/wandb#api_key")], no_env, timeout=1.0)
+    finally:
+        silent.close()
+    assert "WANDB_API_KEY (aws-sm:prod/wandb#api_key)" in info.value.message
+
+
+def test_aws_sm_connection_refused_is_exit_1(tmp_path, monkeypatch):
+    _require_boto3()
+    env = {
+        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{free_port()}", "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing", "AWS_REGION": "us-east-1", **isolated_aws_env(tmp_path),
+    }
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    with pytest.raises(EngineUnavailable) as info:
+        resolve([ref("WANDB_API_KEY", "aws-sm:prod/wandb")], no_env, timeout=5.0)
+    assert "WANDB_API_KEY (aws-sm:prod/wandb)" in info.value.message and "not reachable" in info.value.message
+
+
+def test_aws_sm_without_boto3_is_exit_1_with_the_extra_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "boto3", None)  # `import boto3` raises ImportError
+    with pytest.raises(EngineUnavailable) as info:
+        resolve([ref("WANDB_API_KEY", "aws-sm:prod/wandb#api_key"), ref("OK", "env:A")], {"A": "a-value"}.get)
+    assert "WANDB_API_KEY (aws-sm:prod/wandb#api_key)" in info.value.message
+    assert "pip install 'primus-runner[aws]'" in info.value.message
+
+
+def _require_boto3() -> None:
+    try:
+        import boto3  # noqa: F401
+    except ImportError:
+        from engines import engine_missing
+
+        engine_missing("boto3", "bash .ci/setup-secret-stores.sh")
+
+
+# ------------------------------------------------------------------ all sources together
+
+
+def _five_sources(stores_env, tmp_path: Path) -> tuple[list[SecretRef], dict[str, str], dict[str, str]]:
+    store, moto = stores_env
+    values = {name: canary(name.lower()) for name in
+              ("HF_TOKEN", "WANDB_API_KEY", "DATABRICKS_TOKEN", "MLFLOW_TRACKING_TOKEN", "GH_TOKEN")}
+    store.insert("ml/hf", values["HF_TOKEN"] + "\n")
+    wandb, _ = new_secret(moto, json.dumps({"api_key": values["WANDB_API_KEY"]}))
+    vault = tmp_path / "vault-data"
+    vault.write_text(values["DATABRICKS_TOKEN"] + "\n")
+    vault.chmod(0o600)
+    fake_op = tmp_path / "op"
+    fake_op.write_text(f'#!/bin/sh\n# op read op://ml/databricks/token\ncat {vault}\n')
+    fake_op.chmod(0o755)
+    mlflow = tmp_path / "mlflow-token"
+    mlflow.write_text(values["MLFLOW_TRACKING_TOKEN"] + "\n")
+    mlflow.chmod(0o600)
+    env = {"GITHUB_TOKEN": values["GH_TOKEN"]}
+    refs = [
+        ref("HF_TOKEN", "pass:ml/hf"),
+        ref("WANDB_API_KEY", f"aws-sm:{wandb}#api_key"),
+        ref("DATABRICKS_TOKEN", f"cmd:{fake_op} read op://ml/databricks/token"),
+        ref("MLFLOW_TRACKING_TOKEN", f"file:{mlflow}"),
+        ref("GH_TOKEN", "env:GITHUB_TOKEN"),
+    ]
+    return refs, values, env
+
+
+def test_five_sources_resolve_together_exactly(stores_env, tmp_path):
+    refs, values, env = _five_sources(stores_env, tmp_path)
+    got = resolve(refs, env.get)
+    assert {name: sha(secret.reveal()) for name, secret in got.items()} == {n: sha(v) for n, v in values.items()}
+    report = check_refs(refs, env.get, 10.0)
+    assert [(r["name"], r["found"], r["error"]) for r in report] == [(r.name, True, None) for r in refs]
+    assert [r["source"] for r in report] == [r.source for r in refs]
+    assert_no_leak(json.dumps(report), values, "check_refs report")
+
+
+def test_five_sources_failing_together_are_listed_at_once(stores_env, tmp_path):
+    refs, values, env = _five_sources(stores_env, tmp_path)
+    store, _ = stores_env
+    store.remove("ml/hf")
+    broken = [
+        refs[0],  # its entry removed above
+        ref("WANDB_API_KEY", refs[1].source.replace("#api_key", "#missing")),
+        refs[2],  # the program fails (below)
+        refs[3],  # the file becomes readable by others (below)
+        refs[4],  # looked up in an empty environment
+    ]
+    fake_op = Path(refs[2].target.split()[0])
+    fake_op.write_text(fake_op.read_text().replace("cat ", "echo 'op: not signed in' >&2; exit 1; cat "))
+    Path(refs[3].target).chmod(0o644)
+    with pytest.raises(ConfigError) as info:
+        resolve(broken, {}.get)
+    text = text_of(info.value)
+    assert_no_leak(text, values, "the five-failures error")
+    assert info.value.exit_code == 2
+    assert [p.where for p in info.value.problems] == [f"test:{r.name}" for r in broken]
+    for r in broken:
+        assert f"{r.name} ({r.source})" in text
+    assert "op: not signed in" in text
