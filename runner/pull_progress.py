@@ -141,10 +141,30 @@ class RichPullProgress(PullProgress):
             self._progress = None
 
 
-def progress_for(out) -> PullProgress:
-    """The renderer for a ``runner.ui.Output``: rich at a terminal, plain lines otherwise (CI, pipes), none for --json."""
+class _Both:
+    """Two maskers in a row: the command's scope and the pull's own credential (not in the environment
+    when it comes from a Docker config or a credential helper)."""
+
+    def __init__(self, first, second):
+        self._first, self._second = first, second
+
+    def mask(self, text: str) -> str:
+        return self._second.mask(self._first.mask(text))
+
+
+def progress_for(out, credential=None) -> PullProgress:
+    """The renderer for a ``runner.ui.Output``: rich at a terminal, plain lines otherwise (CI, pipes), none for --json.
+
+    ``credential``: the pull's registry credential, masked too wherever it came from.
+    """
     if getattr(out, "json_mode", False):
         return PullProgress()
+    masker = out.masker
+    if credential is not None:
+        from runner.secrets import secret_scope
+
+        own = secret_scope(extra=[(f"registry password ({credential.registry})", credential.password)]).masker
+        masker = _Both(own, masker)
     if getattr(out, "interactive", False):
-        return RichPullProgress(out.masker, out.rich_console(stderr=True))
-    return PlainPullProgress(out.masker, out.info)
+        return RichPullProgress(masker, out.rich_console(stderr=True))
+    return PlainPullProgress(masker, out.info)

@@ -333,3 +333,15 @@ def _bearer_token(cred: RegistryCredential, params: dict[str, str], timeout: flo
     if not token:
         raise _unexpected(cred, "the token request (no token in the answer)", answer)
     return token
+
+
+def check_registry(image: str, lookup: Lookup, *, env_names: tuple[str, str, str] = ENV_NAMES, timeout: float = 15.0) -> str:
+    """For ``check``: which credential would pull ``image``, validated against the registry (no pull).
+
+    Returns the line to print; raises like :func:`check_login` (exit 2 refused, exit 1 unreachable).
+    """
+    cred = credentials_for(image, lookup, env_names=env_names)
+    if cred is None:
+        return f"registry {registry_of(image)}: no credential found (anonymous pull)"
+    check_login(cred, timeout)
+    return f"registry {cred.registry}: {cred.describe()} accepted"

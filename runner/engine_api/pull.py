@@ -47,6 +47,52 @@ def image_present(engine: "Engine", image: str) -> bool:
         raise RuntimeFailure(f"could not inspect image {image}: {exc.message}") from None
 
 
+def not_present_error(image: str) -> ConfigError:
+    """``--pull never`` and the image is not local (also for a caller whose create answered 404)."""
+    return ConfigError(Problem(
+        f"image {image} is not present locally and the pull policy is 'never'",
+        hint=f"pull it (--pull missing, or docker pull {image}), or check the image name and tag",
+    ))
+
+
+def _present_enough(engine: "Engine", image: str, policy: str, present: bool | None = None) -> bool:
+    """True when the policy needs no pull; raises for ``never`` without the image. ``present``: known already."""
+    if policy not in POLICIES:
+        raise UsageError(f"--pull {policy}: not one of {', '.join(POLICIES)}", hint="use --pull missing, always or never")
+    if policy == "always":
+        return False
+    if present is None:
+        present = image_present(engine, image)
+    if present:
+        return True
+    if policy == "never":
+        raise not_present_error(image)
+    return False
+
+
+def ensure_image(engine: "Engine", image: str, *, policy: str, lookup, out=None, progress: "PullProgress | None" = None,
+                 env_names: tuple[str, str, str] | None = None, present: bool | None = None) -> bool:
+    """The one call for ``up``/``submit``/``build`` and the Slurm node agent: the image as the policy wants it.
+
+    The credential is looked up (Docker config, credential helper, env names)
+    only when a pull will happen, so ``missing`` with a local image costs one
+    inspect and never runs a helper. ``lookup(NAME)``: environment + env file.
+    ``out`` (a ``runner.ui.Output``) picks the progress display when
+    ``progress`` is not given. ``present``: what the caller already knows (a
+    create that answered 404 → False), saving the inspect. Returns True when pulled.
+    """
+    from runner.registry import ENV_NAMES, credentials_for
+
+    if _present_enough(engine, image, policy, present):
+        return False
+    credential = credentials_for(image, lookup, env_names=env_names or ENV_NAMES)
+    if progress is None and out is not None:
+        from runner.pull_progress import progress_for
+
+        progress = progress_for(out, credential)
+    return pull(engine, image, policy="always", credential=credential, progress=progress)
+
+
 def pull(engine: "Engine", image: str, *, policy: str = "missing", credential: "RegistryCredential | None" = None,
          progress: "PullProgress | None" = None) -> bool:
     """Make ``image`` available under ``policy``; returns True when it was pulled.
@@ -55,15 +101,8 @@ def pull(engine: "Engine", image: str, *, policy: str = "missing", credential: "
     ``always`` pulls every time (a no-op download when it is up to date),
     ``never`` fails (exit 2, with the fix) when it is not local.
     """
-    if policy not in POLICIES:
-        raise UsageError(f"--pull {policy}: not one of {', '.join(POLICIES)}", hint="use --pull missing, always or never")
-    if policy != "always" and image_present(engine, image):
+    if _present_enough(engine, image, policy):
         return False
-    if policy == "never":
-        raise ConfigError(Problem(
-            f"image {image} is not present locally and the pull policy is 'never'",
-            hint=f"pull it (--pull missing, or docker pull {image}), or check the image name and tag",
-        ))
     repo, tag = split_reference(image)
     headers = {}
     if credential is not None:

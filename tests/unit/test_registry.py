@@ -224,3 +224,54 @@ def test_check_login_bearer_handshake(token_registry):
         check_login(RegistryCredential(addr, handler.user, Secret(wrong), "docker config X"), timeout=10)
     assert info.value.exit_code == 2 and addr in str(info.value)
     assert_no_leak(str(info.value), [wrong, handler.password], "the refusal")
+
+
+def test_check_registry_for_check(test_registry):
+    env = {"DOCKER_LOGIN_USER": test_registry.user, "DOCKER_LOGIN_KEY": test_registry.password,
+           "DOCKER_LOGIN_REGISTRY": test_registry.addr}
+    from runner.registry import check_registry
+
+    line = check_registry(test_registry.busybox, lookup_of(env))
+    assert line == f"registry {test_registry.addr}: user {test_registry.user} from env DOCKER_LOGIN_* accepted"
+    assert_no_leak(line, [test_registry.password], "check's line")
+    assert "anonymous" in check_registry("ghcr.io/org/img", lookup_of({"DOCKER_CONFIG": "/nonexistent"}))
+    with pytest.raises(ConfigError):
+        check_registry(test_registry.busybox, lookup_of({**env, "DOCKER_LOGIN_KEY": canary()}))
+
+
+# ------------------------------------------------------------------ progress renderers
+
+def test_plain_progress_one_line_per_layer_state_not_per_byte():
+    from runner.pull_progress import PlainPullProgress
+
+    lines: list[str] = []
+    p = PlainPullProgress(None, lines.append)
+    p.begin("reg/x:1")
+    p.layer("aaa", "Pulling fs layer", None, None)
+    for current in range(0, 100_000_001, 1_000_000):
+        p.layer("aaa", "Downloading", current, 100_000_000)
+    p.layer("aaa", "Download complete", None, None)
+    for current in range(0, 100_000_001, 5_000_000):
+        p.layer("aaa", "Extracting", current, 100_000_000)
+    p.layer("aaa", "Pull complete", None, None)
+    p.end(True)
+    assert lines[1:5] == ["  aaa: Pulling fs layer", "  aaa: Downloading (100.0 MB)", "  aaa: Download complete", "  aaa: Extracting"]
+    assert lines[5] == "  aaa: Pull complete" and lines[6].startswith("pulled reg/x:1: 1 layer(s), 100.0 MB downloaded")
+    assert len(lines) == 7
+
+
+def test_progress_for_masks_a_credential_the_scope_does_not_know(capsys):
+    from runner.pull_progress import PlainPullProgress, PullProgress, progress_for
+    from runner.secrets import secret_scope
+    from runner.ui import Output
+
+    value = canary()
+    cred = RegistryCredential("reg.example.com", "u", Secret(value), "docker config X")
+    out = Output(color=False, masker=secret_scope().masker)
+    progress = progress_for(out, cred)
+    assert isinstance(progress, PlainPullProgress)
+    progress.status(f"Status: something quoting {value}")
+    err = capsys.readouterr().err
+    assert "something quoting ***" in err
+    assert_no_leak(err, [value], "the progress output")
+    assert type(progress_for(Output(json_mode=True, color=False), cred)) is PullProgress
