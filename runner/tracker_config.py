@@ -2,21 +2,25 @@
 
 Key names and defaults are the Primus backends' own (Megatron flat keys,
 TorchTitan's ``metrics:`` block, MaxText's ``log_period``); ``generic`` uses the
-Megatron names for any job. Nothing here talks to a tracker or reads a file:
-the online check and the run handshake live in ``runner.tracker_runs``.
+Megatron names for any job. Nothing here talks to a tracker; the one file it
+reads is ``~/.databrickscfg``, for the names of a profile's keys (never a
+value but the host). The online check and the run handshake live in
+``runner.tracker_runs``.
 """
 
 from __future__ import annotations
 
+import configparser
 import hashlib
 import json
+import os
 import re
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
 from runner.config import ENV_PATH, Config
 from runner.errors import Problem
-from runner.policy import Wanted
+from runner.policy import Classifier, Wanted
 from runner.resources import policies_dir
 
 FRAMEWORKS = ("megatron", "torchtitan", "maxtext", "generic")
@@ -54,7 +58,40 @@ MLFLOW_NAMES = (
     "DATABRICKS_TOKEN",
     "DATABRICKS_CLIENT_ID",
     "DATABRICKS_CLIENT_SECRET",
+    "DATABRICKS_CONFIG_PROFILE",
 )
+# What MLflow's artifact stores read (the job's client writes artifacts with
+# them, and so does the runner when it uploads the log). Forwarded when set and
+# MLflow is on. The credentials among them are secrets: STORE_SECRETS must each
+# match the secret policy (passthrough.secrets), or they are not forwarded.
+STORE_NAMES = (
+    "MLFLOW_S3_ENDPOINT_URL",
+    "MLFLOW_S3_IGNORE_TLS",
+    "MLFLOW_S3_UPLOAD_EXTRA_ARGS",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_DEFAULT_REGION",
+    "AWS_REGION",
+    "AWS_CA_BUNDLE",
+    "AZURE_STORAGE_CONNECTION_STRING",
+    "AZURE_STORAGE_ACCESS_KEY",
+    "AZURE_CLIENT_ID",
+    "AZURE_TENANT_ID",
+    "AZURE_CLIENT_SECRET",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "MLFLOW_GCS_UPLOAD_CHUNK_SIZE",
+    "MLFLOW_ARTIFACT_UPLOAD_DOWNLOAD_TIMEOUT",
+)
+STORE_SECRETS = (
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AZURE_STORAGE_CONNECTION_STRING",  # holds AccountKey=...
+    "AZURE_STORAGE_ACCESS_KEY",
+    "AZURE_CLIENT_SECRET",
+)
+# Everything the runner's own MLflow client sees (runner.tracker_runs._client_env).
+CLIENT_NAMES = MLFLOW_NAMES + STORE_NAMES
 # trackers.<key> -> the environment variable the client reads, per framework.
 SETTING_ENV = {
     "megatron": {
@@ -143,6 +180,16 @@ def _user_set(config: Config, *path: str) -> bool:
     return bool(where) and not where.startswith(str(policies_dir()))
 
 
+@dataclass
+class _Findings:
+    """What the steps of ``analyze_trackers`` find, gathered so every problem is reported at once."""
+
+    problems: list[Problem]
+    warnings: list[str]
+    notices: list[str]
+    wanted: list[Wanted]
+
+
 def analyze_trackers(
     config: Config, lookup: Callable[[str], str | None], command: Sequence[str] = (), default_run_name: str | None = None
 ) -> TrackerPlan:
@@ -154,110 +201,192 @@ def analyze_trackers(
     """
     settings = dict(config.get("trackers", default={}) or {})
     framework = settings.get("framework", "megatron")
-    metrics = settings.get("metrics", {}) or {}
-    where = lambda key: config.where(("trackers", key))  # noqa: E731
-    problems: list[Problem] = []
-    warnings: list[str] = []
-    notices: list[str] = []
-    wanted: list[Wanted] = []
+    found = _Findings([], [], [], [])
     training = is_primus_training(command)
-
-    if framework == "torchtitan":
-        on = {"tensorboard": bool(metrics.get("enable_tensorboard")), "wandb": bool(metrics.get("enable_wandb")), "mlflow": False}
-        if settings.get("disable_mlflow") is False:
-            warnings.append("trackers.disable_mlflow: TorchTitan has no MLflow integration; the setting has no effect")
-    elif framework == "maxtext":
-        on = {"tensorboard": False, "wandb": False, "mlflow": False}
-    else:
-        on = {t: settings.get(f"disable_{t}") is False for t in ("tensorboard", "wandb", "mlflow")}
-
+    on = _enabled(settings, framework, found)
     if on["tensorboard"] and framework in ("megatron", "generic") and not settings.get("tensorboard_dir"):
-        problems.append(
+        found.problems.append(
             Problem(
                 "TensorBoard is enabled but trackers.tensorboard_dir is not set",
-                where=where("disable_tensorboard"),
+                where=config.where(("trackers", "disable_tensorboard")),
                 hint="set trackers.tensorboard_dir (a path on a mounted volume), or disable_tensorboard: true",
             )
         )
+    settings_env = _settings_env(framework, settings, on, found)  # a value from the config beats the host's
+    wandb_mode = (lookup("WANDB_MODE") or "online").strip().lower()
+    if on["wandb"]:
+        _wandb_needs(wandb_mode, lookup, settings_env, found)
+    run_name = None
+    if on["mlflow"]:
+        _mlflow_needs(Classifier.from_config(config), lookup, settings_env, found)
+        run_name = settings.get("mlflow_run_name") or default_run_name
+    else:
+        _mlflow_off_warnings(settings, framework, found)
+    if framework == "megatron" and settings.get("enable_one_logger", True) and (training or _user_set(config, "framework")):
+        found.notices.append(
+            "One-Logger telemetry is on by default for Megatron (trackers.enable_one_logger: true); set it to false to opt out"
+        )
+    overrides = _overrides(framework, settings, on["mlflow"], run_name) if training else []
+    return TrackerPlan(
+        framework,
+        tuple(t for t in ("tensorboard", "wandb", "mlflow") if on[t]),
+        settings,
+        tuple(found.wanted),
+        tuple(overrides),
+        tuple(found.problems),
+        tuple(found.warnings),
+        tuple(found.notices),
+        run_name,
+        wandb_mode,
+        config_hash(config),
+    )
 
-    # Tracker settings first: a value from the config beats the host's.
+
+def _enabled(settings: dict, framework: str, found: _Findings) -> dict[str, bool]:
+    metrics = settings.get("metrics", {}) or {}
+    if framework == "torchtitan":
+        if settings.get("disable_mlflow") is False:
+            found.warnings.append("trackers.disable_mlflow: TorchTitan has no MLflow integration; the setting has no effect")
+        return {"tensorboard": bool(metrics.get("enable_tensorboard")), "wandb": bool(metrics.get("enable_wandb")), "mlflow": False}
+    if framework == "maxtext":
+        return {"tensorboard": False, "wandb": False, "mlflow": False}
+    return {t: settings.get(f"disable_{t}") is False for t in ("tensorboard", "wandb", "mlflow")}
+
+
+def _settings_env(framework: str, settings: dict, on: dict[str, bool], found: _Findings) -> dict[str, str]:
     settings_env: dict[str, str] = {}
     for key, env_name in SETTING_ENV.get(framework, {}).items():
         value = settings.get(key)
         tracker = "wandb" if key.startswith("wandb") else "mlflow"
         if value is not None and on.get(tracker):
             settings_env[env_name] = str(value)
-            wanted.append(Wanted(env_name, f"trackers.{key}", value=str(value)))
+            found.wanted.append(Wanted(env_name, f"trackers.{key}", value=str(value)))
+    return settings_env
 
-    wandb_mode = (lookup("WANDB_MODE") or "online").strip().lower()
-    if on["wandb"]:
-        if wandb_mode not in WANDB_MODES:
-            warnings.append(f"WANDB_MODE={wandb_mode!r} is not a W&B mode (online, offline, disabled)")
-        offline = wandb_mode in OFFLINE_WANDB_MODES
-        for name in WANDB_NAMES:
-            if name not in settings_env:
-                required = name == "WANDB_API_KEY" and not offline
-                wanted.append(Wanted(name, "W&B is on and WANDB_MODE is not offline" if required else "tracker wandb", required=required))
-        if wandb_mode in ("offline", "dryrun") and not (settings_env.get("WANDB_DIR") or lookup("WANDB_DIR")):
-            warnings.append(
-                "W&B is offline but neither trackers.wandb_save_dir nor WANDB_DIR is set: the run is written inside the container "
-                "and lost when it is removed (set wandb_save_dir to a mounted path)"
-            )
 
-    run_name = None
-    if on["mlflow"]:
-        uri = (lookup("MLFLOW_TRACKING_URI") or "").strip()
-        databricks = is_databricks_uri(uri)
-        oauth = bool(lookup("DATABRICKS_CLIENT_ID") and lookup("DATABRICKS_CLIENT_SECRET"))
-        for name in MLFLOW_NAMES:
-            if name in settings_env:
-                continue
-            needed = name == "MLFLOW_TRACKING_URI" or (databricks and (name == "DATABRICKS_HOST" or (name == "DATABRICKS_TOKEN" and not oauth)))
-            reason = "MLFLOW_TRACKING_URI is a Databricks URI" if databricks and name.startswith("DATABRICKS") else "tracker mlflow"
-            wanted.append(Wanted(name, reason, required=needed))
-        run_name = settings.get("mlflow_run_name") or default_run_name
-    else:
-        stray = [k for k, v in settings.items() if k.startswith("mlflow_upload_") and v]
-        if stray:
-            warnings.append(f"{', '.join('trackers.' + k for k in stray)} set but MLflow is disabled: no effect (set disable_mlflow: false)")
-        if settings.get("mlflow_run_name") and framework in ("megatron", "generic"):
-            warnings.append(
-                "trackers.mlflow_run_name is set but MLflow is disabled: it is not passed to the job "
-                "(the Primus launcher would switch MLflow on for it); set disable_mlflow: false to use MLflow"
-            )
-
-    one_logger = settings.get("enable_one_logger", True)
-    if framework == "megatron" and one_logger and (training or _user_set(config, "framework")):
-        notices.append(
-            "One-Logger telemetry is on by default for Megatron (trackers.enable_one_logger: true); set it to false to opt out"
+def _wandb_needs(mode: str, lookup: Callable[[str], str | None], settings_env: dict[str, str], found: _Findings) -> None:
+    if mode not in WANDB_MODES:
+        found.warnings.append(f"WANDB_MODE={mode!r} is not a W&B mode (online, offline, disabled)")
+    offline = mode in OFFLINE_WANDB_MODES
+    for name in WANDB_NAMES:
+        if name not in settings_env:
+            required = name == "WANDB_API_KEY" and not offline
+            found.wanted.append(Wanted(name, "W&B is on and WANDB_MODE is not offline" if required else "tracker wandb", required=required))
+    if mode in ("offline", "dryrun") and not (settings_env.get("WANDB_DIR") or lookup("WANDB_DIR")):
+        found.warnings.append(
+            "W&B is offline but neither trackers.wandb_save_dir nor WANDB_DIR is set: the run is written inside the container "
+            "and lost when it is removed (set wandb_save_dir to a mounted path)"
         )
 
-    overrides: list[str] = []
-    if training:
-        if framework == "torchtitan":
-            overrides += [x for k, v in metrics.items() for x in (f"--metrics.{k}", _flag(v))]
-        elif framework == "maxtext":
-            if "log_period" in settings:
-                overrides += ["--log_period", _flag(settings["log_period"])]
-        else:
-            effective = dict(settings)
-            if on["mlflow"]:
-                effective["mlflow_run_name"] = run_name
-            else:
-                effective.pop("mlflow_run_name", None)  # a non-null name would switch MLflow on in Primus
-            overrides += [x for k, v in effective.items() if k not in _NOT_OVERRIDES and v is not None for x in (f"--{k}", _flag(v))]
 
-    enabled = tuple(t for t in ("tensorboard", "wandb", "mlflow") if on[t])
-    return TrackerPlan(
-        framework,
-        enabled,
-        settings,
-        tuple(wanted),
-        tuple(overrides),
-        tuple(problems),
-        tuple(warnings),
-        tuple(notices),
-        run_name,
-        wandb_mode,
-        config_hash(config),
+def _mlflow_needs(classifier: Classifier, lookup: Callable[[str], str | None], settings_env: dict[str, str], found: _Findings) -> None:
+    uri = (lookup("MLFLOW_TRACKING_URI") or "").strip()
+    required = {"MLFLOW_TRACKING_URI": "tracker mlflow"}
+    if is_databricks_uri(uri):
+        required.update(_databricks_signin(uri, lookup, found))
+    for name in MLFLOW_NAMES + STORE_NAMES:
+        if name in settings_env:
+            continue
+        if name in STORE_SECRETS and not classifier.is_secret(name):
+            if lookup(name):  # never forward a credential the masker would not know
+                found.warnings.append(
+                    f"{name} is set but not forwarded: it is an artifact-store credential and the secret policy does not list it "
+                    "(add it to passthrough.secrets)"
+                )
+            continue
+        reason = required.get(name) or ("artifact store" if name in STORE_NAMES else "tracker mlflow")
+        found.wanted.append(Wanted(name, reason, required=name in required))
+
+
+def _mlflow_off_warnings(settings: dict, framework: str, found: _Findings) -> None:
+    stray = [k for k, v in settings.items() if k.startswith("mlflow_upload_") and v]
+    if stray:
+        found.warnings.append(f"{', '.join('trackers.' + k for k in stray)} set but MLflow is disabled: no effect (set disable_mlflow: false)")
+    if settings.get("mlflow_run_name") and framework in ("megatron", "generic"):
+        found.warnings.append(
+            "trackers.mlflow_run_name is set but MLflow is disabled: it is not passed to the job "
+            "(the Primus launcher would switch MLflow on for it); set disable_mlflow: false to use MLflow"
+        )
+
+
+def _overrides(framework: str, settings: dict, mlflow_on: bool, run_name: str | None) -> list[str]:
+    """The training command's ``--key value`` overrides for a Primus training command."""
+    if framework == "torchtitan":
+        return [x for k, v in (settings.get("metrics", {}) or {}).items() for x in (f"--metrics.{k}", _flag(v))]
+    if framework == "maxtext":
+        return ["--log_period", _flag(settings["log_period"])] if "log_period" in settings else []
+    effective = dict(settings)
+    if mlflow_on:
+        effective["mlflow_run_name"] = run_name
+    else:
+        effective.pop("mlflow_run_name", None)  # a non-null name would switch MLflow on in Primus
+    return [x for k, v in effective.items() if k not in _NOT_OVERRIDES and v is not None for x in (f"--{k}", _flag(v))]
+
+
+# ---------------------------------------------------------------- Databricks sign-in
+
+_DATABRICKS = "MLFLOW_TRACKING_URI is a Databricks URI"
+
+
+def databricks_config_file(lookup: Callable[[str], str | None] = os.environ.get) -> str:
+    return lookup("DATABRICKS_CONFIG_FILE") or os.path.expanduser("~/.databrickscfg")
+
+
+def databricks_profile(profile: str, config_file: str | None = None) -> tuple[str, frozenset[str]] | None:
+    """(host, names of the keys set) of a ``~/.databrickscfg`` profile; None when the file or profile is missing.
+
+    The host is the only value returned: the file also holds tokens and client secrets.
+    """
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        if not parser.read(config_file or databricks_config_file()):
+            return None
+    except (configparser.Error, OSError, UnicodeDecodeError):
+        return None
+    if profile.upper() == "DEFAULT":
+        section = dict(parser.defaults())
+    elif parser.has_section(profile):
+        section = dict(parser.items(profile))
+    else:
+        return None
+    return section.get("host", "").strip(), frozenset(k for k, v in section.items() if str(v).strip())
+
+
+def _databricks_signin(uri: str, lookup: Callable[[str], str | None], found: _Findings) -> dict[str, str]:
+    """Required names (with why) for the sign-in the user chose; a profile's gaps become problems."""
+    profile = uri[len("databricks://"):].split(":")[0] if uri.startswith("databricks://") else lookup("DATABRICKS_CONFIG_PROFILE")
+    if profile:
+        _check_profile(uri, profile, databricks_config_file(lookup), found)
+        return {}
+    required = {"DATABRICKS_HOST": _DATABRICKS}
+    if lookup("DATABRICKS_TOKEN"):
+        return required
+    if lookup("DATABRICKS_CLIENT_ID") or lookup("DATABRICKS_CLIENT_SECRET"):
+        oauth = "Databricks OAuth machine-to-machine sign-in needs both DATABRICKS_CLIENT_ID and DATABRICKS_CLIENT_SECRET"
+        return {**required, "DATABRICKS_CLIENT_ID": oauth, "DATABRICKS_CLIENT_SECRET": oauth}
+    required["DATABRICKS_TOKEN"] = f"{_DATABRICKS}; or DATABRICKS_CLIENT_ID and DATABRICKS_CLIENT_SECRET for OAuth"
+    return required
+
+
+def _check_profile(uri: str, profile: str, path: str, found: _Findings) -> None:
+    section = databricks_profile(profile, path)
+    fix = (
+        f"create it with `databricks configure --profile {profile}` (token) or `databricks auth login --profile {profile}`, "
+        "or use MLFLOW_TRACKING_URI=databricks with DATABRICKS_HOST and DATABRICKS_TOKEN (or DATABRICKS_CLIENT_ID and DATABRICKS_CLIENT_SECRET)"
+    )
+    if section is None:
+        what = "has no such profile" if os.path.exists(path) else "does not exist"
+        found.problems.append(Problem(f"MLFLOW_TRACKING_URI={uri} signs in with profile [{profile}] of {path}, which {what}", hint=fix))
+        return
+    host, keys = section
+    missing = [] if host else ["host"]
+    if "client_id" in keys or "client_secret" in keys:
+        missing += [k for k in ("client_id", "client_secret") if k not in keys]
+    elif not keys & {"token", "auth_type", "password", "azure_client_secret", "google_credentials", "metadata_service_url"}:
+        missing.append("token (or client_id and client_secret)")
+    if missing:
+        found.problems.append(Problem(f"profile [{profile}] of {path} has no {', '.join(missing)} (MLFLOW_TRACKING_URI={uri})", hint=fix))
+    found.warnings.append(
+        f"MLFLOW_TRACKING_URI={uri}: the job's own MLflow client reads profile [{profile}] from ~/.databrickscfg inside the container; "
+        "mount the file read-only there, or sign the job in with DATABRICKS_HOST and DATABRICKS_TOKEN (or DATABRICKS_CLIENT_ID/SECRET)"
     )

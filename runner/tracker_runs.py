@@ -1,41 +1,63 @@
 """Talking to trackers: the online check and the run-identity handshake.
 
-Both speak the trackers' HTTP APIs with ``urllib`` (the MLflow REST API, the
-W&B GraphQL viewer query), so ``check --online`` and the handshake need no
-optional extra and start fast. Credentials are ``Secret``s from the plan; the
-one place in this module that unwraps one is ``_request`` (grep ``reveal``),
-where the ``Authorization`` header is built.
+Two ways to speak MLflow, one flow (``_Rest`` and ``_Client`` answer the same
+calls):
+
+- ``_Rest``: the REST API over ``urllib``. No optional extra, no import cost;
+  creates the experiment and run against a plain HTTP(S) server, where a few
+  milliseconds matter because the job waits for ``MLFLOW_RUN_ID``.
+- ``_Client``: ``mlflow.MlflowClient`` (the ``mlflow`` extra). It knows every
+  artifact store (proxied, filesystem, S3, GCS, Azure) and every Databricks
+  sign-in, so it closes the run and uploads the log, and does the whole
+  handshake for Databricks. Importing it costs seconds, so ``begin()`` starts
+  the import in a background thread (``prefetch``) and only Databricks waits
+  for it before launch.
+
+Credentials are ``Secret``s from the plan. They are unwrapped where they are
+used (grep ``reveal``): ``_authorization`` builds the ``Authorization`` header,
+``_tracking_uri`` reads a URI that holds a password (printed only through
+``_mlflow_display``), and ``_client_env`` puts the plan's tracker variables in the process environment
+for the duration of one client call, which is where MlflowClient, boto3 and
+the Databricks SDK read them. Neither ever sends them to another origin than
+the configured one (redirects elsewhere stop the request).
 """
 
 from __future__ import annotations
 
+import contextlib
 import getpass
+import importlib.util
 import json
 import os
 import secrets as _random
 import ssl
 import string
 import subprocess
+import tempfile
+import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterator
 
 from runner import __version__
 from runner.errors import EngineUnavailable
-from runner.plan import LaunchPlan, Planned
+from runner.plan import LaunchPlan
 from runner.secrets import Secret
-from runner.tracker_config import OFFLINE_WANDB_MODES, is_databricks_uri
+from runner.tracker_config import CLIENT_NAMES, OFFLINE_WANDB_MODES, databricks_profile, is_databricks_uri
 from runner.ui import Output
 
 BEGIN_TIMEOUT = 15.0  # seconds per request while creating / closing a run
+UPLOAD_TIMEOUT = 60.0
 LOG_ARTIFACT = "primus-runner/job-output.log"
 KILLED_CODES = {130, 143}  # SIGINT / SIGTERM: the run was stopped, not broken
 TAG_LIMIT = 5000  # MLflow's limit on a tag value
 WANDB_DEFAULT_BASE = "https://api.wandb.ai"
+EXTRA_HINT = "pip install 'primus-runner[mlflow]'"
 
 
 @dataclass
@@ -71,17 +93,80 @@ class _Endpoint:
 class _HTTPFailure(Exception):
     """The tracker answered with an HTTP error (``status``) or not at all (``status`` 0)."""
 
-    def __init__(self, status: int, detail: str, code: str = ""):
+    def __init__(self, status: int, detail: str, code: str = "", redirect: str = ""):
         super().__init__(detail)
         self.status = status
         self.detail = detail
         self.code = code  # MLflow's error_code, e.g. RESOURCE_DOES_NOT_EXIST
+        self.redirect = redirect  # scheme://host:port of a refused cross-origin redirect
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    """(scheme, host, port) with the scheme's default port filled in: what credentials are bound to."""
+    parts = urllib.parse.urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port or {"http": 80, "https": 443}.get(scheme)
+    except ValueError:
+        port = None
+    return scheme, (parts.hostname or "").lower(), port
+
+
+def _show_origin(url: str) -> str:
+    scheme, host, port = _origin(url)
+    return f"{scheme}://{host}" + (f":{port}" if port else "")
+
+
+class _SameOriginRedirects(urllib.request.HTTPRedirectHandler):
+    """Follow a redirect only within the configured origin; urllib would resend Authorization anywhere (https -> http too)."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        target = urllib.parse.urljoin(req.full_url, newurl)
+        if _origin(target) != _origin(req.full_url):
+            raise _HTTPFailure(
+                code,
+                f"HTTP {code}: redirected to another origin, {_show_origin(target)}; credentials are only sent to "
+                f"{_show_origin(req.full_url)} (set the tracker URL to the address that answers, if you trust it)",
+                redirect=_show_origin(target),
+            )
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+def _tls_context(ep: _Endpoint) -> ssl.SSLContext:
+    context = ssl.create_default_context(cafile=ep.cafile) if ep.cafile else ssl.create_default_context()
+    if ep.insecure_tls:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+def _authorization(ep: _Endpoint) -> dict[str, str]:
+    """THE unwrap of an endpoint's credential, into a header for a same-origin request."""
+    if ep.secret is not None and ep.scheme == "bearer":
+        return {"Authorization": "Bearer " + ep.secret.reveal()}
+    if ep.secret is not None and ep.scheme == "basic":
+        import base64
+
+        pair = f"{ep.user}:{ep.secret.reveal()}".encode()
+        return {"Authorization": "Basic " + base64.b64encode(pair).decode()}
+    return {}
+
+
+def _http_error(exc: urllib.error.HTTPError) -> _HTTPFailure:
+    text = exc.read(2000).decode("utf-8", "replace") if exc.fp else ""
+    code, message = "", text.strip()
+    try:
+        answer = json.loads(text)
+        code, message = answer.get("error_code", ""), answer.get("message", message)
+    except (ValueError, AttributeError):
+        pass
+    return _HTTPFailure(exc.code, f"HTTP {exc.code}" + (f": {message}" if message else ""), code)
 
 
 def _request(ep: _Endpoint, method: str, path: str, *, body=None, raw: bytes | None = None, timeout: float = BEGIN_TIMEOUT):
-    """One HTTP call; returns the decoded JSON answer (or ``{}``). THE unwrap of credentials."""
+    """One HTTP call; returns the decoded JSON answer (or ``{}``)."""
     url = ep.base.rstrip("/") + path
-    headers = {"User-Agent": f"primus-runner/{__version__}", "Accept": "application/json"}
+    headers = {"User-Agent": f"primus-runner/{__version__}", "Accept": "application/json", **_authorization(ep)}
     data = None
     if body is not None:
         data = json.dumps(body).encode()
@@ -89,32 +174,15 @@ def _request(ep: _Endpoint, method: str, path: str, *, body=None, raw: bytes | N
     elif raw is not None:
         data = raw
         headers["Content-Type"] = "text/plain; charset=utf-8"
-    if ep.secret is not None and ep.scheme == "bearer":
-        headers["Authorization"] = "Bearer " + ep.secret.reveal()
-    elif ep.secret is not None and ep.scheme == "basic":
-        import base64
-
-        pair = f"{ep.user}:{ep.secret.reveal()}".encode()
-        headers["Authorization"] = "Basic " + base64.b64encode(pair).decode()
-    request = urllib.request.Request(url, data=data, method=method, headers=headers)
-    context = None
+    handlers: list = [_SameOriginRedirects()]
     if url.startswith("https:"):
-        context = ssl.create_default_context(cafile=ep.cafile) if ep.cafile else ssl.create_default_context()
-        if ep.insecure_tls:
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE
+        handlers.append(urllib.request.HTTPSHandler(context=_tls_context(ep)))
+    opener = urllib.request.build_opener(*handlers)
     try:
-        with urllib.request.urlopen(request, timeout=timeout, context=context) as response:
+        with opener.open(urllib.request.Request(url, data=data, method=method, headers=headers), timeout=timeout) as response:
             payload = response.read()
     except urllib.error.HTTPError as exc:
-        text = exc.read(2000).decode("utf-8", "replace") if exc.fp else ""
-        code, message = "", text.strip()
-        try:
-            answer = json.loads(text)
-            code, message = answer.get("error_code", ""), answer.get("message", message)
-        except (ValueError, AttributeError):
-            pass
-        raise _HTTPFailure(exc.code, f"HTTP {exc.code}" + (f": {message[:300]}" if message else ""), code) from None
+        raise _http_error(exc) from None
     except (urllib.error.URLError, OSError, ValueError) as exc:  # refused, DNS, timeout, TLS
         reason = getattr(exc, "reason", exc)
         raise _HTTPFailure(0, f"{type(reason).__name__}: {reason}" if str(reason) else type(reason).__name__) from None
@@ -141,31 +209,38 @@ def _split_userinfo(uri: str) -> tuple[str, str, str | None]:
     return clean, urllib.parse.unquote(user), urllib.parse.unquote(password) if password else None
 
 
+def _tracking_uri(plan: LaunchPlan) -> str:
+    """The URI as the job gets it; one with a password travels as a secret (never print it: ``_mlflow_display``)."""
+    secret = plan.secret_env().get("MLFLOW_TRACKING_URI")
+    return (secret.reveal() if secret is not None else plan.public_env().get("MLFLOW_TRACKING_URI") or "").strip()
+
+
+def _is_http(uri: str) -> bool:
+    return uri.lower().startswith(("http://", "https://"))
+
+
 def _mlflow_endpoint(plan: LaunchPlan) -> _Endpoint | None:
-    """The MLflow REST endpoint of the plan's tracking URI; None for non-HTTP stores (file:, sqlite:)."""
+    """The REST endpoint of an HTTP tracking URI or a token-signed Databricks one; None when REST cannot reach it."""
     public, secret = plan.public_env(), plan.secret_env()
-    uri = (public.get("MLFLOW_TRACKING_URI") or "").strip()
+    uri = _tracking_uri(plan)
     insecure = _truthy(public.get("MLFLOW_TRACKING_INSECURE_TLS"))
     cafile = public.get("MLFLOW_TRACKING_SERVER_CERT_PATH")
-    cafile = cafile if cafile and os.path.exists(cafile) else None
-    if is_databricks_uri(uri):
+    tls = {"insecure_tls": insecure, "cafile": cafile if cafile and os.path.exists(cafile) else None}
+    if uri == "databricks":  # a profile URI's host and token live in ~/.databrickscfg: the client reads them
         host = (public.get("DATABRICKS_HOST") or "").strip().rstrip("/")
-        if host and "://" not in host:
-            host = "https://" + host
+        host = host if not host or "://" in host else "https://" + host
         token = secret.get("DATABRICKS_TOKEN")
-        return _Endpoint("mlflow", host, host or "Databricks (DATABRICKS_HOST unset)", "bearer" if token else "none", secret=token,
-                         insecure_tls=insecure, cafile=cafile)
-    if not uri.lower().startswith(("http://", "https://")):
+        return _Endpoint("mlflow", host, host, "bearer", secret=token, **tls) if host and token else None
+    if not _is_http(uri):
         return None
     base, user, password = _split_userinfo(uri)
     if secret.get("MLFLOW_TRACKING_TOKEN"):
-        return _Endpoint("mlflow", base, base, "bearer", secret=secret["MLFLOW_TRACKING_TOKEN"], insecure_tls=insecure, cafile=cafile)
+        return _Endpoint("mlflow", base, base, "bearer", secret=secret["MLFLOW_TRACKING_TOKEN"], **tls)
     if public.get("MLFLOW_TRACKING_USERNAME") and secret.get("MLFLOW_TRACKING_PASSWORD"):
-        return _Endpoint("mlflow", base, base, "basic", public["MLFLOW_TRACKING_USERNAME"], secret["MLFLOW_TRACKING_PASSWORD"],
-                         insecure_tls=insecure, cafile=cafile)
+        return _Endpoint("mlflow", base, base, "basic", public["MLFLOW_TRACKING_USERNAME"], secret["MLFLOW_TRACKING_PASSWORD"], **tls)
     if user and password:
-        return _Endpoint("mlflow", base, base, "basic", user, Secret(password), insecure_tls=insecure, cafile=cafile)
-    return _Endpoint("mlflow", base, base, "none", insecure_tls=insecure, cafile=cafile)
+        return _Endpoint("mlflow", base, base, "basic", user, Secret(password), **tls)
+    return _Endpoint("mlflow", base, base, "none", **tls)
 
 
 def _wandb_endpoint(plan: LaunchPlan) -> _Endpoint:
@@ -180,6 +255,309 @@ def _wandb_mode(plan: LaunchPlan) -> str:
     return (plan.public_env().get("WANDB_MODE") or plan.trackers.wandb_mode or "online").strip().lower()
 
 
+# ---------------------------------------------------------------- the official client (the `mlflow` extra)
+
+
+def _client_available() -> bool:
+    """True when the ``mlflow`` extra is installed (a path lookup: nothing is imported)."""
+    try:
+        return importlib.util.find_spec("mlflow") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+class _ClientLoader:
+    """Imports ``mlflow`` once, in a background thread, so a launch does not wait the seconds it takes."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._client_class = None
+        self._error: BaseException | None = None
+
+    def start(self) -> None:
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._load, name="primus-runner-mlflow-import", daemon=True)
+                self._thread.start()
+
+    def _load(self) -> None:
+        try:
+            os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+            from mlflow.tracking import MlflowClient
+
+            self._client_class = MlflowClient
+        except BaseException as exc:  # a broken install must not kill the launch thread
+            self._error = exc
+
+    def client_class(self):
+        self.start()
+        assert self._thread is not None
+        self._thread.join()
+        if self._client_class is None:
+            raise EngineUnavailable(
+                f"the MLflow client could not be imported ({type(self._error).__name__}: {self._error})",
+                hint=f"reinstall the extra: {EXTRA_HINT}",
+            )
+        return self._client_class
+
+
+_LOADER = _ClientLoader()
+
+
+def prefetch(plan: LaunchPlan) -> None:
+    """Start importing the MLflow client now, when the plan will need it (call as early as a launch knows its plan)."""
+    if plan.trackers.is_on("mlflow") and _client_available():
+        _LOADER.start()
+
+
+_ENV_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _client_env(plan: LaunchPlan, extra: dict[str, str] | None = None) -> Iterator[None]:
+    """The plan's tracker and store variables in ``os.environ`` for one client call, then the old environment back.
+
+    MlflowClient, boto3 and the Databricks SDK read credentials from the
+    process environment only; the plan may hold them from the env file. They
+    are there while the call runs and no subprocess is started.
+    """
+    values: dict[str, str] = {d.name: d.value.reveal() if isinstance(d.value, Secret) else str(d.value)
+                              for d in plan.forwarded if d.name in CLIENT_NAMES}
+    values.update(extra or {})
+    with _ENV_LOCK:
+        saved = {name: os.environ.get(name) for name in set(CLIENT_NAMES) | set(values)}
+        try:
+            for name in CLIENT_NAMES:
+                os.environ.pop(name, None)  # only what the plan forwards: the job's view, not a stray host value
+            os.environ.update(values)
+            yield
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+            values.clear()
+
+
+_STORE_PACKAGES = {"boto3": "boto3", "botocore": "boto3", "google": "google-cloud-storage", "azure": "azure-storage-blob"}
+
+
+def _client_failure(exc: BaseException) -> _HTTPFailure:
+    """An exception from the client, as the REST path reports it (status 0 = no answer)."""
+    if isinstance(exc, ModuleNotFoundError):
+        top = (exc.name or "").split(".")[0]
+        package = _STORE_PACKAGES.get(top, top)
+        hint = EXTRA_HINT if package == "boto3" else f"pip install {package}"
+        return _HTTPFailure(0, f"this artifact store needs {package}, which is not installed ({hint})", "NOT_INSTALLED")
+    code = str(getattr(exc, "error_code", "") or "")
+    status = {"UNAUTHENTICATED": 401, "PERMISSION_DENIED": 403, "RESOURCE_DOES_NOT_EXIST": 404, "RESOURCE_ALREADY_EXISTS": 409}.get(code, 0)
+    if type(exc).__name__ == "RestException":
+        try:
+            status = exc.get_http_status_code() if status == 0 else status  # type: ignore[attr-defined]
+        except Exception:
+            pass
+    text = " ".join(str(exc).split())
+    if any(word in text for word in ("AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "NoCredentialsError")):
+        status = 403
+    return _HTTPFailure(status, f"{type(exc).__name__}: {text}" if text else type(exc).__name__, code)
+
+
+# ---------------------------------------------------------------- one flow, two ways to speak MLflow
+
+
+@dataclass(frozen=True)
+class _Experiment:
+    id: str
+    deleted: bool
+    location: str  # the experiment's artifact root
+
+
+class _Rest:
+    """The MLflow REST API over urllib: no extra needed; artifacts only through the server's proxy."""
+
+    def __init__(self, ep: _Endpoint, timeout: float = BEGIN_TIMEOUT):
+        self.ep, self.display, self.timeout = ep, ep.display, timeout
+
+    def _call(self, method: str, path: str, **kwargs):
+        return _request(self.ep, method, "/api/2.0/" + path, timeout=kwargs.pop("timeout", self.timeout), **kwargs)
+
+    def search(self) -> int:
+        return len(self._call("GET", "mlflow/experiments/search?max_results=1").get("experiments", []) or [])
+
+    def experiment(self, name: str) -> _Experiment | None:
+        try:
+            answer = self._call("GET", "mlflow/experiments/get-by-name?" + urllib.parse.urlencode({"experiment_name": name}))
+        except _HTTPFailure as exc:
+            if exc.code == "RESOURCE_DOES_NOT_EXIST" or exc.status == 404:
+                return None
+            raise
+        found = answer.get("experiment") if isinstance(answer, dict) else None
+        if not isinstance(found, dict) or "experiment_id" not in found:
+            return None
+        return _Experiment(str(found["experiment_id"]), found.get("lifecycle_stage") == "deleted", found.get("artifact_location", ""))
+
+    def create_experiment(self, name: str) -> str | None:
+        try:
+            return str(self._call("POST", "mlflow/experiments/create", body={"name": name})["experiment_id"])
+        except _HTTPFailure as exc:
+            if exc.code == "RESOURCE_ALREADY_EXISTS":
+                return None
+            raise
+
+    def create_run(self, experiment_id: str, run_name: str, tags: dict[str, str]) -> tuple[str, str]:
+        body = {"experiment_id": experiment_id, "run_name": run_name, "user_id": tags.get("mlflow.user", ""),
+                "start_time": int(time.time() * 1000), "tags": [{"key": k, "value": v} for k, v in tags.items()]}
+        info = self._call("POST", "mlflow/runs/create", body=body)["run"]["info"]
+        return info["run_id"], info.get("artifact_uri", "")
+
+    def run_status(self, run_id: str) -> str:
+        return self._call("GET", f"mlflow/runs/get?run_id={urllib.parse.quote(run_id)}")["run"]["info"]["status"]
+
+    def set_status(self, run_id: str, status: str) -> None:
+        self._call("POST", "mlflow/runs/update", body={"run_id": run_id, "status": status, "end_time": int(time.time() * 1000)})
+
+    def _proxied(self, uri: str) -> str:
+        parts = urllib.parse.urlsplit(uri)
+        if parts.scheme != "mlflow-artifacts":
+            raise _HTTPFailure(0, f"the artifact store ({parts.scheme or 'a path'}:) is not served by the tracking server, and "
+                                  f"writing to it directly needs the MLflow client ({EXTRA_HINT})", "NOT_INSTALLED")
+        return "mlflow-artifacts/artifacts/" + urllib.parse.quote(parts.path.strip("/"))
+
+    def upload(self, run_id: str, artifact_uri: str, data: bytes) -> None:
+        self._call("PUT", f"{self._proxied(artifact_uri)}/{LOG_ARTIFACT}", raw=data, timeout=max(self.timeout, UPLOAD_TIMEOUT))
+
+    def probe(self, location: str) -> None:
+        path = f"{self._proxied(location)}/primus-runner-probe-{uuid.uuid4().hex}"
+        self._call("PUT", f"{path}/probe.txt", raw=b"primus-runner write probe\n")
+        self._call("DELETE", path)
+
+
+class _Client:
+    """``mlflow.MlflowClient``: every artifact store and Databricks sign-in the official client knows."""
+
+    def __init__(self, plan: LaunchPlan, timeout: float = BEGIN_TIMEOUT, retries: int = 2):
+        self.plan, self.uri = plan, _tracking_uri(plan)
+        self.display = _mlflow_display(plan)
+        # The client's own retry/back-off is the only one; bounded so a dead server fails within ~timeout*(retries+1).
+        self.extra = {"MLFLOW_HTTP_REQUEST_TIMEOUT": str(max(1, int(timeout))), "MLFLOW_HTTP_REQUEST_MAX_RETRIES": str(retries),
+                      "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1", "AWS_MAX_ATTEMPTS": str(retries + 1)}
+
+    def _call(self, fn):
+        client_class = _LOADER.client_class()
+        try:
+            with _client_env(self.plan, self.extra):
+                return fn(client_class(tracking_uri=self.uri))
+        except Exception as exc:  # MlflowException, requests, boto3, the Databricks SDK: one shape
+            raise _client_failure(exc) from None
+
+    def search(self) -> int:
+        return len(self._call(lambda c: c.search_experiments(max_results=1)))
+
+    def experiment(self, name: str) -> _Experiment | None:
+        found = self._call(lambda c: c.get_experiment_by_name(name))
+        return None if found is None else _Experiment(str(found.experiment_id), found.lifecycle_stage == "deleted", found.artifact_location or "")
+
+    def create_experiment(self, name: str) -> str | None:
+        try:
+            return str(self._call(lambda c: c.create_experiment(name)))
+        except _HTTPFailure as exc:
+            if exc.code == "RESOURCE_ALREADY_EXISTS":
+                return None
+            raise
+
+    def create_run(self, experiment_id: str, run_name: str, tags: dict[str, str]) -> tuple[str, str]:
+        run = self._call(lambda c: c.create_run(experiment_id, start_time=int(time.time() * 1000), tags=tags, run_name=run_name))
+        return run.info.run_id, run.info.artifact_uri
+
+    def run_status(self, run_id: str) -> str:
+        return self._call(lambda c: c.get_run(run_id).info.status)
+
+    def set_status(self, run_id: str, status: str) -> None:
+        self._call(lambda c: c.set_terminated(run_id, status))
+
+    def upload(self, run_id: str, artifact_uri: str, data: bytes) -> None:
+        with tempfile.TemporaryDirectory(prefix="primus-runner-") as tmp:  # 0700: the masked output, briefly
+            local = os.path.join(tmp, os.path.basename(LOG_ARTIFACT))
+            with open(local, "wb") as f:
+                f.write(data)
+            self._call(lambda c: c.log_artifact(run_id, local, artifact_path=os.path.dirname(LOG_ARTIFACT)))
+
+    def probe(self, location: str) -> None:
+        def write_and_remove(_client) -> None:
+            from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
+
+            repo = get_artifact_repository(f"{location.rstrip('/')}/primus-runner-probe-{uuid.uuid4().hex}")
+            with tempfile.TemporaryDirectory(prefix="primus-runner-") as tmp:
+                local = os.path.join(tmp, "probe.txt")
+                with open(local, "w") as f:
+                    f.write("primus-runner write probe\n")
+                repo.log_artifact(local)
+            repo.delete_artifacts()
+
+        self._call(write_and_remove)
+
+
+def _mlflow_display(plan: LaunchPlan) -> str:
+    """Where the tracking server is, safe to print: the URI without a password, or the Databricks host."""
+    uri = _tracking_uri(plan)
+    if not is_databricks_uri(uri):
+        return _split_userinfo(uri)[0] if _is_http(uri) else uri
+    host = (plan.public_env().get("DATABRICKS_HOST") or "").strip().rstrip("/")
+    profile = uri[len("databricks://"):].split(":")[0] if uri.startswith("databricks://") else ""
+    if profile:
+        host = (databricks_profile(profile) or ("", frozenset()))[0] or host
+    if host and "://" not in host:
+        host = "https://" + host
+    return host or uri
+
+
+def _get_or_create_experiment(api, name: str) -> str:
+    for _ in range(2):  # create can race with another launch creating the same experiment
+        found = api.experiment(name)
+        if found is not None:
+            if found.deleted:
+                raise EngineUnavailable(
+                    f"MLflow experiment '{name}' is deleted on {api.display}; nothing was launched",
+                    hint="restore it (mlflow experiments restore) or set another trackers.mlflow_experiment_name",
+                )
+            return found.id
+        created = api.create_experiment(name)
+        if created is not None:
+            return created
+    raise _HTTPFailure(409, f"experiment '{name}' could not be created or found")
+
+
+def _handshake_api(plan: LaunchPlan, *, timeout: float = BEGIN_TIMEOUT):
+    """REST for plain HTTP servers (no import on the launch path), the client for Databricks; None: no handshake."""
+    uri = _tracking_uri(plan)
+    if not _is_http(uri) and not is_databricks_uri(uri):
+        return None
+    if is_databricks_uri(uri) and _client_available():
+        return _Client(plan, timeout)
+    ep = _mlflow_endpoint(plan)
+    if ep is None:  # Databricks OAuth or a profile, without the extra
+        raise EngineUnavailable(
+            f"MLflow on Databricks ({uri}) with OAuth or a ~/.databrickscfg profile needs the MLflow client, which is not installed; "
+            "nothing was launched",
+            hint=f"{EXTRA_HINT} (or sign in with DATABRICKS_HOST and DATABRICKS_TOKEN)",
+        )
+    return _Rest(ep, timeout)
+
+
+def _closing_api(plan: LaunchPlan, opened, out: Output):
+    """The client (any artifact store) when the extra is there, else the API that opened the run."""
+    if isinstance(opened, _Client) or not _client_available():
+        return opened
+    try:
+        _LOADER.client_class()
+    except EngineUnavailable as exc:
+        out.warn(f"MLflow: {exc.message}; closing the run over REST")
+        return opened
+    return _Client(plan, max(BEGIN_TIMEOUT, UPLOAD_TIMEOUT))
+
+
 # ---------------------------------------------------------------- check --online
 
 
@@ -188,27 +566,57 @@ def _status(tracker: str, status: str, detail: str) -> dict:
 
 
 def _failure_status(exc: _HTTPFailure) -> str:
+    if exc.code == "NOT_INSTALLED":
+        return "not-installed"
     return "unauthorised" if exc.status in (401, 403) else "unreachable"
 
 
+def _check_store(plan: LaunchPlan, api, timeout: float) -> tuple[str, str]:
+    """(status, detail) of a write probe in the artifact store of the run's experiment, removed afterwards."""
+    name = plan.public_env().get("MLFLOW_EXPERIMENT_NAME") or "Default"
+    found = api.experiment(name) or (api.experiment("Default") if name != "Default" else None)
+    if found is None:
+        return "reachable", f"artifact store not probed: experiment '{name}' does not exist yet"
+    scheme = urllib.parse.urlsplit(found.location).scheme or "file"
+    prober = api
+    if scheme != "mlflow-artifacts" and isinstance(api, _Rest) and _client_available():
+        prober = _Client(plan, timeout, retries=0)
+    elif scheme != "mlflow-artifacts" and isinstance(api, _Rest):
+        upload = bool(plan.trackers.settings.get("mlflow_upload_logs"))
+        detail = f"artifact store {found.location} is not served by the tracking server; checking it needs the MLflow client ({EXTRA_HINT})"
+        return ("not-installed" if upload else "reachable"), detail
+    try:
+        prober.probe(found.location)
+    except _HTTPFailure as exc:
+        return _failure_status(exc), f"artifact store {found.location}: {exc.detail}"
+    return "reachable", f"artifact store {found.location} writable (probe written and removed)"
+
+
 def _check_mlflow(plan: LaunchPlan, timeout: float) -> dict:
-    ep = _mlflow_endpoint(plan)
-    uri = plan.public_env().get("MLFLOW_TRACKING_URI", "")
-    if ep is None:
+    uri = _tracking_uri(plan)
+    try:
+        api = _handshake_api(plan, timeout=timeout)
+    except EngineUnavailable as exc:
+        return _status("mlflow", "not-installed", f"{exc.message.split(';')[0]} ({exc.hint})")
+    if api is None:
         scheme = uri.split(":", 1)[0] if ":" in uri else "a local path"
         return _status("mlflow", "skipped", f"MLFLOW_TRACKING_URI uses {scheme}: a store inside the job, nothing to contact")
-    if not ep.base:
-        return _status("mlflow", "unreachable", "DATABRICKS_HOST is not set")
-    if ep.secret is None and is_databricks_uri(uri):
-        return _status("mlflow", "skipped", "Databricks OAuth (client id/secret) is not checked; only DATABRICKS_TOKEN is")
+    if isinstance(api, _Client):
+        api.extra["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = "0"  # one try within --timeout
     try:
-        answer = _request(ep, "GET", "/api/2.0/mlflow/experiments/search?max_results=1", timeout=timeout)
+        count = api.search()
     except _HTTPFailure as exc:
         if exc.status == 404:
-            return _status("mlflow", "unreachable", f"{ep.display} answered HTTP 404: not an MLflow tracking server (check MLFLOW_TRACKING_URI)")
-        return _status("mlflow", _failure_status(exc), f"{ep.display}: {exc.detail}")
-    count = len(answer.get("experiments", []) or [])
-    return _status("mlflow", "reachable", f"{ep.display} listed {count} experiment{'s' if count != 1 else ''}")
+            return _status("mlflow", "unreachable", f"{api.display} answered HTTP 404: not an MLflow tracking server (check MLFLOW_TRACKING_URI)")
+        return _status("mlflow", _failure_status(exc), f"{api.display}: {exc.detail}")
+    tracking = f"{api.display} listed {count} experiment{'s' if count != 1 else ''}"
+    if is_databricks_uri(uri):
+        return _status("mlflow", "reachable", f"{tracking}; Databricks manages the artifact store")
+    try:
+        status, detail = _check_store(plan, api, timeout)
+    except _HTTPFailure as exc:
+        status, detail = _failure_status(exc), f"artifact store: {exc.detail}"
+    return _status("mlflow", status, f"{tracking}; {detail}")
 
 
 def _check_wandb(plan: LaunchPlan, timeout: float) -> dict:
@@ -230,23 +638,24 @@ def _check_wandb(plan: LaunchPlan, timeout: float) -> dict:
     return _status("wandb", "reachable", f"{ep.display} accepted WANDB_API_KEY" + (f" (entity {who})" if who else ""))
 
 
-def online_check(plan: LaunchPlan, planned: Planned, timeout: float = 10.0) -> list[dict]:
+def online_check(plan: LaunchPlan, *_old_call: object, timeout: float = 10.0) -> list[dict]:
     """[{"tracker", "status": reachable|unauthorised|unreachable|not-installed|skipped, "detail"}].
 
-    One entry per enabled tracker, checked in parallel, each within ``timeout``.
+    One entry per enabled tracker, checked in parallel, each within ``timeout``
+    per request. (``*_old_call`` takes the second argument check.py still
+    passes; it is ignored.)
     """
-    checks: list[tuple[str, Callable[[], dict]]] = []
+    checks: list[Callable[[], dict]] = []
     if plan.trackers.is_on("tensorboard"):
-        checks.append(("tensorboard", lambda: _status("tensorboard", "skipped", "writes local event files; nothing to contact")))
+        checks.append(lambda: _status("tensorboard", "skipped", "writes local event files; nothing to contact"))
     if plan.trackers.is_on("mlflow"):
-        checks.append(("mlflow", lambda: _check_mlflow(plan, timeout)))
+        checks.append(lambda: _check_mlflow(plan, timeout))
     if plan.trackers.is_on("wandb"):
-        checks.append(("wandb", lambda: _check_wandb(plan, timeout)))
+        checks.append(lambda: _check_wandb(plan, timeout))
     if not checks:
         return []
     with ThreadPoolExecutor(max_workers=len(checks)) as pool:
-        futures = [pool.submit(fn) for _, fn in checks]
-        return [f.result() for f in futures]
+        return [f.result() for f in [pool.submit(fn) for fn in checks]]
 
 
 # ---------------------------------------------------------------- the handshake
@@ -286,46 +695,31 @@ def run_tags(plan: LaunchPlan) -> dict[str, str]:
     return tags
 
 
-def _unreachable(ep: _Endpoint, exc: _HTTPFailure) -> EngineUnavailable:
+def _unreachable(display: str, exc: _HTTPFailure) -> EngineUnavailable:
+    if exc.redirect:
+        return EngineUnavailable(
+            f"MLflow server at {display} redirected to another origin ({exc.redirect}); the runner does not send "
+            "credentials there, nothing was launched",
+            hint="set MLFLOW_TRACKING_URI to the address that answers, if you trust it",
+        )
     if exc.status in (401, 403):
         return EngineUnavailable(
-            f"MLflow server at {ep.display} refused the credentials ({exc.detail}); nothing was launched",
-            hint="check MLFLOW_TRACKING_TOKEN, or MLFLOW_TRACKING_USERNAME/PASSWORD (DATABRICKS_TOKEN for Databricks)",
+            f"MLflow server at {display} refused the credentials ({exc.detail}); nothing was launched",
+            hint="check MLFLOW_TRACKING_TOKEN, or MLFLOW_TRACKING_USERNAME/PASSWORD (for Databricks: DATABRICKS_TOKEN, "
+            "DATABRICKS_CLIENT_ID/SECRET, or the ~/.databrickscfg profile)",
         )
     if exc.status == 0:
         return EngineUnavailable(
-            f"MLflow server at {ep.display} is unreachable ({exc.detail}); nothing was launched",
+            f"MLflow server at {display} is unreachable ({exc.detail}); nothing was launched",
             hint="start the server or fix MLFLOW_TRACKING_URI; `primus-runner check --online` tests it",
         )
-    return EngineUnavailable(f"MLflow server at {ep.display} refused to create the run ({exc.detail}); nothing was launched")
+    return EngineUnavailable(f"MLflow server at {display} refused to create the run ({exc.detail}); nothing was launched")
 
 
-def _experiment_id(ep: _Endpoint, name: str) -> str:
-    query = urllib.parse.urlencode({"experiment_name": name})
-    for _ in range(2):  # create can race with another launch creating the same experiment
-        try:
-            experiment = _request(ep, "GET", f"/api/2.0/mlflow/experiments/get-by-name?{query}")["experiment"]
-            if experiment.get("lifecycle_stage") == "deleted":
-                raise EngineUnavailable(
-                    f"MLflow experiment '{name}' is deleted on {ep.display}; nothing was launched",
-                    hint="restore it (mlflow experiments restore) or set another trackers.mlflow_experiment_name",
-                )
-            return str(experiment["experiment_id"])
-        except _HTTPFailure as exc:
-            if exc.code != "RESOURCE_DOES_NOT_EXIST" and exc.status != 404:
-                raise
-        try:
-            return str(_request(ep, "POST", "/api/2.0/mlflow/experiments/create", body={"name": name})["experiment_id"])
-        except _HTTPFailure as exc:
-            if exc.code != "RESOURCE_ALREADY_EXISTS":
-                raise
-    raise _HTTPFailure(409, f"experiment '{name}' could not be created or found")
-
-
-def _run_url(ep: _Endpoint, plan: LaunchPlan, experiment_id: str, run_id: str) -> str:
-    if is_databricks_uri(plan.public_env().get("MLFLOW_TRACKING_URI", "")):
-        return f"{ep.display}/ml/experiments/{experiment_id}/runs/{run_id}"
-    return f"{ep.display}/#/experiments/{experiment_id}/runs/{run_id}"
+def _run_url(plan: LaunchPlan, display: str, experiment_id: str, run_id: str) -> str:
+    if is_databricks_uri(_tracking_uri(plan)):
+        return f"{display}/ml/experiments/{experiment_id}/runs/{run_id}"
+    return f"{display}/#/experiments/{experiment_id}/runs/{run_id}"
 
 
 def final_status(exit_code: int) -> str:
@@ -334,78 +728,62 @@ def final_status(exit_code: int) -> str:
     return "KILLED" if exit_code in KILLED_CODES else "FAILED"
 
 
-def _mlflow_begin(plan: LaunchPlan, out: Output, hs: Handshake) -> Callable[[int, bytes], None] | None:
-    ep = _mlflow_endpoint(plan)
-    if ep is None:
-        out.notice("MLflow: the tracking URI is not an HTTP server; the job creates its own run (no run handshake)")
-        return None
-    if not ep.base or ep.secret is None and is_databricks_uri(plan.public_env().get("MLFLOW_TRACKING_URI", "")):
-        out.notice("MLflow: Databricks without DATABRICKS_HOST/DATABRICKS_TOKEN; the job creates its own run (no run handshake)")
-        return None
+def _open_run(plan: LaunchPlan, api, tags: dict[str, str]) -> tuple[str | None, str, str, str]:
+    """(experiment name, experiment id, run id, artifact URI) of the run created for this launch."""
     public = plan.public_env()
     experiment_name = public.get("MLFLOW_EXPERIMENT_NAME")
-    run_name = plan.trackers.run_name or plan.name
-    tags = {k: out.masker.mask(v) for k, v in run_tags(plan).items()}  # names only; masked all the same
     try:
         if experiment_name:
-            experiment_id = _experiment_id(ep, experiment_name)
+            experiment_id = _get_or_create_experiment(api, experiment_name)
         elif public.get("MLFLOW_EXPERIMENT_ID"):
             experiment_id = public["MLFLOW_EXPERIMENT_ID"]
         else:
             experiment_name = "Default"
-            experiment_id = _experiment_id(ep, experiment_name)
-        body = {
-            "experiment_id": experiment_id,
-            "run_name": run_name,
-            "user_id": tags.get("mlflow.user", ""),
-            "start_time": int(time.time() * 1000),
-            "tags": [{"key": k, "value": v} for k, v in tags.items()],
-        }
-        run = _request(ep, "POST", "/api/2.0/mlflow/runs/create", body=body)["run"]
+            experiment_id = _get_or_create_experiment(api, experiment_name)
+        run_id, artifact_uri = api.create_run(experiment_id, plan.trackers.run_name or plan.name, tags)
     except _HTTPFailure as exc:
-        raise _unreachable(ep, exc) from None
-    run_id = run["info"]["run_id"]
-    artifact_uri = run["info"].get("artifact_uri", "")
+        raise _unreachable(api.display, exc) from None
+    return experiment_name, experiment_id, run_id, artifact_uri
+
+
+def _mlflow_begin(plan: LaunchPlan, out: Output, hs: Handshake) -> Callable[[int, bytes], None] | None:
+    prefetch(plan)  # the client closes the run and uploads the log: import it while the job starts and runs
+    api = _handshake_api(plan)
+    if api is None:
+        out.notice("MLflow: the tracking URI is not an HTTP server; the job creates its own run (no run handshake)")
+        return None
+    tags = {k: out.masker.mask(v) for k, v in run_tags(plan).items()}  # names only; masked all the same
+    experiment_name, experiment_id, run_id, artifact_uri = _open_run(plan, api, tags)
     hs.env["MLFLOW_RUN_ID"] = run_id
     hs.env["MLFLOW_EXPERIMENT_ID"] = experiment_id
     if experiment_name:
         hs.env["MLFLOW_EXPERIMENT_NAME"] = experiment_name
-    url = _run_url(ep, plan, experiment_id, run_id)
-    hs.links["mlflow"] = url
-    out.info(f"MLflow run '{run_name}': {url}")
+    hs.links["mlflow"] = url = _run_url(plan, api.display, experiment_id, run_id)
+    out.info(f"MLflow run '{plan.trackers.run_name or plan.name}': {url}")
     upload = bool(plan.trackers.settings.get("mlflow_upload_logs"))
 
     def finish(exit_code: int, masked_output: bytes) -> None:
         """Close the run from the exit code, upload the (masked) output; never raises: the job already ran."""
-        status = final_status(exit_code)
-        try:
-            current = _request(ep, "GET", f"/api/2.0/mlflow/runs/get?run_id={run_id}")["run"]["info"]["status"]
-            # The job's client may have closed the run FINISHED at exit (mlflow's atexit
-            # does, even for a failing process): the exit code is the truth for failures.
-            if current in ("RUNNING", "SCHEDULED") or (status != "FINISHED" and current == "FINISHED"):
-                _request(ep, "POST", "/api/2.0/mlflow/runs/update", body={"run_id": run_id, "status": status, "end_time": int(time.time() * 1000)})
-        except _HTTPFailure as exc:
-            out.warn(f"MLflow: could not close run {run_id} as {status}: {exc.detail}")
+        closer = _closing_api(plan, api, out)
+        _close_run(closer, run_id, final_status(exit_code), out)
         if upload:
-            _upload_log(ep, artifact_uri, out.masker.mask_bytes(masked_output), out)
+            try:
+                closer.upload(run_id, artifact_uri, out.masker.mask_bytes(masked_output))
+            except _HTTPFailure as exc:
+                out.warn(f"MLflow: the job output was not uploaded to {artifact_uri}: {exc.detail}")
 
     return finish
 
 
-def _upload_log(ep: _Endpoint, artifact_uri: str, data: bytes, out: Output) -> None:
-    """PUT the output through the server's artifact proxy (``mlflow server --serve-artifacts``)."""
-    parts = urllib.parse.urlsplit(artifact_uri)
-    if parts.scheme != "mlflow-artifacts":
-        out.warn(
-            f"MLflow: the job output was not uploaded: the run's artifact store ({parts.scheme or artifact_uri}:) is not "
-            "served by the tracking server (start it with --serve-artifacts)"
-        )
-        return
-    path = urllib.parse.quote(f"{parts.path.strip('/')}/{LOG_ARTIFACT}")
+def _close_run(api, run_id: str, status: str, out: Output) -> None:
     try:
-        _request(ep, "PUT", f"/api/2.0/mlflow-artifacts/artifacts/{path}", raw=data, timeout=max(BEGIN_TIMEOUT, 60.0))
+        current = api.run_status(run_id)
+        # The job's client may have closed the run FINISHED at exit (mlflow's atexit
+        # does, even for a failing process): the exit code is the truth for failures.
+        if current in ("RUNNING", "SCHEDULED") or (status != "FINISHED" and current == "FINISHED"):
+            api.set_status(run_id, status)
     except _HTTPFailure as exc:
-        out.warn(f"MLflow: the job output was not uploaded: {exc.detail}")
+        out.warn(f"MLflow: could not close run {run_id} as {status}: {exc.detail}")
 
 
 _ID_ALPHABET = string.ascii_lowercase + string.digits

@@ -52,12 +52,11 @@ def test_every_missing_item_in_one_problem_list(work):
     assert getattr(info.value, "exit_code", None) == 2
 
 
-@pytest.mark.parametrize("uri", ["databricks", "databricks://my-profile", "databricks://prof:prefix"])
-def test_databricks_uris_need_host_and_token(work, uri):
-    assert is_databricks_uri(uri)
-    planned = plan_for(work, "  disable_mlflow: false\n", {"MLFLOW_TRACKING_URI": uri})
+def test_databricks_token_sign_in_needs_host_and_token(work):
+    assert is_databricks_uri("databricks") and is_databricks_uri("databricks://p")
+    planned = plan_for(work, "  disable_mlflow: false\n", {"MLFLOW_TRACKING_URI": "databricks"})
     assert "DATABRICKS_HOST" in messages(planned) and "DATABRICKS_TOKEN" in messages(planned)
-    ok = plan_for(work, "  disable_mlflow: false\n", {"MLFLOW_TRACKING_URI": uri, "DATABRICKS_HOST": "https://x.cloud", "DATABRICKS_TOKEN": CANARY})
+    ok = plan_for(work, "  disable_mlflow: false\n", {"MLFLOW_TRACKING_URI": "databricks", "DATABRICKS_HOST": "https://x.cloud", "DATABRICKS_TOKEN": CANARY})
     assert not ok.problems
     forwarded = env(ok)
     assert forwarded["DATABRICKS_TOKEN"].secret and isinstance(forwarded["DATABRICKS_TOKEN"].value, Secret)
@@ -69,6 +68,76 @@ def test_databricks_oauth_replaces_the_token(work):
     planned = plan_for(work, "  disable_mlflow: false\n", host)
     assert not planned.problems
     assert env(planned)["DATABRICKS_CLIENT_SECRET"].secret
+
+
+def test_databricks_oauth_half_set_names_the_other_half_not_the_token(work):
+    planned = plan_for(work, "  disable_mlflow: false\n", {"MLFLOW_TRACKING_URI": "databricks", "DATABRICKS_CLIENT_ID": "id"})
+    text = messages(planned)
+    assert "DATABRICKS_CLIENT_SECRET" in text and "DATABRICKS_HOST" in text
+    assert "DATABRICKS_TOKEN" not in text  # the user chose OAuth
+
+
+@pytest.mark.parametrize("uri", ["databricks://my-profile", "databricks://my-profile:prefix"])
+def test_databricks_profile_sign_in_reads_the_profile_not_the_env(work, uri):
+    planned = plan_for(work, "  disable_mlflow: false\n  disable_wandb: false\n", {"MLFLOW_TRACKING_URI": uri})
+    text = messages(planned)
+    assert "profile [my-profile]" in text and ".databrickscfg" in text and "does not exist" in text
+    assert "WANDB_API_KEY" in text  # every problem at once
+    [missing] = [p.message for p in planned.problems if p.message.startswith("missing required")]
+    assert "DATABRICKS" not in missing  # the profile holds host and credentials
+
+    (work / ".databrickscfg").write_text(f"[other]\nhost = https://o.cloud\ntoken = {CANARY}\n")
+    assert "has no such profile" in messages(plan_for(work, "  disable_mlflow: false\n", {"MLFLOW_TRACKING_URI": uri}))
+
+    (work / ".databrickscfg").write_text("[my-profile]\nhost = https://p.cloud\nclient_id = abc\n")
+    text = messages(plan_for(work, "  disable_mlflow: false\n", {"MLFLOW_TRACKING_URI": uri}))
+    assert "has no client_secret" in text
+    assert CANARY not in text
+
+    (work / ".databrickscfg").write_text(f"[my-profile]\nhost = https://p.cloud\ntoken = {CANARY}\n")
+    ok = plan_for(work, "  disable_mlflow: false\n", {"MLFLOW_TRACKING_URI": uri})
+    assert not ok.problems
+    assert any("inside the container" in w for w in ok.warnings)  # the job needs the file or env credentials
+    assert CANARY not in repr(ok.warnings) + repr(ok.plan.record())
+
+
+def test_databricks_config_file_from_the_environment(work):
+    cfg = work / "elsewhere.cfg"
+    cfg.write_text(f"[p]\nhost = https://p.cloud\ntoken = {CANARY}\n")
+    planned = plan_for(work, "  disable_mlflow: false\n", {"MLFLOW_TRACKING_URI": "databricks://p", "DATABRICKS_CONFIG_FILE": str(cfg)})
+    assert not planned.problems
+
+
+def test_store_credentials_forwarded_as_secrets_only_when_mlflow_is_on(work):
+    host = {"MLFLOW_TRACKING_URI": "http://m:5000", "AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": CANARY,
+            "AWS_SESSION_TOKEN": CANARY + "-s", "MLFLOW_S3_ENDPOINT_URL": "http://s3:9000", "AZURE_CLIENT_SECRET": CANARY + "-a"}
+    forwarded = env(plan_for(work, "  disable_mlflow: false\n", host))
+    for name in ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AZURE_CLIENT_SECRET"):
+        assert forwarded[name].secret and isinstance(forwarded[name].value, Secret), name
+    assert forwarded["MLFLOW_S3_ENDPOINT_URL"].value == "http://s3:9000"
+    off = env(plan_for(work, "  disable_mlflow: true\n", host))
+    assert not any(name.startswith(("AWS_", "AZURE_", "MLFLOW_S3")) for name in off)
+
+
+def test_a_store_credential_the_policy_does_not_mask_is_not_forwarded(work, monkeypatch):
+    from runner import tracker_config
+
+    monkeypatch.setattr(tracker_config, "STORE_SECRETS", tracker_config.STORE_SECRETS + ("AWS_CA_BUNDLE",))
+    planned = plan_for(work, "  disable_mlflow: false\n", {"MLFLOW_TRACKING_URI": "http://m:5000", "AWS_CA_BUNDLE": CANARY})
+    assert "AWS_CA_BUNDLE" not in env(planned)
+    assert any("AWS_CA_BUNDLE is set but not forwarded" in w for w in planned.warnings)
+    assert CANARY not in repr(planned.warnings)
+
+
+def test_analyze_trackers_steps_are_short():
+    """Issue 11: functions under 60 lines."""
+    import inspect
+
+    from runner import tracker_config
+
+    for name, fn in inspect.getmembers(tracker_config, inspect.isfunction):
+        if fn.__module__ == tracker_config.__name__:
+            assert len(inspect.getsource(fn).splitlines()) < 60, name
 
 
 def test_databricks_uc_is_not_a_tracking_uri_needing_host():

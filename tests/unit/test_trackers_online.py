@@ -90,7 +90,7 @@ def closed_port() -> int:
 def test_mlflow_401_is_unauthorised_and_token_only_in_the_header(work, stand_in, canary):
     server = stand_in(401, {"error_code": "UNAUTHENTICATED", "message": "bad token"})
     planned = planned_for(work, "  disable_mlflow: false\n", {"MLFLOW_TRACKING_URI": server.url, "MLFLOW_TRACKING_TOKEN": canary["MLFLOW_TRACKING_TOKEN"]})
-    [result] = tracker_runs.online_check(planned.plan, planned, timeout=5)
+    [result] = tracker_runs.online_check(planned.plan, timeout=5)
     assert result["tracker"] == "mlflow" and result["status"] == "unauthorised"
     [request] = server.requests
     assert request["path"].startswith("/api/2.0/mlflow/experiments/search")
@@ -103,7 +103,7 @@ def test_mlflow_basic_auth_from_username_and_password(work, stand_in, canary):
     server = stand_in(200, {"experiments": [{"experiment_id": "0", "name": "Default"}]})
     host = {"MLFLOW_TRACKING_URI": server.url, "MLFLOW_TRACKING_USERNAME": "alice", "MLFLOW_TRACKING_PASSWORD": canary["MLFLOW_TRACKING_PASSWORD"]}
     planned = planned_for(work, "  disable_mlflow: false\n", host)
-    [result] = tracker_runs.online_check(planned.plan, planned, timeout=5)
+    [result] = tracker_runs.online_check(planned.plan, timeout=5)
     assert result["status"] == "reachable", result
     sent = server.requests[0]["headers"]["Authorization"]
     assert sent == "Basic " + base64.b64encode(f"alice:{canary['MLFLOW_TRACKING_PASSWORD']}".encode()).decode()
@@ -112,7 +112,7 @@ def test_mlflow_basic_auth_from_username_and_password(work, stand_in, canary):
 def test_mlflow_closed_port_is_unreachable_fast(work):
     planned = planned_for(work, "  disable_mlflow: false\n", {"MLFLOW_TRACKING_URI": f"http://127.0.0.1:{closed_port()}"})
     started = time.monotonic()
-    [result] = tracker_runs.online_check(planned.plan, planned, timeout=2)
+    [result] = tracker_runs.online_check(planned.plan, timeout=2)
     assert result["status"] == "unreachable"
     assert time.monotonic() - started < 2
 
@@ -124,7 +124,7 @@ def test_timeout_is_honoured_when_the_server_never_answers(work):
     try:
         planned = planned_for(work, "  disable_mlflow: false\n", {"MLFLOW_TRACKING_URI": f"http://127.0.0.1:{silent.getsockname()[1]}"})
         started = time.monotonic()
-        [result] = tracker_runs.online_check(planned.plan, planned, timeout=1.0)
+        [result] = tracker_runs.online_check(planned.plan, timeout=1.0)
         elapsed = time.monotonic() - started
     finally:
         silent.close()
@@ -135,13 +135,13 @@ def test_timeout_is_honoured_when_the_server_never_answers(work):
 def test_mlflow_404_says_not_an_mlflow_server(work, stand_in):
     server = stand_in(404, {})
     planned = planned_for(work, "  disable_mlflow: false\n", {"MLFLOW_TRACKING_URI": server.url})
-    [result] = tracker_runs.online_check(planned.plan, planned, timeout=5)
+    [result] = tracker_runs.online_check(planned.plan, timeout=5)
     assert result["status"] == "unreachable" and "not an MLflow" in result["detail"]
 
 
 def test_non_http_store_is_skipped(work):
     planned = planned_for(work, "  disable_mlflow: false\n", {"MLFLOW_TRACKING_URI": "file:///out/mlruns"})
-    [result] = tracker_runs.online_check(planned.plan, planned, timeout=5)
+    [result] = tracker_runs.online_check(planned.plan, timeout=5)
     assert result["status"] == "skipped"
 
 
@@ -149,7 +149,7 @@ def test_wandb_key_verified_against_viewer_query(work, stand_in, canary):
     server = stand_in(200, {"data": {"viewer": {"id": "u1", "username": "bob", "entity": "team-bob"}}})
     host = {"WANDB_API_KEY": canary["WANDB_API_KEY"], "WANDB_BASE_URL": server.url}
     planned = planned_for(work, "  disable_wandb: false\n", host)
-    [result] = tracker_runs.online_check(planned.plan, planned, timeout=5)
+    [result] = tracker_runs.online_check(planned.plan, timeout=5)
     assert result == {"tracker": "wandb", "status": "reachable", "detail": f"{server.url} accepted WANDB_API_KEY (entity team-bob)"}
     [request] = server.requests
     assert request["method"] == "POST" and request["path"] == "/graphql" and b"viewer" in request["body"]
@@ -161,7 +161,7 @@ def test_wandb_key_verified_against_viewer_query(work, stand_in, canary):
 def test_wandb_wrong_key_is_unauthorised(work, stand_in, canary, status, body):
     server = stand_in(status, body)
     planned = planned_for(work, "  disable_wandb: false\n", {"WANDB_API_KEY": canary["WANDB_API_KEY"], "WANDB_BASE_URL": server.url})
-    [result] = tracker_runs.online_check(planned.plan, planned, timeout=5)
+    [result] = tracker_runs.online_check(planned.plan, timeout=5)
     assert result["status"] == "unauthorised"
     assert_no_leak(json.dumps(result), canary, "the check result")
 
@@ -173,7 +173,7 @@ def test_wandb_offline_is_skipped_and_both_trackers_reported(work, stand_in):
         "  disable_wandb: false\n  disable_mlflow: false\n  disable_tensorboard: false\n  tensorboard_dir: /tb\n",
         {"WANDB_MODE": "offline", "MLFLOW_TRACKING_URI": server.url},
     )
-    results = {r["tracker"]: r["status"] for r in tracker_runs.online_check(planned.plan, planned, timeout=5)}
+    results = {r["tracker"]: r["status"] for r in tracker_runs.online_check(planned.plan, timeout=5)}
     assert results == {"tensorboard": "skipped", "mlflow": "reachable", "wandb": "skipped"}
 
 
@@ -182,7 +182,7 @@ def test_password_in_the_uri_is_used_but_never_shown(work, stand_in, canary):
     secret = canary["MLFLOW_TRACKING_PASSWORD"]
     uri = server.url.replace("http://", f"http://alice:{secret}@")
     planned = planned_for(work, "  disable_mlflow: false\n", {"MLFLOW_TRACKING_URI": uri})
-    [result] = tracker_runs.online_check(planned.plan, planned, timeout=5)
+    [result] = tracker_runs.online_check(planned.plan, timeout=5)
     assert result["status"] == "unauthorised"
     assert_no_leak(result["detail"], canary, "the check detail")
     assert server.requests[0]["headers"]["Authorization"].startswith("Basic ")
@@ -206,3 +206,124 @@ def test_host_wandb_run_id_is_kept_for_resume(work):
     planned = planned_for(work, "  disable_wandb: false\n", {"WANDB_MODE": "offline", "WANDB_RUN_ID": "resume12"})
     hs = tracker_runs.begin(planned.plan, Output(masker=Masker()))
     assert hs.env["WANDB_RUN_ID"] == "resume12"
+
+
+class Redirector(StandIn):
+    """A loopback server that answers every request with a redirect to ``target`` + the same path."""
+
+    def __init__(self, target: str, status: int = 302):
+        self.requests = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _answer(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                outer.requests.append({"method": self.command, "path": self.path, "headers": dict(self.headers), "body": self.rfile.read(length)})
+                self.send_response(status)
+                self.send_header("Location", target + self.path)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            do_GET = do_POST = do_PUT = _answer
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+@pytest.fixture
+def redirector():
+    servers = []
+
+    def make(target, status=302):
+        servers.append(Redirector(target, status))
+        return servers[-1]
+
+    yield make
+    for s in servers:
+        s.close()
+
+
+# A credential only the request under test carries: in no environment, never printed by the test.
+REDIRECT_TOKEN = "canary-redirect-token-51c0de9a7f3b4e21"
+REDIRECT_PASSWORD = "canary-redirect-password-0b9e6d4c2a18f357"
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+@pytest.mark.parametrize("auth", ["bearer", "basic", "uri"])
+def test_credentials_never_follow_a_redirect_to_another_origin(work, stand_in, redirector, status, auth):
+    """Issue 12 item 4: the configured server redirects to a second server on another port (another origin)."""
+    other = stand_in(200, {"experiments": [{"experiment_id": "0"}]})
+    front = redirector(other.url, status)
+    host = {"MLFLOW_TRACKING_URI": front.url}
+    if auth == "bearer":
+        host["MLFLOW_TRACKING_TOKEN"] = REDIRECT_TOKEN
+    elif auth == "basic":
+        host.update(MLFLOW_TRACKING_USERNAME="alice", MLFLOW_TRACKING_PASSWORD=REDIRECT_PASSWORD)
+    else:
+        host["MLFLOW_TRACKING_URI"] = front.url.replace("http://", f"http://alice:{REDIRECT_PASSWORD}@")
+    planned = planned_for(work, "  disable_mlflow: false\n", host)
+    [result] = tracker_runs.online_check(planned.plan, timeout=5)
+    assert front.requests and "Authorization" in front.requests[0]["headers"]  # the configured origin got them
+    for request in other.requests:  # the other origin never does (best: it is never contacted)
+        assert "Authorization" not in request["headers"], "the Authorization header followed the redirect"
+        assert_no_leak(json.dumps(request, default=str), [REDIRECT_TOKEN, REDIRECT_PASSWORD], "the other origin's request")
+    assert result["status"] == "unreachable", result
+    assert f"127.0.0.1:{other.server.server_address[1]}" in result["detail"]  # names where it was sent
+    assert_no_leak(json.dumps(result), [REDIRECT_TOKEN, REDIRECT_PASSWORD], "the check result")
+
+
+def test_handshake_stops_at_a_redirect_to_another_origin(work, stand_in, redirector, monkeypatch):
+    """begin() (experiment, run) over plain HTTP: the redirect target never sees the token; the launch stops (exit 1)."""
+    from runner.errors import EngineUnavailable
+
+    monkeypatch.setattr(tracker_runs, "_client_available", lambda: False)  # the no-extra HTTP path
+    other = stand_in(200, {"experiment": {"experiment_id": "1"}})
+    front = redirector(other.url)
+    host = {"MLFLOW_TRACKING_URI": front.url, "MLFLOW_TRACKING_TOKEN": REDIRECT_TOKEN}
+    planned = planned_for(work, "  disable_mlflow: false\n", host)
+    with pytest.raises(EngineUnavailable) as info:
+        tracker_runs.begin(planned.plan, Output(masker=Masker()))
+    assert f"127.0.0.1:{other.server.server_address[1]}" in info.value.message
+    for request in other.requests:
+        assert "Authorization" not in request["headers"], "the Authorization header followed the redirect"
+    assert_no_leak(str(info.value.message) + str(info.value.hint), [REDIRECT_TOKEN], "the error")
+
+
+def test_a_redirect_on_the_same_origin_is_followed_with_the_credentials(work):
+    """A proxy prefix move (same scheme, host, port) keeps working."""
+    seen = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            seen.append((self.path, self.headers.get("Authorization")))
+            if self.path.startswith("/old/"):
+                self.send_response(302)
+                self.send_header("Location", "/new/" + self.path[len("/old/"):])
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            data = json.dumps({"experiments": []}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/old"
+        planned = planned_for(work, "  disable_mlflow: false\n", {"MLFLOW_TRACKING_URI": url, "MLFLOW_TRACKING_TOKEN": REDIRECT_TOKEN})
+        [result] = tracker_runs.online_check(planned.plan, timeout=5)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert result["status"] == "reachable", result
+    assert [path.split("/")[1] for path, _ in seen[:2]] == ["old", "new"]
+    assert all(auth == "Bearer " + REDIRECT_TOKEN for _, auth in seen), "a same-origin request lost its credentials"
