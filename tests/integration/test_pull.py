@@ -1,4 +1,5 @@
-"""Pulls from the real password-protected registry (``.ci/setup-registry.sh``) through the real Docker daemon.
+"""Pulls from the real password-protected registry (``.ci/setup-registry.sh``) through the real Docker daemon
+and, for the credential sources, through rootful Podman's Docker-compatible API.
 
 One pull per credential source (Docker config ``auths``, a credential helper
 through ``credHelpers``, the launcher's ``DOCKER_LOGIN_*``), the failures by
@@ -12,12 +13,13 @@ import json
 import os
 import uuid
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
 from engines import assert_no_leak, free_port
 from registry_helpers import (HELPER_NAME, CmdlineWatch, auths_entry, docker_inspect, files_containing,  # noqa: F401
-                              remove_local, test_registry, write_credential_helper, write_docker_config)
+                              test_registry, write_credential_helper, write_docker_config)
 from runner.engine_api import Engine
 from runner.engine_api.pull import image_present, pull
 from runner.errors import ConfigError, EngineUnavailable, UsageError
@@ -25,14 +27,36 @@ from runner.pull_progress import PlainPullProgress, RichPullProgress
 from runner.registry import RegistryCredential, credentials_for
 from runner.secrets import Secret, secret_scope
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.engines("docker")]
+
+
+BOTH = pytest.mark.engines("docker", "podman")  # the others: Docker only (module mark)
 
 
 @pytest.fixture
-def engine(docker_client):
-    e = Engine()
+def engine(engine_host):
+    """The Engine API client for the engine under test (Docker unless parametrised with BOTH)."""
+    e = Engine(engine_host.host)
     yield e
     e.reset()
+
+
+def _remove(engine, image: str) -> None:
+    from runner.engine_api import ApiError
+
+    try:
+        engine.request("DELETE", f"/images/{quote(image, safe='')}", {"force": 1})
+    except ApiError:
+        pass
+
+
+def _engine_knows_registry(engine, exc: EngineUnavailable) -> None:
+    """Podman's API service reads registries.conf when it starts: one started before .ci/setup-registry.sh
+    marked the registry insecure refuses its plain HTTP. That is set-up order, not the runner."""
+    if "speaks plain HTTP" in exc.message:
+        from engines import engine_missing
+
+        engine_missing(f"{engine.host} configured for the test registry", f"{exc.message}; restart the Podman service")
 
 
 @pytest.fixture
@@ -48,11 +72,11 @@ def user_home(tmp_path, monkeypatch):
 
 
 @pytest.fixture
-def fresh(docker_client, test_registry):
-    """The registry's busybox image, not present locally (removed before and after the test)."""
-    remove_local(docker_client, test_registry.busybox)
+def fresh(engine, test_registry):
+    """The registry's busybox image, not present in the engine (removed before and after the test)."""
+    _remove(engine, test_registry.busybox)
     yield test_registry.busybox
-    remove_local(docker_client, test_registry.busybox)
+    _remove(engine, test_registry.busybox)
 
 
 def _pull_and_check(engine, image, cred, reg, home, extra_allowed=frozenset()):
@@ -60,27 +84,30 @@ def _pull_and_check(engine, image, cred, reg, home, extra_allowed=frozenset()):
     lines: list[str] = []
     scope = secret_scope(extra=[(f"registry password {reg.addr}", cred.password)])
     with CmdlineWatch([reg.password]) as watch:
-        assert pull(engine, image, policy="always", credential=cred, progress=PlainPullProgress(scope.masker, lines.append)) is True
+        try:
+            pulled = pull(engine, image, policy="always", credential=cred, progress=PlainPullProgress(scope.masker, lines.append))
+        except EngineUnavailable as exc:
+            _engine_knows_registry(engine, exc)
+            raise
+        assert pulled is True
     assert watch.scans > 0
     assert not watch.hits, f"the password was on a command line during the pull: {watch.hits}"
     assert image_present(engine, image)
     output = "\n".join(lines)
     assert f"pulling {image}" in output and f"pulled {image}" in output
     assert_no_leak(output, [reg.password], "the pull's progress output")
-    from urllib.parse import quote
-
     inspect = json.dumps(engine.request("GET", f"/images/{quote(image, safe='')}/json"))
     history = json.dumps(engine.request("GET", f"/images/{quote(image, safe='')}/history"))
     assert reg.addr in inspect
     assert_no_leak(inspect + history, [reg.password], "the engine's inspect and history of the pulled image")
-    if engine.host == Engine().host:
-        assert_no_leak(docker_inspect(image), [reg.password], "docker inspect of the pulled image")
+    assert_no_leak(docker_inspect(image), [reg.password], "docker inspect of the pulled image")  # DOCKER_HOST: this engine
     leaked = files_containing(home, [reg.password], skip=set(extra_allowed)) + files_containing(Path.cwd(), [reg.password])
     assert not leaked, f"the password is in files: {leaked}"
 
 
 # ------------------------------------------------------------------ one pull per credential source
 
+@BOTH
 def test_pull_with_docker_config_auths(engine, test_registry, fresh, user_home):
     config = write_docker_config(user_home / ".docker", auths_entry(test_registry))
     cred = credentials_for(fresh, lambda name: os.environ.get(name))
@@ -88,6 +115,7 @@ def test_pull_with_docker_config_auths(engine, test_registry, fresh, user_home):
     _pull_and_check(engine, fresh, cred, test_registry, user_home, extra_allowed={config})
 
 
+@BOTH
 def test_pull_with_credential_helper(engine, test_registry, fresh, user_home, tmp_path, monkeypatch):
     write_credential_helper(tmp_path / "bin")
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
@@ -97,6 +125,7 @@ def test_pull_with_credential_helper(engine, test_registry, fresh, user_home, tm
     _pull_and_check(engine, fresh, cred, test_registry, user_home)
 
 
+@BOTH
 def test_pull_with_docker_login_env(engine, test_registry, fresh, user_home):
     env = {"DOCKER_LOGIN_USER": test_registry.user, "DOCKER_LOGIN_KEY": test_registry.password,
            "DOCKER_LOGIN_REGISTRY": test_registry.addr}
@@ -105,13 +134,13 @@ def test_pull_with_docker_login_env(engine, test_registry, fresh, user_home):
     _pull_and_check(engine, fresh, cred, test_registry, user_home)
 
 
-def test_pull_multi_layer_image_with_rich_progress(engine, docker_client, test_registry, user_home):
+def test_pull_multi_layer_image_with_rich_progress(engine, test_registry, user_home):
     """The 220 MB three-layer image: per-layer bytes reach the renderer, the password reaches no output."""
     import io
 
     from rich.console import Console
 
-    remove_local(docker_client, test_registry.big)
+    _remove(engine, test_registry.big)
     try:
         cred = RegistryCredential(test_registry.addr, test_registry.user, Secret(test_registry.password), "test")
         scope = secret_scope(extra=[("registry password", cred.password)])
@@ -132,18 +161,23 @@ def test_pull_multi_layer_image_with_rich_progress(engine, docker_client, test_r
         # missing + present: no pull at all
         assert pull(engine, test_registry.big, policy="missing", credential=cred) is False
     finally:
-        remove_local(docker_client, test_registry.big)
+        _remove(engine, test_registry.big)
 
 
 # ------------------------------------------------------------------ failures by cause
 
+@BOTH
 def test_wrong_password_exits_2_naming_registry_and_source(engine, test_registry, fresh, user_home):
     wrong = f"canary-wrong-{uuid.uuid4().hex}"
     env = {"DOCKER_LOGIN_USER": test_registry.user, "DOCKER_LOGIN_KEY": wrong, "DOCKER_LOGIN_REGISTRY": test_registry.addr}
     cred = credentials_for(fresh, env.get)
     lines: list[str] = []
     with pytest.raises(ConfigError) as info:
-        pull(engine, fresh, policy="missing", credential=cred, progress=PlainPullProgress(None, lines.append))
+        try:
+            pull(engine, fresh, policy="missing", credential=cred, progress=PlainPullProgress(None, lines.append))
+        except EngineUnavailable as exc:
+            _engine_knows_registry(engine, exc)
+            raise
     text = f"{info.value}\n{info.value.hint}\n" + "\n".join(lines)
     assert info.value.exit_code == 2
     assert test_registry.addr in str(info.value) and "env DOCKER_LOGIN_*" in str(info.value)
@@ -189,9 +223,14 @@ def test_policy_never(engine, test_registry, fresh, busybox_image):
     assert pull(engine, busybox_image, policy="never") is False
 
 
+@BOTH
 def test_policy_missing_pulls_once_then_not_at_all(engine, test_registry, fresh):
     good = RegistryCredential(test_registry.addr, test_registry.user, Secret(test_registry.password), "test")
-    assert pull(engine, fresh, policy="missing", credential=good) is True
+    try:
+        assert pull(engine, fresh, policy="missing", credential=good) is True
+    except EngineUnavailable as exc:
+        _engine_knows_registry(engine, exc)
+        raise
     # present: the registry is not asked (a wrong credential would be refused there)
     wrong = RegistryCredential(test_registry.addr, test_registry.user, Secret("wrong-" + uuid.uuid4().hex), "test")
     assert pull(engine, fresh, policy="missing", credential=wrong) is False
@@ -209,60 +248,6 @@ def test_policy_always_asks_the_registry_even_when_present(engine, test_registry
 def test_unknown_policy_is_a_usage_error(engine, busybox_image):
     with pytest.raises(UsageError):
         pull(engine, busybox_image, policy="sometimes")
-
-
-# ------------------------------------------------------------------ Podman (its Docker-compatible API)
-
-PODMAN_HOST = os.environ.get("PRIMUS_TEST_PODMAN_HOST", "unix:///run/podman/podman.sock")
-
-
-@pytest.fixture
-def podman(test_registry):
-    """The rootful Podman API service, with the test image not in its store."""
-    from engines import engine_missing
-    from runner.engine_api import ApiError
-
-    e = Engine(PODMAN_HOST)
-    problem = None
-    try:
-        e.ping()
-    except (EngineUnavailable, ApiError) as exc:
-        problem = exc.message
-    if problem:
-        engine_missing("the Podman API service", f"{PODMAN_HOST}: {problem}")
-
-    def rmi():
-        try:
-            e.request("DELETE", f"/images/{test_registry.busybox.replace('/', '%2F')}", {"force": 1})
-        except ApiError:
-            pass
-
-    rmi()
-    yield e
-    rmi()
-    e.reset()
-
-
-def test_podman_pull_with_docker_login_env_and_a_refused_password(podman, test_registry, user_home):
-    image = test_registry.busybox
-    wrong = f"canary-wrong-{uuid.uuid4().hex}"
-    env = {"DOCKER_LOGIN_USER": test_registry.user, "DOCKER_LOGIN_KEY": wrong, "DOCKER_LOGIN_REGISTRY": test_registry.addr}
-    try:
-        pull(podman, image, policy="missing", credential=credentials_for(image, env.get))
-    except EngineUnavailable as exc:  # the service started before .ci/setup-registry.sh marked the registry insecure
-        from engines import engine_missing
-
-        engine_missing("Podman configured for the test registry", f"{exc.message}; restart the Podman service")
-    except ConfigError as exc:
-        assert exc.exit_code == 2 and test_registry.addr in str(exc) and "env DOCKER_LOGIN_*" in str(exc)
-        assert_no_leak(f"{exc} {exc.hint}", [wrong, test_registry.password], "Podman's refusal")
-    else:
-        pytest.fail("Podman pulled with a wrong password")
-    assert not image_present(podman, image)
-    env["DOCKER_LOGIN_KEY"] = test_registry.password
-    cred = credentials_for(image, env.get)
-    _pull_and_check(podman, image, cred, test_registry, user_home)
-    assert pull(podman, image, policy="missing", credential=cred) is False
 
 
 # ------------------------------------------------------------------ ensure_image: what up/submit/build/node-agent call
