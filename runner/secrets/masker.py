@@ -8,44 +8,84 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import urllib.parse
 from typing import Iterable
 
 from runner.secrets.value import MASK, Secret
 
 _MASK_BYTES = MASK.encode()
-# Encodings of very short values would mask ordinary text; below this length
-# only the plain value is masked.
+# A value shorter than this is not masked at all: "1", "true", "false" would garble
+# every line and make JSON invalid, and a credential is never that short. The
+# policy warns about such a value by name (runner.policy) instead.
+MIN_SECRET_LEN = 6
+# Encodings of short values would mask ordinary text; below this length only the
+# plain value is masked. Base64: a form is kept when it has at least this many
+# characters that depend only on the value, so every value of 6 bytes or more is
+# found in a base64 blob at any of the three byte offsets.
 _MIN_ENCODED_LEN = 6
+# At the end of a stream (or of one-shot text) a tail that begins a secret but
+# stops short (the job died, the text was cut) is masked when it is at least
+# this long or at least half of the shortest secret form it begins; a shorter
+# tail is printed: it reveals less than half of the form and at most 7 bytes.
+PARTIAL_MASK_LEN = 8
+_HEAD = 4  # tails of this length or more are found through their first _HEAD bytes
+_URI_COMPONENT_SAFE = "-_.!~*'()"  # JavaScript encodeURIComponent leaves these as they are
 
 
-def encodings(value: str) -> set[bytes]:
+def _raw(value: str | bytes) -> bytes:
+    """A value as the bytes a process prints: os.environ holds undecodable bytes as surrogates."""
+    return value if isinstance(value, bytes) else value.encode("utf-8", "surrogateescape")
+
+
+def _b64_stable(raw: bytes, offset: int, codec) -> bytes:
+    """The base64 characters that depend only on ``raw`` when it starts ``offset`` bytes
+    into a blob: what appears whatever surrounds it."""
+    blob = codec(b"\0" * offset + raw)
+    start = -(-8 * offset // 6)
+    end = 8 * (offset + len(raw)) // 6
+    return blob[start:end]
+
+
+def _lower_percent(form: bytes) -> bytes:
+    return re.sub(rb"%[0-9A-F]{2}", lambda m: m.group(0).lower(), form)
+
+
+def encodings(value: str | bytes) -> set[bytes]:
     """The plain value and the forms a job might print it in.
 
-    Base64 is taken at all three byte alignments (the characters that depend only
-    on the value), like the GitHub Actions runner does, so a value embedded in a
-    larger base64 blob (an ``Authorization: Basic`` header, a k8s secret) is found.
+    Percent-encoding (``quote`` with ``safe=""`` and its default ``safe="/"``,
+    ``quote_plus``, JavaScript ``encodeURIComponent``, each in upper- and
+    lower-case hex), JSON string escapes (with and without ``\\/``), and base64 /
+    base64url: the whole value padded, and the characters that depend only on the
+    value at each of the three byte offsets (like the GitHub Actions runner), so a
+    value inside a larger blob (an ``Authorization: Basic`` header) is found.
+    The floor: only the plain form of a value shorter than 6 bytes is masked, and
+    values shorter than 6 bytes (``MIN_SECRET_LEN``) are not masked at all.
     """
-    raw = value.encode("utf-8", "surrogateescape")
+    raw = _raw(value)
+    text = raw.decode("utf-8", "surrogateescape")
     forms = {raw}
     if len(raw) >= _MIN_ENCODED_LEN:
-        forms.add(urllib.parse.quote(value, safe="").encode())
-        forms.add(urllib.parse.quote_plus(value).encode())
-        forms.add(json.dumps(value)[1:-1].encode())
-        forms.add(json.dumps(value, ensure_ascii=False)[1:-1].encode("utf-8", "surrogateescape"))
-        for shift in range(3):
-            aligned = raw[shift:]
-            whole = aligned[: len(aligned) // 3 * 3]
-            for codec in (base64.b64encode, base64.urlsafe_b64encode):
-                form = codec(whole)
+        for safe in ("", "/", _URI_COMPONENT_SAFE):
+            quoted = urllib.parse.quote(raw, safe=safe).encode()
+            forms.update((quoted, _lower_percent(quoted)))
+        plus = urllib.parse.quote_plus(raw).encode()
+        forms.update((plus, _lower_percent(plus)))
+        for ensure_ascii in (True, False):
+            escaped = json.dumps(text, ensure_ascii=ensure_ascii)[1:-1].encode("utf-8", "surrogateescape")
+            forms.update((escaped, escaped.replace(b"/", b"\\/")))
+        for codec in (base64.b64encode, base64.urlsafe_b64encode):
+            forms.add(codec(raw))
+            for offset in range(3):
+                form = _b64_stable(raw, offset, codec)
                 if len(form) >= _MIN_ENCODED_LEN:
                     forms.add(form)
-            forms.add(base64.b64encode(aligned))
-    if "\n" in value:  # a PEM key or a JSON credential printed line by line (a logger's prefix per line)
-        for line in value.splitlines():
+    if b"\n" in raw:  # a PEM key or a JSON credential printed line by line (a logger's prefix per line)
+        for line in raw.splitlines():
             line = line.strip()
             if len(line) >= _MIN_ENCODED_LEN:
-                forms.add(line.encode("utf-8", "surrogateescape"))
+                forms.add(line)
     forms.discard(b"")
     return forms
 
@@ -61,25 +101,47 @@ class Masker:
 
     def __init__(self, named: Iterable[tuple[str, str | Secret] | str | Secret] = ()):
         """``named``: (NAME, value) pairs, whose names ``matches`` reports (audit); a bare
-        value is reported as "secret"."""
+        value is reported as "secret". Values shorter than ``MIN_SECRET_LEN`` bytes are
+        not masked; their names are in ``too_short``.
+
+        Building is linear in the total length of the values: the patterns, their
+        first ``_HEAD`` bytes and their prefixes shorter than that, never the set of
+        all prefixes.
+        """
         owners: dict[bytes, set[str]] = {}
+        too_short: set[str] = set()
         for item in named:
             name, value = item if isinstance(item, tuple) else ("secret", item)
             plain = value.reveal() if isinstance(value, Secret) else value
             if not plain:
                 continue
+            if len(_raw(plain)) < MIN_SECRET_LEN:
+                too_short.add(name)
+                continue
             for form in encodings(plain):
                 owners.setdefault(form, set()).add(name)
+        self.too_short = tuple(sorted(too_short))
         self._patterns = sorted(owners, key=len, reverse=True)
         self._owners = [tuple(sorted(owners[p])) for p in self._patterns]
         self._automaton = None
-        self._prefixes: frozenset[bytes] = frozenset()
+        self._heads = None
+        self._head_patterns: list[list[bytes]] = []
+        self._short: dict[bytes, int] = {}  # a prefix shorter than _HEAD -> the shortest pattern it begins
         self.max_len = max((len(p) for p in self._patterns), default=0)
         if self._patterns:
             import ahocorasick_rs
 
             self._automaton = ahocorasick_rs.BytesAhoCorasick(self._patterns, matchkind=ahocorasick_rs.MatchKind.Standard)
-            self._prefixes = frozenset(p[:k] for p in self._patterns for k in range(1, len(p)))
+            by_head: dict[bytes, list[bytes]] = {}
+            for p in self._patterns:
+                for k in range(1, min(_HEAD, len(p))):
+                    self._short[p[:k]] = min(self._short.get(p[:k], len(p)), len(p))
+                if len(p) > _HEAD:
+                    by_head.setdefault(p[:_HEAD], []).append(p)
+            if by_head:
+                heads = list(by_head)
+                self._head_patterns = [by_head[h] for h in heads]
+                self._heads = ahocorasick_rs.BytesAhoCorasick(heads, matchkind=ahocorasick_rs.MatchKind.Standard)
 
     def matches(self, data: bytes):
         """(NAME, start, end) for every occurrence of every encoding in ``data``, overlapping ones too."""
@@ -123,13 +185,15 @@ class Masker:
         ``context`` is the raw text already emitted just before ``data`` (so a secret
         that began there and continues here is found), ``in_mask`` whether that
         emission ended inside a mask. Returns (output, held-back raw bytes, the new
-        context, whether the output ends inside a mask).
+        context, whether the output ends inside a mask). When ``final``, a tail that
+        begins a secret is masked by the rule of ``PARTIAL_MASK_LEN``.
         """
         if self._automaton is None:
             return data, b"", b"", False
         buf = context + data
         off = len(context)
-        cut = len(buf) if final else max(off, len(buf) - self._pending_len(buf))
+        pending, shortest = self._pending(buf)
+        cut = len(buf) if final else max(off, len(buf) - pending)
         parts: list[bytes] = []
         pos = off
         for start, end in self._spans(buf):
@@ -145,18 +209,48 @@ class Masker:
                 parts.append(_MASK_BYTES)
             in_mask = True
             pos = end
+        if final and pending and pending >= _HEAD and pending >= min(PARTIAL_MASK_LEN, -(-shortest // 2)):
+            begin = max(len(buf) - pending, off)
+            if begin >= pos:  # the cut-off start of a secret: no part of it is printed
+                if begin > pos:
+                    parts.append(buf[pos:begin])
+                    in_mask = False
+                if not in_mask:
+                    parts.append(_MASK_BYTES)
+                in_mask = True
+                pos = len(buf)
         if pos < cut:
             parts.append(buf[pos:cut])
             in_mask = False
         cut = max(cut, pos)
         return b"".join(parts), buf[cut:], buf[max(0, cut - self.max_len + 1):cut], in_mask
 
-    def _pending_len(self, data: bytes) -> int:
-        """Length of the longest tail of ``data`` that is a proper prefix of a pattern."""
-        for k in range(min(self.max_len - 1, len(data)), 0, -1):
-            if data[-k:] in self._prefixes:
-                return k
-        return 0
+    def _pending(self, buf: bytes) -> tuple[int, int]:
+        """(length of the longest tail of ``buf`` that is a proper prefix of a pattern, the
+        length of the shortest pattern it begins); (0, 0) when none.
+
+        A tail of ``_HEAD`` bytes or more begins with a pattern's head: the head
+        automaton finds the few places it can start (in C), and each is checked with
+        ``startswith``; shorter tails are looked up. Nothing is done per byte in Python.
+        """
+        if self.max_len <= 1:
+            return 0, 0
+        window = buf[-(self.max_len - 1):]
+        if self._heads is not None and len(window) >= _HEAD:
+            starts: dict[int, list[int]] = {}
+            for index, start, _ in self._heads.find_matches_as_indexes(window, overlapping=True):
+                starts.setdefault(start, []).append(index)
+            for start in sorted(starts):
+                tail = window[start:]
+                fits = [len(p) for index in starts[start] for p in self._head_patterns[index]
+                        if len(p) > len(tail) and p.startswith(tail)]
+                if fits:
+                    return len(tail), min(fits)
+        for k in range(min(_HEAD - 1, len(buf)), 0, -1):
+            shortest = self._short.get(buf[-k:])
+            if shortest is not None:
+                return k, shortest
+        return 0, 0
 
 
 class MaskedStream:
