@@ -280,3 +280,41 @@ def test_ensure_image_plain_progress_masked_no_credential_in_env(engine, test_re
     assert_no_leak(err, [test_registry.password], "ensure_image's output")
     assert ensure_image(engine, fresh, policy="missing", lookup=os.environ.get, out=out) is False
     assert capsys.readouterr().err == ""
+
+
+# ------------------------------------------------------------------ Slurm: each node pulls before its job, as the node agent will
+
+_NODE_PULL = """
+import os, sys
+from runner.engine_api import Engine
+from runner.engine_api.pull import ensure_image
+from runner.secrets import secret_scope
+from runner.ui import Output
+
+scope = secret_scope([os.environ], lambda name: name == "DOCKER_LOGIN_KEY")
+out = Output(color=False, masker=scope.masker)
+pulled = ensure_image(Engine(), sys.argv[1], policy="missing", lookup=os.environ.get, out=out)
+print(f"node {os.environ['SLURM_NODEID']}: ready (pulled={pulled})", flush=True)
+"""
+
+
+def test_both_slurm_nodes_pull_with_the_forwarded_docker_login(slurm_cluster, engine, test_registry, fresh, tmp_path, monkeypatch):
+    """DOCKER_LOGIN_* reach the nodes by name only (--export), each node pulls through its engine."""
+    import sys
+
+    from engines import srun
+
+    script = tmp_path / "node_pull.py"
+    script.write_text(_NODE_PULL)
+    monkeypatch.setenv("DOCKER_LOGIN_USER", test_registry.user)
+    monkeypatch.setenv("DOCKER_LOGIN_KEY", test_registry.password)
+    monkeypatch.setenv("DOCKER_LOGIN_REGISTRY", test_registry.addr)
+    export = "--export=PATH,HOME,DOCKER_LOGIN_USER,DOCKER_LOGIN_KEY,DOCKER_LOGIN_REGISTRY"
+    with CmdlineWatch([test_registry.password]) as watch:
+        done = srun(slurm_cluster, [export, sys.executable, str(script), fresh])
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "node 0: ready" in done.stdout and "node 1: ready" in done.stdout
+    assert f"pulling {fresh}" in done.stderr
+    assert not watch.hits, f"the password was on a command line: {watch.hits}"
+    assert_no_leak(done.stdout + done.stderr, [test_registry.password], "the nodes' output")
+    assert image_present(engine, fresh)
