@@ -264,7 +264,7 @@ def check_login(cred: RegistryCredential, timeout: float = 15.0) -> None:
             break
     raise EngineUnavailable(
         f"registry {cred.registry} is not reachable ({last.__class__.__name__}: {last})",
-        hint=f"check the registry address and the network from this host (curl -sI https://{host}/v2/)",
+        hint=f"check the registry address and the network from this host (curl -sI {schemes[-1]}://{host}/v2/)",
     )
 
 

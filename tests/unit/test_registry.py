@@ -275,3 +275,13 @@ def test_progress_for_masks_a_credential_the_scope_does_not_know(capsys):
     assert "something quoting ***" in err
     assert_no_leak(err, [value], "the progress output")
     assert type(progress_for(Output(json_mode=True, color=False), cred)) is PullProgress
+
+
+def test_docker_hub_login_from_docker_config(tmp_path):
+    """docker login (no server) stores Hub credentials under https://index.docker.io/v1/."""
+    value = canary()
+    auth = base64.b64encode(f"erin:{value}".encode()).decode()
+    write_docker_config(tmp_path / "dc", {"auths": {HUB_AUTH_KEY: {"auth": auth}}})
+    for image in ("rocm/primus:v26.5", "ubuntu", "docker.io/library/ubuntu:22.04"):
+        cred = credentials_for(image, lookup_of({"DOCKER_CONFIG": str(tmp_path / "dc")}))
+        assert (cred.registry, cred.username, cred.password.reveal()) == (HUB, "erin", value)
