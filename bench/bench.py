@@ -112,18 +112,20 @@ def bench_build() -> None:
     import io
     import json
     import tarfile
-    from types import SimpleNamespace
 
-    from runner import images
+    from runner.images.context import make_context
+    from runner.images.recipe import resolve_build
+    from runner.launch import load_context
+    from runner.options import BuildOptions, Sources
 
     base, tag, raw_tag, runs = "primus-test/python:bookworm", "primus-bench/rocm:bench", "primus-bench/rocm-raw:bench", 5
     env = dict(os.environ, NO_COLOR="1")
     cmd = RUNNER + ["--json", "build", "--base", base, "--tag", tag]
     warm = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, check=True)  # first build (may install)
     labels = json.loads(warm.stdout)["labels"]
-    spec = images.resolve_build(SimpleNamespace(flavor="rocm", base=base, tag=tag, build_arg=[], no_cache=False), None, None, None)
+    spec = resolve_build(BuildOptions(flavor="rocm", base=base, tag=tag), load_context(Sources()))
     with tempfile.TemporaryDirectory() as ctx:
-        with tarfile.open(fileobj=io.BytesIO(images.make_context(spec))) as tar:
+        with tarfile.open(fileobj=io.BytesIO(make_context(spec))) as tar:
             tar.extractall(ctx)
         raw = ["docker", "build", "-q", "-f", f"{ctx}/{spec.dockerfile}", "-t", raw_tag]
         raw += [x for k, v in spec.build_args for x in ("--build-arg", f"{k}={v}")]

@@ -22,12 +22,15 @@ from docker_helpers import CONFIG, Workspace
 from engines import assert_no_leak
 
 import runner
-from runner import images
+from runner.errors import RuntimeFailure
+from runner.images import context as build_context
+from runner.images import recipe as build_recipe
+from runner.images.stream import run_build
 
 pytestmark = pytest.mark.docker
 
 TAGS = {"rocm": "primus-test/trainer-rocm:pytest", "cuda": "primus-test/trainer-cuda:pytest"}
-PINS = dict(line.split("==") for line in (images.recipes_dir(None) / "common/requirements.txt").read_text().splitlines() if "==" in line and not line.startswith("#"))
+PINS = dict(line.split("==") for line in (build_recipe.recipes_dir(None) / "common/requirements.txt").read_text().splitlines() if "==" in line and not line.startswith("#"))
 JOB_CONFIG = CONFIG.replace("image: primus-test/busybox:latest", "image: primus-test/trainer-rocm:pytest")
 
 
@@ -61,15 +64,15 @@ def test_recipe_builds_with_correct_labels(built, docker_client, python_image, f
     image = docker_client.images.get(TAGS[flavor])
     assert image.id == result["image_id"]
     labels = image.labels
-    context = images.recipes_dir(None)
+    context = build_recipe.recipes_dir(None)
     revision = subprocess.run(["git", "-C", str(context), "log", "-1", "--format=%H", "--", "."], capture_output=True, text=True).stdout.strip()
     assert labels["org.opencontainers.image.revision"] == (revision or "unknown")
     assert labels["org.opencontainers.image.base.name"] == python_image
     assert labels["org.opencontainers.image.source"]
     assert labels["io.primus-runner.flavor"] == flavor
     assert labels["io.primus-runner.version"] == runner.__version__
-    files = [f for f in images.context_files(context, f"{flavor}/Dockerfile") if f != images.CA_NAME]
-    assert labels["io.primus-runner.recipe-hash"] == images.recipe_hash(context, files)
+    files = [f for f in build_context.context_files(context, f"{flavor}/Dockerfile") if f != build_recipe.CA_NAME]
+    assert labels["io.primus-runner.recipe-hash"] == build_context.recipe_hash(context, files)
     created = datetime.strptime(labels["org.opencontainers.image.created"], "%Y-%m-%dT%H:%M:%SZ")
     assert created.year >= 2024
     assert result["labels"] == {k: v for k, v in labels.items() if k in result["labels"]}
@@ -141,13 +144,13 @@ def test_a_secret_in_the_image_is_found_and_the_image_removed(python_image, dock
         f"ARG BASE_IMAGE\nFROM ${{BASE_IMAGE}}\nRUN echo {canary['HF_TOKEN']} >/dev/null\nLABEL io.primus-runner.test=leak\n"
     )
     tag = "primus-test/leaky:pytest"
-    spec = images.BuildSpec(
+    spec = build_recipe.BuildSpec(
         flavor="rocm", context_dir=str(recipe), dockerfile="rocm/Dockerfile", base=python_image, tag=tag,
         build_args=(("BASE_IMAGE", python_image),), labels=(), files=("rocm/Dockerfile",), ca_source=None, recipe_hash="x",
     )
     masker = Masker(canary.values())
-    with pytest.raises(images.RuntimeFailure) as failure:
-        images.run_build(spec, Output(masker=masker), masker)
+    with pytest.raises(RuntimeFailure) as failure:
+        run_build(spec, Output(masker=masker), masker)
     assert "history[" in failure.value.message and "removed" in failure.value.message
     assert_no_leak(failure.value.message, canary, "failure message")
     from docker.errors import ImageNotFound

@@ -15,7 +15,9 @@ import pytest
 
 from engines import assert_no_leak, make_canary
 
-from runner import images
+from runner.errors import UsageError
+from runner.images import context as build_context
+from runner.images import recipe as build_recipe
 
 RUNNER = [sys.executable, "-m", "runner"]
 
@@ -47,7 +49,7 @@ def test_secret_build_arg_name_is_refused_with_a_pointer(project):
     err = proc.stderr.decode()
     assert proc.returncode == 2, err
     assert "WANDB_API_KEY is classified secret" in err and "MY_TOKEN is classified secret" in err  # all at once
-    assert "run time" in err and "classic builder" in err
+    assert "--secret WANDB_API_KEY and RUN --mount=type=secret,id=WANDB_API_KEY" in err  # the fix names the safe way
     assert "Traceback" not in err
     assert_no_leak(proc.stdout + proc.stderr, canary, "refusal output")
 
@@ -86,7 +88,7 @@ def test_context_holding_the_env_file_in_use_is_refused(project):
 
 def test_default_env_file_is_kept_out_by_dockerignore(project):
     """The shipped ignore rules drop .env files, so the same layout with .env is not refused and not sent."""
-    recipes = recipe(project, ignore=(images.recipes_dir(None) / ".dockerignore").read_text())
+    recipes = recipe(project, ignore=(build_recipe.recipes_dir(None) / ".dockerignore").read_text())
     (recipes / ".env").write_text("HF_TOKEN=canary-hf-token-ignored\n")
     (recipes / "deploy.pem").write_text("-----BEGIN PRIVATE KEY-----\n")
     proc = run(project, "--env-file", str(recipes / ".env"), "--json", "build", "--dry-run")
@@ -130,29 +132,29 @@ def test_build_without_daemon_exits_1(project):
 def test_context_stages_the_ca_bundle_under_its_fixed_name(tmp_path):
     ca = tmp_path / "corp-ca.crt"
     ca.write_bytes(b"-----BEGIN CERTIFICATE-----\nfake\n-----END CERTIFICATE-----\n")
-    args, found, _ = images.host_pip_settings({"REQUESTS_CA_BUNDLE": str(ca), "PIP_CONFIG_FILE": os.devnull}, home=tmp_path)
+    args, found, _ = build_recipe.host_pip_settings({"REQUESTS_CA_BUNDLE": str(ca), "PIP_CONFIG_FILE": os.devnull}, home=tmp_path)
     assert found == str(ca)
-    context = images.recipes_dir(None)
-    spec = images.BuildSpec("rocm", str(context), "rocm/Dockerfile", "b", "t", (), (), ("rocm/Dockerfile",), found, "h")
-    with tarfile.open(fileobj=io.BytesIO(images.make_context(spec))) as tar:
-        assert tar.extractfile(images.CA_NAME).read() == ca.read_bytes()
+    context = build_recipe.recipes_dir(None)
+    spec = build_recipe.BuildSpec("rocm", str(context), "rocm/Dockerfile", "b", "t", (), (), ("rocm/Dockerfile",), found, "h")
+    with tarfile.open(fileobj=io.BytesIO(build_context.make_context(spec))) as tar:
+        assert tar.extractfile(build_recipe.CA_NAME).read() == ca.read_bytes()
         assert {m.mtime for m in tar.getmembers()} == {0}  # stable context: cache depends on content only
-    no_ca = images.BuildSpec("rocm", str(context), "rocm/Dockerfile", "b", "t", (), (), (), None, "h")
-    with tarfile.open(fileobj=io.BytesIO(images.make_context(no_ca))) as tar:
-        assert tar.extractfile(images.CA_NAME).read() == b""  # the Dockerfile's COPY still works
+    no_ca = build_recipe.BuildSpec("rocm", str(context), "rocm/Dockerfile", "b", "t", (), (), (), None, "h")
+    with tarfile.open(fileobj=io.BytesIO(build_context.make_context(no_ca))) as tar:
+        assert tar.extractfile(build_recipe.CA_NAME).read() == b""  # the Dockerfile's COPY still works
 
 
 def test_pip_ca_precedence(tmp_path):
     a, b = tmp_path / "a.crt", tmp_path / "b.crt"
     a.write_text("a")
     b.write_text("b")
-    assert images.host_pip_settings({"PIP_CERT": str(a), "SSL_CERT_FILE": str(b)}, home=tmp_path)[1] == str(a)
+    assert build_recipe.host_pip_settings({"PIP_CERT": str(a), "SSL_CERT_FILE": str(b)}, home=tmp_path)[1] == str(a)
     no_config = {"PIP_CONFIG_FILE": os.devnull}
-    assert images.host_pip_settings({**no_config, "SSL_CERT_FILE": str(b), "PIP_CERT": str(tmp_path / "missing")}, home=tmp_path)[1] == str(b)
+    assert build_recipe.host_pip_settings({**no_config, "SSL_CERT_FILE": str(b), "PIP_CERT": str(tmp_path / "missing")}, home=tmp_path)[1] == str(b)
     conf = tmp_path / "pip.conf"
     conf.write_text(f"[global]\ncert = {b}\n")
     # pip's own `cert` setting beats REQUESTS_CA_BUNDLE, as it does for pip
-    assert images.host_pip_settings({"PIP_CONFIG_FILE": str(conf), "REQUESTS_CA_BUNDLE": str(a), "XDG_CONFIG_DIRS": str(tmp_path / "none")}, home=tmp_path)[1] == str(b)
+    assert build_recipe.host_pip_settings({"PIP_CONFIG_FILE": str(conf), "REQUESTS_CA_BUNDLE": str(a), "XDG_CONFIG_DIRS": str(tmp_path / "none")}, home=tmp_path)[1] == str(b)
 
 
 def test_host_pip_config_is_forwarded_when_usable_in_a_build(tmp_path):
@@ -164,7 +166,7 @@ def test_host_pip_config_is_forwarded_when_usable_in_a_build(tmp_path):
         "[global]\nfind-links = /opt/wheels\nextra-index-url = file:///opt/pypi/simple https://extra.example.com/simple\ntrusted-host = mirror.example.com\n"
     )
     env = {"XDG_CONFIG_DIRS": str(xdg), "PIP_DEFAULT_TIMEOUT": "180", "HTTPS_PROXY": "http://proxy.example.com:3128"}
-    args, _, notes = images.host_pip_settings(env, home=tmp_path)
+    args, _, notes = build_recipe.host_pip_settings(env, home=tmp_path)
     assert args["PIP_INDEX_URL"] == "https://mirror.example.com/simple"
     assert args["PIP_EXTRA_INDEX_URL"] == "https://extra.example.com/simple"  # the host-local file:// index is dropped
     assert args["PIP_TRUSTED_HOST"] == "mirror.example.com"
@@ -175,17 +177,17 @@ def test_host_pip_config_is_forwarded_when_usable_in_a_build(tmp_path):
 
 
 def test_host_index_with_password_is_not_forwarded(tmp_path):
-    args, _, notes = images.host_pip_settings({"PIP_INDEX_URL": "https://u:hunter2-pw@private.example.com/simple"}, home=tmp_path)
+    args, _, notes = build_recipe.host_pip_settings({"PIP_INDEX_URL": "https://u:hunter2-pw@private.example.com/simple"}, home=tmp_path)
     assert "PIP_INDEX_URL" not in args
     assert any("embeds a password" in n for n in notes) and not any("hunter2" in n for n in notes)
 
 
 def test_bare_build_arg_takes_the_host_value():
-    assert images.parse_build_args(["A=1", "B"], {"B": "2"}) == [("A", "1"), ("B", "2")]
-    with pytest.raises(images.UsageError):
-        images.parse_build_args(["C"], {})
-    with pytest.raises(images.UsageError):
-        images.parse_build_args(["=x"], {})
+    assert build_recipe.parse_build_args(["A=1", "B"], {"B": "2"}) == [("A", "1"), ("B", "2")]
+    with pytest.raises(UsageError):
+        build_recipe.parse_build_args(["C"], {})
+    with pytest.raises(UsageError):
+        build_recipe.parse_build_args(["=x"], {})
 
 
 def test_dockerignore_matcher_agrees_with_the_docker_sdk(tmp_path):
@@ -197,8 +199,8 @@ def test_dockerignore_matcher_agrees_with_the_docker_sdk(tmp_path):
         path = tmp_path / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("x")
-    (tmp_path / ".dockerignore").write_text((images.recipes_dir(None) / ".dockerignore").read_text() + "\n!sub/id_rsa.pub\n/keep.txt\n")
-    ours = set(images.context_files(tmp_path, "rocm/Dockerfile"))
-    sdk = {p for p in exclude_paths(str(tmp_path), images._dockerignore(tmp_path), dockerfile="rocm/Dockerfile") if (tmp_path / p).is_file()}
+    (tmp_path / ".dockerignore").write_text((build_recipe.recipes_dir(None) / ".dockerignore").read_text() + "\n!sub/id_rsa.pub\n/keep.txt\n")
+    ours = set(build_context.context_files(tmp_path, "rocm/Dockerfile"))
+    sdk = {p for p in exclude_paths(str(tmp_path), build_context.dockerignore(tmp_path), dockerfile="rocm/Dockerfile") if (tmp_path / p).is_file()}
     assert ours == sdk
     assert ".env" not in ours and "a/b/x.pem" not in ours and "sub/id_rsa.pub" in ours

@@ -1,0 +1,156 @@
+"""``primus-runner build`` and ``up --build``: images with no secret baked in.
+
+Modules by concern: ``recipe`` (which Dockerfile, context, base, tag, build
+args, secret names, labels), ``context`` (``.dockerignore``, context hygiene,
+the tar), ``builder`` (classic Engine API, BuildKit through a CLI, Podman),
+``stream`` (the build stream and its progress display), ``scan`` (the
+post-build scan of config, history and layers). This module holds the command
+entry points only; it takes ``runner.options.BuildOptions``, never argparse.
+"""
+
+from __future__ import annotations
+
+import os
+
+from runner.options import BuildOptions, Sources
+from runner.ui import Output
+
+
+def _load(opts: BuildOptions):
+    """(context, build secrets): config, env file and the secret scope, the build's ``--secret``
+    values in it; every missing secret name exits 2 here, before anything is built."""
+    from runner.images.recipe import secret_names, secret_values
+    from runner.launch import load_context
+
+    context = load_context(opts.sources)
+    secrets = secret_values(secret_names(opts, context.config), os.environ, context.env_file.values)
+    if secrets:  # their values join the scope (masked, refused in build args, scanned for), whatever their names
+        context = load_context(opts.sources, extra=secrets)
+    return context, secrets
+
+
+def _prepare(opts: BuildOptions, out: Output, masker=None):
+    """(spec, builder or the reason there is none, secrets, the scan's masker)."""
+    from runner.errors import EngineUnavailable
+    from runner.images.builder import choose, docker_engine_name
+    from runner.images.recipe import resolve_build
+
+    context, secrets = _load(opts)
+    if masker is None:  # build: the scope's masker is THE masker for everything printed
+        masker = context.scope.masker
+        out.use_masker(masker)
+    elif secrets:  # up --build: the launch's masker stays on ``out`` (the job's output); the build's
+        masker = context.scope.masker  # stream and scan also cover its --secret values
+    spec = resolve_build(opts, context)
+    for note in spec.notes:
+        out.warn(note.removeprefix("warning: ")) if note.startswith("warning:") else out.debug(note)
+    try:
+        builder = choose(spec, docker_engine_name(context.config))
+    except EngineUnavailable as exc:
+        if not opts.dry_run:
+            raise
+        builder = exc
+    return spec, builder, secrets, masker
+
+
+def cmd_build(opts: BuildOptions, out: Output) -> int:
+    """``primus-runner build``: 0 built, 1 no daemon/builder, 2 refused before anything started, 3 build failed."""
+    opts = _options(opts)  # TEMP until cli passes BuildOptions
+    spec, builder, secrets, masker = _prepare(opts, out)
+    if opts.dry_run:
+        if out.json_mode:
+            out.json({**spec.to_dict(), "builder": _builder_dict(spec, builder, opts.pull)})
+        else:
+            out.result(render_spec(spec, builder, opts.pull))
+        return 0
+    from runner.images.stream import run_build
+
+    result = run_build(spec, out, masker, builder=builder, secrets=secrets, pull=opts.pull)
+    if out.json_mode:
+        out.json(result.to_dict())
+    else:
+        out.info(f"built {result.tag} in {result.seconds:.1f}s with the {result.builder} builder: {result.steps} steps, {result.cache_hits} cached, {result.ran} run")
+        out.result(f"{result.image_id} {result.tag}")
+    return 0
+
+
+def ensure_image(image: str, out: Output, *, flavor: str | None = None, sources: Sources | None = None, masker=None) -> None:
+    """``up --build`` / ``submit --build``: build ``image`` when it is not present locally.
+
+    The recipe follows the caller's ``--config``/``--env-file`` (``sources``) and
+    ``--gpu`` (``flavor``): a config naming ``images.file`` builds that Dockerfile,
+    else ``images/<flavor>/``. ``masker`` is the launch's (it knows every secret in
+    scope); build secrets (``images.secrets``) join the build's own scope.
+    """
+    from runner.images.recipe import FLAVORS
+    from runner.images.scan import inspect_image
+    from runner.images.stream import connect, run_build
+    from runner.launch import load_context
+
+    engine = connect()
+    if inspect_image(engine, image) is not None:
+        return
+    sources = sources or Sources()
+    config = load_context(sources).config
+    user_file = config.get("images", "file") if config is not None else None
+    opts = BuildOptions(sources=sources, flavor=flavor if flavor in FLAVORS and not user_file else None, tag=image)
+    spec, builder, secrets, scan_masker = _prepare(opts, out, masker)
+    what = spec.dockerfile_path() if spec.user_dockerfile else f"{spec.context_dir}/{spec.dockerfile} (base {spec.base})"
+    out.notice(f"image {image} is not present locally; building it from {what}")
+    result = run_build(spec, out, scan_masker, builder=builder, secrets=secrets, engine=engine)
+    out.info(f"built {result.tag} ({result.image_id[:19]}) in {result.seconds:.1f}s")
+
+
+def builder_status() -> dict:
+    """For ``check``: which builder is available and what BuildKit needs when none is."""
+    from runner.images.builder import builder_status as status
+
+    return status()
+
+
+def _builder_dict(spec, builder, pull) -> dict:
+    from runner.images.builder import render_command
+
+    if isinstance(builder, Exception):
+        return {"kind": None, "unavailable": builder.message, "needs": builder.hint, "secrets": list(spec.secrets)}
+    command = None
+    if builder.kind != "classic":
+        command = render_command(builder, builder.command(spec, {"…": "(labels)"}, "<iidfile>", pull), spec.secrets)
+    return {"kind": builder.kind, "describe": builder.describe(), "secrets": list(spec.secrets), "command": command}
+
+
+def render_spec(spec, builder=None, pull=None) -> str:
+    from runner.images.recipe import CA_NAME, L_CREATED
+
+    info = _builder_dict(spec, builder, pull) if builder is not None else None
+    lines = [
+        f"flavor:     {spec.flavor or '(your Dockerfile)'}",
+        f"context:    {spec.context_dir} ({len(spec.files)} files{' + ' + CA_NAME if spec.stage_ca else ''})",
+        f"dockerfile: {spec.dockerfile_path() if spec.dockerfile_source else spec.dockerfile}",
+        f"base:       {spec.base or '(from the Dockerfile)'}",
+        f"tag:        {spec.tag}",
+    ]
+    if spec.stage_ca:
+        lines.append(f"ca bundle:  {spec.ca_source or '(none: empty file staged)'} -> {CA_NAME}")
+    lines.append(f"no-cache:   {str(spec.no_cache).lower()}")
+    if info is not None:
+        lines.append(f"builder:    {info.get('describe') or 'none: ' + str(info.get('unavailable'))}")
+        if info.get("needs"):
+            lines.append(f"  needs:    {info['needs']}")
+    lines.append(f"secrets:    {', '.join(spec.secrets) or '(none)'}" + ("  (values from the environment or env file, never shown)" if spec.secrets else ""))
+    if info is not None and info.get("command"):
+        lines.append(f"command:    {info['command']}")
+    lines += ["build args:", *[f"  {k}={v}" for k, v in spec.build_args], "labels:", *[f"  {k}={v}" for k, v in spec.labels], f"  {L_CREATED}=(set when built)"]
+    return "\n".join(lines)
+
+
+def _options(opts) -> BuildOptions:
+    """TEMP until cli passes BuildOptions: the current CLI still hands over its argparse namespace."""
+    if isinstance(opts, BuildOptions):
+        return opts
+    get = opts.__dict__.get
+    return BuildOptions(
+        sources=Sources(get("config"), get("env_file")), flavor=get("flavor"), base=get("base"), tag=get("tag"),
+        build_args=tuple(get("build_arg") or ()), no_cache=bool(get("no_cache")), dry_run=bool(get("dry_run")),
+        secrets=tuple(get("secret") or ()), file=get("file"), context=get("context"), pull=get("pull"),
+    )

@@ -1,0 +1,174 @@
+"""Which builder runs a build, and the exact command line it gets.
+
+- ``classic``: the Engine API's ``POST /build`` (no CLI needed). It cannot
+  carry secrets or cache mounts.
+- ``buildkit``: BuildKit through the Docker CLI, for ``--secret`` and
+  ``RUN --mount``: ``docker build`` with ``DOCKER_BUILDKIT=1``; with the buildx
+  plugin when the CLI has it (current Docker), else an older CLI (Debian's
+  20.10 ``/usr/bin/docker``) that drives the daemon's own BuildKit.
+- ``podman``: ``podman build`` on Podman (BuildKit-compatible ``--secret``).
+
+A secret reaches the builder as ``--secret id=NAME,env=NAME``: the value lives
+only in the child process's environment (set in its env dict here), never in
+an argument, a file or a log line.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from runner.errors import EngineUnavailable
+from runner.images.recipe import BuildSpec
+from runner.secrets import Secret
+
+DEBIAN_CLI = "/usr/bin/docker"
+NEEDS = ("install the buildx plugin (docker-buildx-plugin), or Debian's docker.io 20.10 CLI at /usr/bin/docker "
+         "(apt-get install docker.io), which drives the daemon's own BuildKit")
+
+
+@dataclass(frozen=True)
+class Builder:
+    kind: str  # classic | buildkit | podman
+    cli: str | None = None  # the program (buildkit, podman)
+    detail: str = ""  # e.g. "buildx v0.24" or "docker CLI 20.10 (DOCKER_BUILDKIT=1)"
+
+    def describe(self) -> str:
+        if self.kind == "classic":
+            return "classic (Engine API)"
+        return f"{self.kind} ({self.cli}{', ' + self.detail if self.detail else ''})"
+
+    def command(self, spec: BuildSpec, labels: Mapping[str, str], iidfile: str, pull: str | None = None) -> list[str]:
+        """The CLI's argv, reading the context tar from stdin: secret NAMES only, never a value."""
+        argv = [self.cli or "docker", "build", "--file", spec.dockerfile, "--tag", spec.tag, "--iidfile", iidfile]
+        if self.kind == "buildkit":
+            argv += ["--progress=plain"]
+        if self.kind == "podman":
+            argv += ["--layers"]
+        for key, value in spec.build_args:
+            argv += ["--build-arg", f"{key}={value}"]
+        for key, value in labels.items():
+            argv += ["--label", f"{key}={value}"]
+        for name in spec.secrets:
+            argv += ["--secret", f"id={name},env={name}"]
+        if spec.no_cache:
+            argv.append("--no-cache")
+        if pull == "always":
+            argv.append("--pull")
+        argv.append("-")
+        return argv
+
+    def env(self, secrets: Sequence[tuple[str, Secret]], base: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The child's environment: the caller's, BuildKit on, and each secret by its NAME."""
+        env = dict(os.environ if base is None else base)
+        if self.kind == "buildkit":
+            env["DOCKER_BUILDKIT"] = "1"
+        for name, value in secrets:
+            env[name] = value.reveal()  # the one place a build secret leaves the runner: the builder's env
+        return env
+
+
+def _run(argv: list[str]) -> subprocess.CompletedProcess | None:
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def _candidates() -> list[str]:
+    """Every ``docker`` program on PATH, then Debian's; each once."""
+    seen: dict[str, str] = {}
+    for directory in os.environ.get("PATH", "").split(os.pathsep) + [os.path.dirname(DEBIAN_CLI)]:
+        path = os.path.join(directory or ".", "docker")
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            seen.setdefault(os.path.realpath(path), path)
+    return list(seen.values())
+
+
+@functools.lru_cache(maxsize=None)
+def find_buildkit() -> Builder | None:
+    """The first Docker CLI that can drive BuildKit: one with buildx, or a CLI older than 23
+    (those build with BuildKit themselves under ``DOCKER_BUILDKIT=1``; newer ones need buildx)."""
+    for cli in _candidates():
+        buildx = _run([cli, "buildx", "version"])
+        if buildx is not None and buildx.returncode == 0:
+            parts = buildx.stdout.split()
+            return Builder("buildkit", cli, f"buildx {parts[1]}" if len(parts) > 1 else "buildx")
+        version = _run([cli, "--version"])
+        match = re.search(r"version (\d+)\.(\d+)", version.stdout if version is not None else "")
+        if match and int(match.group(1)) < 23:
+            return Builder("buildkit", cli, f"docker CLI {match.group(1)}.{match.group(2)}, DOCKER_BUILDKIT=1")
+    return None
+
+
+def find_podman() -> Builder | None:
+    path = shutil.which("podman")
+    return Builder("podman", path) if path else None
+
+
+def needs_buildkit(spec: BuildSpec) -> bool:
+    from runner.images.context import uses_mounts
+
+    return bool(spec.secrets) or uses_mounts(spec.dockerfile_path().read_text(encoding="utf-8", errors="replace"))
+
+
+def choose(spec: BuildSpec, engine: str | None = None) -> Builder:
+    """The builder for ``spec``: Podman's own on Podman; BuildKit when the build needs it
+    (secrets, ``RUN --mount``) and a CLI can drive it; the classic Engine API builder otherwise.
+
+    A project recipe's mounts are only a cache (and optional secrets), so without BuildKit
+    it still builds classically, mounts dropped; a user's Dockerfile with mounts, or any
+    build with ``--secret``, needs BuildKit and exits 1 with what to install.
+    """
+    if engine == "podman":
+        found = find_podman()
+        if found is None:
+            raise EngineUnavailable("podman is not installed, so nothing can build on the Podman engine", hint="apt-get install podman")
+        return found
+    if not needs_buildkit(spec):
+        return Builder("classic")
+    found = find_buildkit()
+    if found is not None:
+        return found
+    if spec.secrets:
+        raise EngineUnavailable(f"build secrets ({', '.join(spec.secrets)}) need BuildKit, and no Docker CLI here can drive it", hint=NEEDS)
+    if spec.user_dockerfile:
+        raise EngineUnavailable(f"{spec.dockerfile_path()} uses RUN --mount, which needs BuildKit, and no Docker CLI here can drive it", hint=NEEDS)
+    return Builder("classic", detail="recipe mounts dropped: no BuildKit here")
+
+
+def builder_status(engine: str | None = None) -> dict:
+    """For ``check``: which builders are available, and what BuildKit needs when there is none."""
+    if engine == "podman":
+        podman = find_podman()
+        return {"engine": "podman", "classic": False, "buildkit": podman is not None,
+                "builder": podman.describe() if podman else None, "needs": None if podman else "apt-get install podman"}
+    found = find_buildkit()
+    return {
+        "engine": "docker",
+        "classic": True,  # the Engine API's builder: always there when the daemon is
+        "buildkit": found is not None,
+        "builder": found.describe() if found else None,
+        "secrets": found is not None,
+        "needs": None if found else NEEDS,
+    }
+
+
+def render_command(builder: Builder, argv: list[str], secrets: Sequence[str]) -> str:
+    """The command line for ``--dry-run``: values are not in it (secrets travel in the child's env)."""
+    import shlex
+
+    env = (["DOCKER_BUILDKIT=1"] if builder.kind == "buildkit" else []) + [f"{n}=<from env>" for n in secrets]
+    return " ".join(env + [shlex.quote(a) for a in argv]) + " <context.tar"
+
+
+def docker_engine_name(config) -> str | None:
+    """``container.engine`` from config when it names Podman (the engine registry lives in the CLI layer)."""
+    value = config.get("container", "engine") if config is not None else None
+    return "podman" if value == "podman" else None
+

@@ -1,0 +1,348 @@
+"""The build stream and its progress display, for every builder.
+
+The classic builder streams JSON messages from the Engine API's ``POST /build``;
+BuildKit (through the Docker CLI) and Podman print plain progress lines. Both go
+through the masker before anything is shown or kept, then into one progress
+display: a rich bar on a terminal, plain lines in CI (``[3/9] cached RUN …``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+
+from runner.ui import Output
+
+_BK_STEP = re.compile(r"^#(\d+) \[(?:[^\]]*? )?(\d+)/(\d+)\] (.*)$")
+_BK_STATE = re.compile(r"^#(\d+) (CACHED|DONE|ERROR|CANCELED)\b(.*)$")
+_BK_OUTPUT = re.compile(r"^#(\d+) \d+\.\d+ (.*)$")
+
+
+class Progress:
+    """Steps, cache hits and elapsed time: a rich bar on a terminal, plain lines otherwise."""
+
+    def __init__(self, out: Output, tag: str):
+        self.out = out
+        self.tag = tag
+        self.started = time.monotonic()
+        self.step = 0
+        self.total = 0
+        self.cache_hits = 0
+        self.ran = 0  # steps that executed (not cached, not FROM)
+        self.running = False
+        self.pending: str | None = None
+        self.step_started = self.started
+        self.vertices: dict[str, tuple[int, str]] = {}  # BuildKit vertex -> (step, instruction)
+        self.ended: set[str] = set()
+        self.rich = None
+        if out.color:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+            self.rich = Progress(
+                SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                TextColumn("{task.fields[cached]} cached"), TimeElapsedColumn(), TextColumn("{task.fields[line]}"),
+                console=out.rich_console(stderr=True), transient=True,
+            )
+            self.task = self.rich.add_task(f"building {tag}", total=None, cached=0, line="")
+            self.rich.start()
+
+    def _plain(self, state: str) -> None:
+        if self.pending is not None:
+            self.out.info(f"[{self.step}/{self.total}] {state:<7} {self.pending}")
+            self.pending = None
+
+    def _finish_step(self) -> None:
+        if self.pending is not None:
+            self._plain("")
+        took = time.monotonic() - self.step_started
+        if self.running and took >= 2 and not self.rich:
+            self.out.info(f"[{self.step}/{self.total}] done in {took:.1f}s")
+        self.running = False
+
+    def line(self, text: str) -> None:
+        """One line of the classic builder's output (already masked)."""
+        stripped = text.strip()
+        if stripped.startswith("Step ") and "/" in stripped.split(" :", 1)[0]:
+            self._finish_step()
+            head, _, instruction = stripped.partition(" : ")
+            number, _, total = head[5:].partition("/")
+            self.step, self.total = int(number), int(total)
+            self.step_started = time.monotonic()
+            self.pending = instruction[:100]
+            if self.rich:
+                self.rich.update(self.task, total=self.total, completed=self.step - 1, description=f"step {self.step}/{self.total}", line=instruction[:60])
+            return
+        if stripped == "---> Using cache":
+            self.cache_hits += 1
+            if self.rich:
+                self.rich.update(self.task, cached=self.cache_hits)
+            self._plain("cached")
+            return
+        if stripped.startswith("---> Running in"):
+            self.ran += 1
+            self.running = True
+            self._plain("run")
+            return
+        if stripped.startswith("--->"):
+            self._plain("base" if (self.pending or "").upper().startswith("FROM") else "")
+            return
+        if stripped.startswith(("Removing intermediate container", "Successfully built", "Successfully tagged")):
+            return
+        if self.rich and stripped:
+            self.rich.update(self.task, line=stripped[:60])
+        elif stripped and self.out.verbose:
+            self.out.info(f"    {stripped}")
+
+    def buildkit_line(self, text: str) -> None:
+        """One line of BuildKit's ``--progress=plain`` output (already masked).
+
+        ``#N [stage i/T] INSTRUCTION`` opens step i of T as vertex N; ``#N CACHED``,
+        ``#N DONE 1.2s`` and ``#N ERROR …`` end it; ``#N 0.42 text`` is the step's
+        own output (shown with ``--verbose``). Vertices may interleave.
+        """
+        stripped = text.strip()
+        match = _BK_STEP.match(stripped)
+        if match:
+            vertex, number, total, instruction = match.groups()
+            if vertex not in self.vertices:
+                self.vertices[vertex] = (int(number), instruction[:100])
+                self.step, self.total = max(self.step, int(number)), int(total)
+                if self.rich:
+                    self.rich.update(self.task, total=self.total, completed=len(self.ended), description=f"step {self.step}/{self.total}", line=instruction[:60])
+            return
+        match = _BK_STATE.match(stripped)
+        if match and match.group(1) in self.vertices and match.group(1) not in self.ended:
+            vertex, state, rest = match.groups()
+            number, instruction = self.vertices[vertex]
+            self.ended.add(vertex)
+            if state == "CACHED":
+                self.cache_hits += 1
+                label = "cached"
+            elif instruction.upper().startswith("FROM"):
+                label = "base"
+            elif state == "DONE":
+                self.ran += 1
+                label = "run"
+            else:
+                label = "failed"
+            if self.rich:
+                self.rich.update(self.task, completed=len(self.ended), cached=self.cache_hits)
+            else:
+                took = f" ({rest.strip()})" if state == "DONE" and label == "run" and rest.strip() else ""
+                self.out.info(f"[{number}/{self.total}] {label:<7} {instruction}{took}")
+            return
+        match = _BK_OUTPUT.match(stripped)
+        if match and match.group(1) in self.vertices:
+            if self.rich:
+                self.rich.update(self.task, line=match.group(2)[:60])
+            elif self.out.verbose:
+                self.out.info(f"    {match.group(2)}")
+            return
+        if stripped.startswith("#") or not stripped:
+            return  # internal vertices (context transfer, metadata, export), digests
+        if self.rich:
+            self.rich.update(self.task, line=stripped[:60])
+        elif self.out.verbose or stripped.lower().startswith(("error", "failed")):
+            self.out.info(f"    {stripped}")
+
+    def close(self) -> None:
+        if not self.rich:
+            self._finish_step()
+        if self.rich:
+            self.rich.update(self.task, completed=self.total)
+            self.rich.stop()
+
+    @property
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+
+
+# ------------------------------------------------------------------ classic builder (Engine API)
+
+def classic_stream(engine, spec, context: bytes, labels: dict[str, str]):
+    """POST /build with the context tar; yields the daemon's JSON messages as they arrive."""
+    from runner.engine_api import ApiError
+
+    params = {
+        "t": spec.tag, "dockerfile": spec.dockerfile, "buildargs": json.dumps(dict(spec.build_args)),
+        "labels": json.dumps(labels), "rm": 1, "forcerm": 1, "pull": 0, "nocache": 1 if spec.no_cache else None,
+    }
+    try:
+        pieces = engine.stream("/build", params, method="POST", body=context, headers={"Content-Type": "application/x-tar"})
+        buffer = b""
+        decoder = json.JSONDecoder()
+        for piece in pieces:
+            buffer += piece
+            text = buffer.decode("utf-8", "surrogateescape")
+            pos = 0
+            while True:
+                while pos < len(text) and text[pos] in " \r\n\t":
+                    pos += 1
+                try:
+                    message, end = decoder.raw_decode(text, pos)
+                except ValueError:
+                    break
+                yield message
+                pos = end
+            buffer = text[pos:].encode("utf-8", "surrogateescape")
+    except ApiError as exc:  # the daemon refused the build request itself (bad Dockerfile path, bad args)
+        yield {"error": exc.message}
+
+
+def run_classic(engine, spec, context: bytes, labels: dict[str, str], progress: Progress, masker) -> tuple[str | None, str | None, list[str]]:
+    """(image id, error, masked log) of a classic build."""
+    from runner.engine_api import ApiError
+
+    log: list[str] = []
+    image_id = error = None
+    stream = masker.stream() if masker else None
+    try:
+        for chunk in classic_stream(engine, spec, context, labels):
+            if "stream" in chunk:
+                raw = chunk["stream"]
+                text = (stream.feed(raw.encode("utf-8", "surrogateescape")) + (stream.flush() if raw.endswith("\n") else b"")).decode("utf-8", "replace") if stream else raw
+                log.append(text)
+                for line in text.splitlines():
+                    progress.line(line)
+            elif "aux" in chunk and isinstance(chunk["aux"], dict) and chunk["aux"].get("ID"):
+                image_id = chunk["aux"]["ID"]
+            elif "error" in chunk:
+                error = chunk.get("error") or "unknown error"
+                log.append((masker.mask(error) if masker else error) + "\n")
+    except ApiError as exc:
+        error = exc.message
+    return image_id, error, log
+
+
+# ------------------------------------------------------------------ BuildKit / Podman (a CLI)
+
+_PODMAN_STEP = re.compile(r"^STEP (\d+)/(\d+): (.*)$")
+
+
+def run_cli(builder, spec, context: bytes, labels: dict[str, str], secrets, progress: Progress, masker, pull: str | None = None) -> tuple[str | None, str | None, list[str]]:
+    """(image id, error, masked log) of a build through a CLI: the context tar on stdin,
+    secrets by NAME on the command line and by value only in the child's environment."""
+    import os
+    import subprocess
+    import tempfile
+    import threading
+
+    from runner.errors import EngineUnavailable
+
+    log: list[str] = []
+    workdir = tempfile.mkdtemp(prefix="primus-build-")  # holds the image id file only
+    iidfile = os.path.join(workdir, "iid")
+    try:
+        argv = builder.command(spec, labels, iidfile, pull)
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=builder.env(secrets))
+        except OSError as exc:
+            raise EngineUnavailable(f"cannot run {argv[0]}: {exc.strerror}", hint="install the builder (see primus-runner check)") from None
+
+        def feed() -> None:
+            try:
+                proc.stdin.write(context)
+            except (BrokenPipeError, OSError):
+                pass  # the builder stopped early; its output says why
+            finally:
+                try:
+                    proc.stdin.close()
+                except OSError:
+                    pass
+
+        writer = threading.Thread(target=feed, daemon=True)
+        writer.start()
+        stream = masker.stream() if masker else None
+        for raw in iter(proc.stdout.readline, b""):
+            data = (stream.feed(raw) + stream.flush()) if stream else raw
+            text = data.decode("utf-8", "replace")
+            log.append(text)
+            line = text.rstrip("\n")
+            if builder.kind == "podman":
+                step = _PODMAN_STEP.match(line.strip())
+                line = f"Step {step.group(1)}/{step.group(2)} : {step.group(3)}" if step else line.replace("--> Using cache", "---> Using cache")
+                progress.line(line)
+            else:
+                progress.buildkit_line(line)
+        code = proc.wait()
+        writer.join(timeout=5)
+        image_id = open(iidfile).read().strip() if os.path.exists(iidfile) else None
+    finally:
+        import shutil
+
+        shutil.rmtree(workdir, ignore_errors=True)
+    if code != 0:
+        errors = [line.strip() for line in "".join(log).splitlines() if "error" in line.lower()]
+        return None, (errors[-1] if errors else f"{argv[0]} exited with {code}"), log
+    return image_id, None, log
+
+
+# ------------------------------------------------------------------ one build, any builder
+
+def connect(timeout: float = 600):
+    """The runner's Engine API client; exit 1 (one message, one fix) when the daemon is not there."""
+    from runner.engine_api import Engine
+
+    engine = Engine(timeout=timeout)
+    engine.ping()
+    return engine
+
+
+def _created_for(existing: dict | None, key: str) -> str:
+    """Keep the ``.created`` of an existing image built from the same inputs, so a rebuild is all cache hits."""
+    from datetime import datetime, timezone
+
+    from runner.images.recipe import L_BUILD_KEY, L_CREATED
+
+    labels = ((existing or {}).get("Config") or {}).get("Labels") or {}
+    if labels.get(L_BUILD_KEY) == key and labels.get(L_CREATED):
+        return labels[L_CREATED]
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def run_build(spec, out: Output, masker, *, builder=None, secrets=(), engine=None, pull: str | None = None):
+    """Send the context, stream progress, scan the result. Raises on failure (exit 3).
+
+    ``builder``: from ``builder.choose`` (the classic Engine API builder when None);
+    ``secrets``: (NAME, Secret) for ``spec.secrets``, handed to the builder's env only.
+    """
+    from runner.errors import RuntimeFailure
+    from runner.images.builder import Builder
+    from runner.images.context import build_key, make_context
+    from runner.images.recipe import L_BUILD_KEY, L_CREATED, BuildResult
+    from runner.images.scan import inspect_image, remove_image, scan_image, scan_layers
+
+    builder = builder or Builder("classic")
+    engine = engine or connect()
+    context = make_context(spec, classic_recipe=builder.kind == "classic" and not spec.user_dockerfile)
+    base = inspect_image(engine, spec.base) if spec.base else None
+    existing = inspect_image(engine, spec.tag)
+    key = build_key(spec, context, base["Id"] if base else None)
+    labels = {**dict(spec.labels), L_CREATED: _created_for(existing, key), L_BUILD_KEY: key}
+    progress = Progress(out, spec.tag)
+    try:
+        if builder.kind == "classic":
+            image_id, error, log = run_classic(engine, spec, context, labels, progress, masker)
+        else:
+            image_id, error, log = run_cli(builder, spec, context, labels, secrets, progress, masker, pull)
+    finally:
+        progress.close()
+    if error is not None or image_id is None:
+        out.info("".join(log).rstrip("\n"))  # the full log, masked by out
+        where = f" at step {progress.step}/{progress.total}" if progress.total else ""
+        hint = "the full build log is above"
+        if progress.step <= 1 and spec.base and ("pull access denied" in (error or "") or "not found" in (error or "")):
+            hint = f"the base image {spec.base} is not available locally and could not be pulled; docker pull it, or pass --base IMAGE"
+        raise RuntimeFailure(f"build of {spec.tag} failed{where}: {(error or 'no image produced').strip()}", hint=hint)
+    leaks = scan_image(engine, image_id, masker)
+    if not leaks and (existing or {}).get("Id") != image_id:  # an unchanged image was scanned when it was built
+        leaks = scan_layers(engine, image_id, base["Id"] if base else None, masker)
+    if leaks:
+        remove_image(engine, image_id)
+        raise RuntimeFailure(
+            f"the built image held the value of a secret in scope ({', '.join(leaks)}); it was removed",
+            hint="give secrets to a build step with --secret NAME and RUN --mount=type=secret,id=NAME, or to the job at run time",
+        )
+    return BuildResult(image_id, spec.tag, spec.flavor, labels, builder.kind, progress.total, progress.cache_hits, progress.ran, progress.elapsed, log)

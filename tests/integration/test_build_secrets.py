@@ -1,0 +1,162 @@
+"""`build --secret NAME` and `build --file PATH` on the real daemon: a user Dockerfile's
+`RUN --mount=type=secret` step gets the exact value (its checksum is written into the
+image) and the value is nowhere else — not in `docker save`, `docker history
+--no-trunc`, `docker inspect`, the build output, or any file the runner wrote.
+
+Canaries: HF_TOKEN from the environment (secret by name) and PRIVATE_INDEX_URL
+from the env file, a name no policy calls secret: only `--secret` puts it in scope.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+import tarfile
+import tempfile
+import uuid
+from pathlib import Path
+
+import pytest
+
+from docker_helpers import Workspace
+from engines import assert_no_leak
+
+pytestmark = pytest.mark.docker
+
+DOCKERFILE = """FROM {base}
+COPY app.txt /app.txt
+RUN --mount=type=secret,id=HF_TOKEN sha256sum /run/secrets/HF_TOKEN | cut -c1-64 > /hf.sha256
+RUN --mount=type=secret,id=PRIVATE_INDEX_URL sha256sum /run/secrets/PRIVATE_INDEX_URL | cut -c1-64 > /index.sha256
+"""
+
+
+# TEMP until runner/cli.py's build parser has --secret/--file/--context (see build_cli.py): then ws.run.
+BUILD_CLI = [sys.executable, str(Path(__file__).with_name("build_cli.py"))]
+
+
+def run(ws: Workspace, *args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([*BUILD_CLI, *args], cwd=ws.cwd, env={**ws.env, **(env or {})}, capture_output=True, timeout=timeout)
+
+
+def _sha(value: str) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()
+
+
+@pytest.fixture
+def project(tmp_path, busybox_image, canary):
+    """A user's project: Dockerfile at the top, .env beside it (kept out by .dockerignore)."""
+    index = f"https://builder:pw-{uuid.uuid4().hex}@index.example.com/simple"
+    secrets = {"HF_TOKEN": canary["HF_TOKEN"], "PRIVATE_INDEX_URL": index, "INDEX_PASSWORD": index.split(":")[2].split("@")[0]}
+    ws = Workspace(tmp_path / "ws", {"HF_TOKEN": canary["HF_TOKEN"]}, config="container:\n  gpu: none\n")
+    (ws.cwd / "Dockerfile").write_text(DOCKERFILE.format(base=busybox_image))
+    # Unique per run: BuildKit caches a secret step by its instruction, not the secret's value.
+    (ws.cwd / "app.txt").write_text(f"the user's code {uuid.uuid4().hex}\n")
+    (ws.cwd / ".env").write_text(f"PRIVATE_INDEX_URL={index}\n")
+    (ws.cwd / ".dockerignore").write_text(".env\n")
+    tag = f"primus-test/secret-build:{uuid.uuid4().hex[:8]}"
+    yield ws, secrets, tag
+    subprocess.run(["docker", "rmi", "-f", tag], capture_output=True)
+
+
+def _scan_save(tag: str, secrets: dict, tmp_path: Path) -> int:
+    saved = tmp_path / "saved.tar"
+    subprocess.run(["docker", "save", "-o", str(saved), tag], check=True)
+    assert_no_leak(saved.read_bytes(), secrets, "docker save")
+    layers = 0
+    with tarfile.open(saved) as outer:
+        for member in outer:
+            if member.isfile():
+                data = outer.extractfile(member).read()
+                assert_no_leak(data, secrets, f"docker save member {member.name}")
+                if member.name.endswith("layer.tar"):
+                    layers += 1
+                    with tarfile.open(fileobj=__import__("io").BytesIO(data)) as layer:
+                        for item in layer:
+                            if item.isfile():
+                                assert_no_leak(layer.extractfile(item).read(), secrets, f"layer file {item.name}")
+    saved.unlink()
+    return layers
+
+
+def test_secret_mount_gets_the_exact_value_and_leaves_no_trace(project, tmp_path):
+    ws, secrets, tag = project
+    temp_before = set(Path(tempfile.gettempdir()).glob("primus-build-*"))
+    proc = run(ws, "--json", "build", "--file", "Dockerfile", "--secret", "HF_TOKEN", "--secret", "PRIVATE_INDEX_URL", "--tag", tag, timeout=300)
+    assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+    result = json.loads(proc.stdout)
+    assert result["builder"] == "buildkit" and result["tag"] == tag
+    assert_no_leak(proc.stdout + proc.stderr, secrets, "build output")
+
+    # The steps saw the exact values.
+    sums = subprocess.run(["docker", "run", "--rm", tag, "cat", "/hf.sha256", "/index.sha256"], capture_output=True, text=True, check=True).stdout.split()
+    assert sums == [_sha(secrets["HF_TOKEN"]), _sha(secrets["PRIVATE_INDEX_URL"])]
+
+    # Same provenance labels as the project's recipes.
+    inspect = subprocess.run(["docker", "inspect", tag], capture_output=True, check=True).stdout
+    labels = json.loads(inspect)[0]["Config"]["Labels"]
+    for key in ("org.opencontainers.image.revision", "org.opencontainers.image.created", "org.opencontainers.image.source", "io.primus-runner.recipe-hash"):
+        assert labels.get(key), key
+    assert "io.primus-runner.flavor" not in labels  # a user's image, not a project recipe
+
+    # Nowhere else: inspect, history, the saved image and every file in it, the runner's files.
+    assert_no_leak(inspect, secrets, "docker inspect")
+    history = subprocess.run(["docker", "history", "--no-trunc", "--format", "{{json .}}", tag], capture_output=True, check=True).stdout
+    assert b"--mount=type=secret" in history or b"sha256sum" in history  # the steps are recorded, their secrets not
+    assert_no_leak(history, secrets, "docker history --no-trunc")
+    assert _scan_save(tag, secrets, tmp_path) >= 2
+    written = {path: data for path, data in ws.written_files().items() if not path.endswith("/project/.env")}
+    for path, data in written.items():
+        assert_no_leak(data, secrets, f"file {path}")
+    assert set(Path(tempfile.gettempdir()).glob("primus-build-*")) <= temp_before  # nothing left behind
+
+
+def test_the_env_file_stays_out_of_the_default_context(project):
+    ws, secrets, tag = project
+    proc = run(ws, "--json", "build", "--file", "Dockerfile", "--secret", "PRIVATE_INDEX_URL", "--tag", tag, "--dry-run")
+    assert proc.returncode == 0, proc.stderr.decode()
+    spec = json.loads(proc.stdout)
+    assert ".env" not in spec["files"] and {"Dockerfile", "app.txt"} <= set(spec["files"]) and spec["context"] == str(ws.cwd)
+    assert spec["secrets"] == ["PRIVATE_INDEX_URL"]
+    assert spec["builder"]["kind"] == "buildkit"
+    assert "--secret id=PRIVATE_INDEX_URL,env=PRIVATE_INDEX_URL" in spec["builder"]["command"]
+    assert_no_leak(proc.stdout + proc.stderr, secrets, "dry-run output")
+    text = run(ws, "build", "--file", "Dockerfile", "--secret", "PRIVATE_INDEX_URL", "--secret", "HF_TOKEN", "--tag", tag, "--dry-run")
+    out = text.stdout.decode()
+    assert text.returncode == 0 and "builder:    buildkit" in out and "secrets:    PRIVATE_INDEX_URL, HF_TOKEN" in out
+    assert "PRIVATE_INDEX_URL=<from env>" in out
+    assert_no_leak(text.stdout + text.stderr, secrets, "dry-run text")
+
+
+def test_missing_secrets_exit_2_before_anything_is_built(project, docker_client):
+    ws, secrets, tag = project
+    proc = run(ws, "build", "--file", "Dockerfile", "--secret", "HF_TOKEN", "--secret", "NOT_SET_ONE", "--secret", "NOT_SET_TWO", "--tag", tag)
+    err = proc.stderr.decode()
+    assert proc.returncode == 2, err
+    assert "NOT_SET_ONE" in err and "NOT_SET_TWO" in err and "HF_TOKEN" not in err  # all missing at once, only those
+    assert "Traceback" not in err
+    assert_no_leak(proc.stdout + proc.stderr, secrets, "refusal")
+    from docker.errors import ImageNotFound
+
+    with pytest.raises(ImageNotFound):
+        docker_client.images.get(tag)
+    # No daemon contact either: the same refusal with the daemon unreachable.
+    offline = run(ws, "build", "--file", "Dockerfile", "--secret", "NOT_SET_ONE", "--tag", tag, env={"DOCKER_HOST": "unix:///nonexistent.sock"})
+    assert offline.returncode == 2
+
+
+def test_a_secret_build_arg_is_refused_with_the_secret_mount_fix(project):
+    ws, secrets, tag = project
+    note = f"plain-{uuid.uuid4().hex}"  # a value under a name no policy calls secret: in scope only by --secret
+    with open(ws.cwd / ".env", "a") as fh:
+        fh.write(f"DEPLOY_NOTE={note}\n")
+    secrets = {**secrets, "DEPLOY_NOTE": note}
+    args = ["build", "--file", "Dockerfile", "--tag", tag, "--build-arg", f"HF_TOKEN={secrets['HF_TOKEN']}", "--build-arg", f"NOTE=x{note}"]
+    proc = run(ws, *args, "--secret", "DEPLOY_NOTE")
+    err = proc.stderr.decode()
+    assert proc.returncode == 2, err
+    assert "use --secret HF_TOKEN and RUN --mount=type=secret,id=HF_TOKEN" in err
+    assert "--build-arg NOTE: its value contains the value of a secret in scope" in err
+    assert_no_leak(proc.stdout + proc.stderr, secrets, "refusal")
+    assert "--build-arg NOTE" not in run(ws, *args).stderr.decode()  # without --secret the value is not a secret
