@@ -24,6 +24,7 @@ connection refused, client not installed) -> ``EngineUnavailable`` (1).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import shlex
@@ -196,13 +197,13 @@ def resolve(
             Problem(f"secret {ref}: {_detail(f, masking, unreachable_note=True)}", where=ref.where, hint=f.hint)
             for ref, f in failed
         ]
-        raise ConfigError(problems, hint="nothing was launched")
+        raise ConfigError(problems)
     lines = [f"{ref}: {_detail(f, masking)}" + (f" ({f.hint})" if f.hint else "") for ref, f in failed]
     if len(lines) == 1:
         message = f"secret store not reachable for {lines[0]}"
     else:
         message = f"secret stores not reachable for {len(lines)} references:\n  " + "\n  ".join(lines)
-    raise EngineUnavailable(message, hint="nothing was launched; check the store or raise --timeout")
+    raise EngineUnavailable(message, hint="make each store reachable (client installed, logged in, network up), then retry")
 
 
 def check_refs(
@@ -426,6 +427,14 @@ def _first_line(stdout: bytes) -> str:
     return line[:-1] if line.endswith("\r") else line
 
 
+class _NoDebugRecords(logging.Filter):
+    """botocore.parsers logs every response body at DEBUG ("Response body: …"): with
+    DEBUG logging on (an application's, a user's sitecustomize) that is the secret."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno > logging.DEBUG
+
+
 def _import_boto3() -> bool:
     """True when boto3 (the optional extra) is missing. Imported only when a reference needs it."""
     try:
@@ -433,6 +442,9 @@ def _import_boto3() -> bool:
         import botocore.config  # noqa: F401
     except ImportError:
         return True
+    parsers = logging.getLogger("botocore.parsers")
+    if not any(isinstance(f, _NoDebugRecords) for f in parsers.filters):
+        parsers.addFilter(_NoDebugRecords())
     return False
 
 

@@ -298,3 +298,19 @@ def test_five_sources_failing_together_are_listed_at_once(stores_env, tmp_path):
     for r in broken:
         assert f"{r.name} ({r.source})" in text
     assert "op: not signed in" in text
+
+
+def test_aws_sm_values_stay_out_of_debug_logs(stores_env, caplog):
+    # An application (or a user's sitecustomize) that turns on DEBUG logging must not get
+    # botocore's "Response body: …" lines, which would hold the secret.
+    import logging
+
+    _, moto = stores_env
+    value = canary("aws-debug-log")
+    name, _ = new_secret(moto, json.dumps({"api_key": value}))
+    with caplog.at_level(logging.DEBUG):
+        logging.getLogger("botocore").setLevel(logging.DEBUG)
+        got = resolve([ref("WANDB_API_KEY", f"aws-sm:{name}#api_key")], no_env)
+    assert sha(got["WANDB_API_KEY"].reveal()) == sha(value)
+    assert any(r.name.startswith("botocore") for r in caplog.records)  # logging was on
+    assert_no_leak("\n".join(r.getMessage() for r in caplog.records), {"WANDB_API_KEY": value}, "botocore's debug log")
