@@ -9,7 +9,9 @@ Where a credential comes from, first match wins:
 2. the user's Docker config (``$DOCKER_CONFIG/config.json`` or
    ``~/.docker/config.json``): ``credHelpers`` / ``credsStore`` through the
    ``docker-credential-*`` programs, then ``auths`` — resolved by the docker SDK's
-   auth module, as ``docker pull`` does (imported only here, only when pulling).
+   auth module, as ``docker pull`` does (imported only here, only when pulling);
+3. Podman's auth file (``$REGISTRY_AUTH_FILE``, ``$XDG_RUNTIME_DIR/containers/auth.json``,
+   ``~/.config/containers/auth.json``), the same format, where ``podman login`` writes.
 
 The password only leaves the process in the ``X-Registry-Auth`` header
 (:func:`auth_header`, the one ``.reveal()`` for it) and in the ``/v2/`` login
@@ -106,7 +108,13 @@ def credentials_for(image: str, lookup: Lookup, *, env_names: tuple[str, str, st
     cred = _from_env(registry, lookup, env_names)
     if cred is not None:
         return cred
-    return _from_docker_config(registry, lookup, docker_config)
+    cred = _from_docker_config(registry, docker_config_path(lookup, docker_config), "docker config")
+    if cred is None and docker_config is None:
+        for path in podman_auth_paths(lookup):
+            cred = _from_docker_config(registry, path, "podman auth file")
+            if cred is not None:
+                break
+    return cred
 
 
 def _from_env(registry: str, lookup: Lookup, env_names: tuple[str, str, str]) -> RegistryCredential | None:
@@ -126,16 +134,30 @@ def _from_env(registry: str, lookup: Lookup, env_names: tuple[str, str, str]) ->
     return RegistryCredential(registry, user, Secret(key), source)
 
 
+def _home(lookup: Lookup) -> str:
+    return lookup("HOME") or os.path.expanduser("~")
+
+
 def docker_config_path(lookup: Lookup, explicit: str | None = None) -> str:
     """The Docker CLI's config file: ``$DOCKER_CONFIG/config.json`` or ``~/.docker/config.json``."""
     if explicit:
         return explicit
-    directory = lookup("DOCKER_CONFIG") or os.environ.get("DOCKER_CONFIG") or os.path.join(os.path.expanduser("~"), ".docker")
+    directory = lookup("DOCKER_CONFIG") or os.path.join(_home(lookup), ".docker")
     return os.path.join(directory, "config.json")
 
 
-def _from_docker_config(registry: str, lookup: Lookup, explicit: str | None) -> RegistryCredential | None:
-    path = docker_config_path(lookup, explicit)
+def podman_auth_paths(lookup: Lookup) -> list[str]:
+    """Where ``podman login`` keeps logins (same format as the Docker config), for Podman users."""
+    paths = [lookup("REGISTRY_AUTH_FILE") or ""]
+    runtime = lookup("XDG_RUNTIME_DIR")
+    if runtime:
+        paths.append(os.path.join(runtime, "containers", "auth.json"))
+    config_home = lookup("XDG_CONFIG_HOME") or os.path.join(_home(lookup), ".config")
+    paths.append(os.path.join(config_home, "containers", "auth.json"))
+    return [p for p in dict.fromkeys(paths) if p]
+
+
+def _from_docker_config(registry: str, path: str, kind: str) -> RegistryCredential | None:
     if not os.path.isfile(path):
         return None
     import warnings
@@ -146,7 +168,7 @@ def _from_docker_config(registry: str, lookup: Lookup, explicit: str | None) -> 
     try:
         auth = docker.auth.load_config(config_path=path)
     except docker.errors.DockerException as exc:
-        raise ConfigError(Problem(f"the Docker config {path} is not valid: {exc}", hint="fix or remove its 'auths' entries, or docker login again")) from None
+        raise ConfigError(Problem(f"the {kind} {path} is not valid: {exc}", hint="fix or remove its 'auths' entries, or log in again")) from None
     key = HUB_AUTH_KEY if registry == HUB else registry
     helper = auth.get_credential_store(key) if (auth.creds_store or auth.cred_helpers) else None
     try:
@@ -167,7 +189,7 @@ def _from_docker_config(registry: str, lookup: Lookup, explicit: str | None) -> 
     if not found:
         return None
     from_file = any(found is entry for entry in auth.auths.values())
-    source = f"docker config {path}" if from_file or not helper else f"credential helper docker-credential-{helper}"
+    source = f"{kind} {path}" if from_file or not helper else f"credential helper docker-credential-{helper}"
     token = found.get("IdentityToken") or found.get("identitytoken")
     if token:
         return RegistryCredential(registry, "", Secret(token), source, identity_token=True)

@@ -25,6 +25,14 @@ from runner.registry import (ENV_NAMES, HUB, HUB_AUTH_KEY, RegistryCredential, a
 from runner.secrets import Secret
 
 
+@pytest.fixture(autouse=True)
+def _no_user_logins(tmp_path, monkeypatch):
+    """HOME is a fresh directory: the user's own Docker/Podman logins never take part."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    for name in ("DOCKER_CONFIG", "REGISTRY_AUTH_FILE", "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME"):
+        monkeypatch.delenv(name, raising=False)
+
+
 def canary() -> str:
     return f"canary-registry-{uuid.uuid4().hex}"
 
@@ -285,3 +293,20 @@ def test_docker_hub_login_from_docker_config(tmp_path):
     for image in ("rocm/primus:v26.5", "ubuntu", "docker.io/library/ubuntu:22.04"):
         cred = credentials_for(image, lookup_of({"DOCKER_CONFIG": str(tmp_path / "dc")}))
         assert (cred.registry, cred.username, cred.password.reveal()) == (HUB, "erin", value)
+
+
+def test_podman_auth_file(tmp_path):
+    value = canary()
+    auth = base64.b64encode(f"frank:{value}".encode()).decode()
+    runtime_auth = write_docker_config(tmp_path / "run" / "containers", {"auths": {"quay.io": {"auth": auth}}})
+    (tmp_path / "run" / "containers" / "config.json").rename(tmp_path / "run" / "containers" / "auth.json")
+    lookup = lookup_of({"XDG_RUNTIME_DIR": str(tmp_path / "run"), "HOME": str(tmp_path / "home")})
+    cred = credentials_for("quay.io/org/img", lookup)
+    assert cred.source == f"podman auth file {runtime_auth.with_name('auth.json')}" and cred.password.reveal() == value
+    # a Docker config login for the same registry wins
+    write_docker_config(tmp_path / "home" / ".docker", {"auths": {"quay.io": {"auth": base64.b64encode(b"gina:x").decode()}}})
+    assert credentials_for("quay.io/org/img", lookup).username == "gina"
+    # REGISTRY_AUTH_FILE
+    other = write_docker_config(tmp_path / "elsewhere", {"auths": {"ghcr.io": {"auth": auth}}})
+    cred = credentials_for("ghcr.io/org/img", lookup_of({"REGISTRY_AUTH_FILE": str(other), "HOME": str(tmp_path / "home")}))
+    assert cred.source == f"podman auth file {other}"
