@@ -293,6 +293,8 @@ class Engine:
         if status == 400 and "too old" in message and "version" in message:
             # A daemon whose minimum API is above what was negotiated or forced (Docker 29: 1.44).
             return _too_new(self.host, self.api_version, _minimum_from(message), message)
+        if status == 500 and "name is already in use" in message:
+            status = 409  # Podman's name conflict; Docker (and the callers) say 409
         return ApiError(status, message)
 
     def head(self, path: str, params: dict | None = None) -> int:
@@ -402,15 +404,48 @@ class Engine:
         try:
             self.request("POST", f"/containers/{quote(cid)}/kill")
         except ApiError as exc:
-            if exc.status not in (404, 409):
+            # Podman says 500 "can only kill running containers ... container state improper" where Docker says 409.
+            if exc.status not in (404, 409) and not (exc.status == 500 and "state improper" in exc.message):
                 raise
 
     def remove(self, cid: str) -> None:
+        """Force-remove at once. Podman's forced remove first stops with the container's
+        StopTimeout (Docker kills), so on Podman the container is killed before."""
+        if self.is_podman:
+            try:
+                self.kill(cid)
+            except ApiError:
+                pass  # the remove below says what is wrong, if anything
         try:
             self.request("DELETE", f"/containers/{quote(cid)}", {"force": 1, "v": 1})
         except ApiError as exc:
             if exc.status != 404 and "already in progress" not in exc.message:
                 raise
+
+    # -- where engines differ -------------------------------------------------
+    @property
+    def capabilities(self) -> "Capabilities":
+        return capabilities(self.kind)
+
+    def exit_cause(self, cid: str, code: int, info: dict | None = None) -> str | None:
+        """Why a job ended with ``code``, for the message: ``"oom"`` (the engine says so),
+        ``"oom-likely"`` (an engine that cannot tell here, see ``Capabilities.reports_oom``:
+        SIGKILL under a memory limit), ``"killed"`` (SIGKILL from elsewhere), None (not 137).
+
+        ``info`` is the container's inspect if the caller has it (one request saved).
+        """
+        if code != 137:
+            return None
+        if info is None:
+            try:
+                info = self.inspect(cid)
+            except ApiError:
+                return "killed"
+        if (info.get("State") or {}).get("OOMKilled"):
+            return "oom"
+        if not self.capabilities.reports_oom and ((info.get("HostConfig") or {}).get("Memory") or 0) > 0:
+            return "oom-likely"
+        return "killed"
 
     def containers(self, labels: list[str], all: bool = True) -> list[dict]:
         filters = json.dumps({"label": labels})
@@ -424,12 +459,84 @@ def _message(raw: bytes) -> str:
         return raw.decode(errors="replace").strip()
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What differs between the engines behind the same API, as the runner meets it.
+
+    - ``reports_oom``: ``State.OOMKilled`` is set when the kernel OOM-kills the job. Podman
+      learns it from conmon, which misses it on hosts with a hybrid cgroup layout (these
+      test machines): a 137 under a memory limit is then reported as "most likely".
+    - ``remove_kills``: a forced remove kills at once (Docker); Podman stops with the
+      StopTimeout first, so ``Engine.remove`` kills before removing.
+    - ``device_requests``: ``HostConfig.DeviceRequests`` (``--gpus``) is honoured. Podman 4
+      accepts and silently ignores it: CUDA goes through CDI there, see ``gpu_host_config``.
+    - ``cdi_in_compat_devices``: a CDI name (``nvidia.com/gpu=all``) works as a compat
+      ``HostConfig.Devices`` entry. Podman 4 treats it as a path (stat fails); only its
+      libpod create endpoint (``devices: [{"path": NAME}]``) and CLI resolve CDI names.
+    - ``image_name_prefix``: how the engine names a local image loaded without a registry
+      (Podman: ``localhost/``), e.g. in ``Config.Image`` of an inspect.
+    """
+
+    kind: str
+    reports_oom: bool
+    remove_kills: bool
+    device_requests: bool
+    cdi_in_compat_devices: bool
+    image_name_prefix: str
+
+
+def capabilities(kind: str) -> Capabilities:
+    if kind == "podman":
+        return Capabilities("podman", reports_oom=False, remove_kills=False, device_requests=False,
+                            cdi_in_compat_devices=False, image_name_prefix="localhost/")
+    return Capabilities("docker", reports_oom=True, remove_kills=True, device_requests=True,
+                        cdi_in_compat_devices=False, image_name_prefix="")
+
+
+CDI_NVIDIA_ALL = "nvidia.com/gpu=all"
+
+
+def gpu_host_config(device_request: str | None, kind: str, api_version: str = MIN_API_VERSION, cdi: bool = False) -> dict:
+    """The HostConfig fields a GPU flavor's device request adds, for this engine.
+
+    ROCm needs none (its ``/dev/kfd`` and ``/dev/dri`` are plain ``Devices`` on both
+    engines, its groups ``GroupAdd``). CUDA (``device_request == "nvidia"``):
+
+    - Docker: ``DeviceRequests: [{Driver: "", Count: -1, Capabilities: [["gpu"]]}]``
+      (``--gpus all``), which needs nvidia-container-toolkit registered with dockerd;
+      with ``cdi=True`` on API 1.44+ (Docker 25+, CDI enabled in daemon.json):
+      ``DeviceRequests: [{Driver: "cdi", DeviceIDs: ["nvidia.com/gpu=all"]}]``.
+    - Podman: the CDI device ``nvidia.com/gpu=all`` (``podman run --device
+      nvidia.com/gpu=all``), which needs a CDI spec (``nvidia-ctk cdi generate
+      --output=/etc/cdi/nvidia.yaml``). Podman 4's Docker-compatible create cannot carry
+      it (it ignores DeviceRequests and stats Devices as paths), so this raises
+      ``EngineUnavailable`` naming both ways out, rather than start a job without GPUs.
+    """
+    if device_request != "nvidia":
+        return {}
+    if kind == "podman":
+        raise EngineUnavailable(
+            "CUDA on Podman goes through CDI (the device nvidia.com/gpu=all), which Podman's "
+            "Docker-compatible API used by primus-runner cannot request (it would start the job without GPUs)",
+            hint="use Docker with nvidia-container-toolkit (container.engine: docker), or run it with "
+                 "`podman run --device nvidia.com/gpu=all` after `nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml`",
+        )
+    if cdi and _vtuple(api_version) >= (1, 44):
+        return {"DeviceRequests": [{"Driver": "cdi", "DeviceIDs": [CDI_NVIDIA_ALL]}]}
+    return {"DeviceRequests": [{"Driver": "", "Count": -1, "Capabilities": [["gpu"]]}]}
+
+
+def libpod_gpu_devices(device_request: str | None) -> list[dict]:
+    """Podman's own (libpod) create: the ``devices`` entries of a GPU flavor (CDI names resolve there)."""
+    return [{"path": CDI_NVIDIA_ALL}] if device_request == "nvidia" else []
+
+
 def _location_for(url: str, source: str) -> EngineLocation:
     tls = verify = False
     cert_path = None
     if url.startswith("tcp://"):
         tls, verify, cert_path = discovery._env_tls(os.environ)
-    return EngineLocation(discovery._kind_of(url), url, source, tls, verify, cert_path, (url,))
+    return EngineLocation(discovery._kind_of(url), url, source, tls, verify, cert_path)
 
 
 def _kind_from_headers(headers: dict) -> str | None:

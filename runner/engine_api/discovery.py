@@ -90,7 +90,7 @@ def _docker_config_dir(env) -> str:
 def _from_env(name: str, env, kind: str | None = None) -> EngineLocation:
     url = env[name]
     tls, verify, cert_path = _env_tls(env) if url.startswith("tcp://") else (False, False, None)
-    return EngineLocation(kind or _kind_of(url), url, name, tls, verify, cert_path, (f"{name}={url}",))
+    return EngineLocation(kind or _kind_of(url), url, name, tls, verify, cert_path)
 
 
 def _current_context(env) -> tuple[str | None, str]:
@@ -129,8 +129,7 @@ def _from_context(name: str, origin: str, env) -> EngineLocation:
     tls_dir = os.path.join(base, "contexts", "tls", digest, "docker")
     tls = url.startswith("tcp://") and os.path.isdir(tls_dir)
     verify = tls and not endpoint.get("SkipTLSVerify", False)
-    return EngineLocation(_kind_of(url), url, f"docker context {name}", tls, verify, tls_dir if tls else None,
-                          (f"docker context {name} ({url})",))
+    return EngineLocation(_kind_of(url), url, f"docker context {name}", tls, verify, tls_dir if tls else None)
 
 
 def _rootless_socket(env) -> str:
@@ -192,7 +191,7 @@ def start_hint(location: EngineLocation) -> str:
         where = f"{location.source} points at {location.url}"
         if location.kind == "podman":
             return f"{where}: start Podman's API there (podman system service --time=0 {location.url} &), or change it"
-        return f"{where}: start the daemon there, or unset/change it"
+        return f"{where}: start the Docker daemon there (sudo systemctl start docker, or dockerd &), or unset/change {location.source.split(' ')[0] if location.source.startswith('DOCKER') else 'the context'}"
     if location.kind == "podman":
         if path and path != PODMAN_ROOTFUL_SOCKET:
             return f"start it: systemctl --user start podman.socket (or podman system service --time=0 unix://{path} &)"
@@ -207,7 +206,7 @@ def unreachable(location: EngineLocation, reason: str | BaseException | None = N
         reason = f"{reason.__class__.__name__}: {reason}" if str(reason) else reason.__class__.__name__
     text = f"{name} is not reachable at {location.url} ({location.source}"
     text += f"; {reason})" if reason else ")"
-    others = [t for t in location.tried if not t.startswith(location.url[len("unix://"):] if location.socket_path else location.url)]
+    others = [t for t in location.tried if not (location.socket_path and t.startswith(location.socket_path + " "))]
     if others:
         text += f"; also looked at: {', '.join(others)}"
     return EngineUnavailable(text, hint=start_hint(location))
