@@ -198,13 +198,15 @@ def run_classic(engine, spec, context: bytes, labels: dict[str, str], progress: 
     log: list[str] = []
     image_id = error = None
     stream = masker.stream() if masker else None
+    partial = ""  # the daemon splits a line across messages ("Step 1/9 : FROM x", then "\n")
     try:
         for chunk in classic_stream(engine, spec, context, labels):
             if "stream" in chunk:
                 raw = chunk["stream"]
                 text = (stream.feed(raw.encode("utf-8", "surrogateescape")) + (stream.flush() if raw.endswith("\n") else b"")).decode("utf-8", "replace") if stream else raw
                 log.append(text)
-                for line in text.splitlines():
+                *lines, partial = (partial + text).split("\n")
+                for line in lines:
                     progress.line(line)
             elif "aux" in chunk and isinstance(chunk["aux"], dict) and chunk["aux"].get("ID"):
                 image_id = chunk["aux"]["ID"]
@@ -213,6 +215,8 @@ def run_classic(engine, spec, context: bytes, labels: dict[str, str], progress: 
                 log.append((masker.mask(error) if masker else error) + "\n")
     except ApiError as exc:
         error = exc.message
+    if partial:
+        progress.line(partial)
     return image_id, error, log
 
 

@@ -196,3 +196,39 @@ def test_staged_ca_lets_pip_through_the_intercepting_proxy(python_image, docker_
     assert proc.returncode == 0, err[-3000:]
     assert "CERTIFICATE_VERIFY_FAILED" in err  # the base alone cannot reach PyPI here
     assert "TLS-OK" in err  # with the staged host bundle it can
+
+
+def test_up_build_follows_config_gpu_and_env_file(tmp_path, busybox_image, docker_client):
+    """`up --build` builds the recipe of the caller's --config (images.dir) and --gpu flavor, with the
+    --env-file's secrets in scope (issue 11: they were dropped, so the shipped rocm recipe was built)."""
+    from docker.errors import ImageNotFound
+
+    recipes = tmp_path / "recipes"
+    (recipes / "cuda").mkdir(parents=True)
+    (recipes / "rocm").mkdir(parents=True)
+    (recipes / "cuda" / "Dockerfile").write_text(f"FROM {busybox_image}\nLABEL test.recipe=cuda-from-config\n")
+    (recipes / "rocm" / "Dockerfile").write_text(f"FROM {busybox_image}\nLABEL test.recipe=rocm-from-config\n")
+    (tmp_path / "extra.yaml").write_text(f"images:\n  dir: {recipes}\n")
+    token = f"env-file-only-{tmp_path.name}-{__import__('uuid').uuid4().hex}"
+    (tmp_path / "job.env").write_text(f"RECIPE_TOKEN={token}\n")
+    (tmp_path / "job.env").chmod(0o600)
+    ws = Workspace(tmp_path / "ws", config="container:\n  gpu: none\n  options:\n    privileged: false\n    ulimit: []\n    group-add: []\n")
+    image = f"primus-test/up-build:{__import__('uuid').uuid4().hex[:8]}"
+    args = ("--config", str(tmp_path / "extra.yaml"), "--env-file", str(tmp_path / "job.env"), "up", "--build", "--gpu", "cuda", "--image", image, "--", "true")
+    try:
+        proc = ws.run(*args, timeout=300)
+        # The job itself may not start here (no NVIDIA runtime): the image is what this test is about.
+        assert proc.returncode in (0, 3), proc.stderr.decode()[-3000:]
+        labels = docker_client.images.get(image).labels
+        assert labels["test.recipe"] == "cuda-from-config" and labels["io.primus-runner.flavor"] == "cuda"
+        assert labels["org.opencontainers.image.source"] == f"file://{recipes}"
+        docker_client.images.remove(image, force=True)
+        # The env file's secret is in the build's scope: a recipe file holding it is refused, nothing built.
+        (recipes / "cuda" / "notes.txt").write_text(f"token {token}\n")
+        refused = ws.run(*args, timeout=120)
+        assert refused.returncode == 2, refused.stderr.decode()[-3000:]
+        assert b"cuda/notes.txt" in refused.stderr and token.encode() not in refused.stdout + refused.stderr
+        with pytest.raises(ImageNotFound):
+            docker_client.images.get(image)
+    finally:
+        subprocess.run(["docker", "rmi", "-f", image], capture_output=True)
