@@ -54,7 +54,9 @@ class EngineLocation:
 
 
 def _kind_of(url: str) -> str:
-    return "podman" if "podman" in url.lower() else "docker"
+    """What a URL suggests: Podman's sockets are ``.../podman/podman.sock`` or ``podman*.sock``."""
+    parts = url.lower().rstrip("/").split("/")
+    return "podman" if "podman" in parts[-1] or (len(parts) > 1 and parts[-2] == "podman") else "docker"
 
 
 def _answers(path: str) -> str:
