@@ -67,11 +67,24 @@ def moto(tmp_path_factory):
 
 
 @pytest.fixture
-def stores_env(pass_store, moto, tmp_path, monkeypatch):
-    """The runner's environment pointed at the test stores (children inherit it)."""
-    for key, value in {**pass_store.env, **moto.env, **isolated_aws_env(tmp_path)}.items():
+def pass_env(pass_store, monkeypatch):
+    """The runner's environment pointed at the test password store (children inherit it)."""
+    for key, value in pass_store.env.items():
         monkeypatch.setenv(key, value)
-    return pass_store, moto
+    return pass_store
+
+
+@pytest.fixture
+def aws_env(moto, tmp_path, monkeypatch):
+    """The runner's environment pointed at the moto server, with dummy keys and no ~/.aws."""
+    for key, value in {**moto.env, **isolated_aws_env(tmp_path)}.items():
+        monkeypatch.setenv(key, value)
+    return moto
+
+
+@pytest.fixture
+def stores_env(pass_env, aws_env):
+    return pass_env, aws_env
 
 
 def new_secret(moto, value: str) -> tuple[str, str]:
@@ -84,16 +97,16 @@ def new_secret(moto, value: str) -> tuple[str, str]:
 # ------------------------------------------------------------------ pass
 
 
-def test_pass_gives_the_first_line_exactly(stores_env):
-    store, _ = stores_env
+def test_pass_gives_the_first_line_exactly(pass_env):
+    store = pass_env
     value = canary("pass") + " ünï"
     store.insert("ml/hf", value + "\nlogin: someone\nurl: https://huggingface.co\n")
     got = resolve([ref("HF_TOKEN", "pass:ml/hf")], no_env)
     assert sha(got["HF_TOKEN"].reveal()) == sha(value)
 
 
-def test_pass_missing_entry_is_exit_2_naming_the_reference(stores_env):
-    store, _ = stores_env
+def test_pass_missing_entry_is_exit_2_naming_the_reference(pass_env):
+    store = pass_env
     other = canary("pass-other")
     store.insert("ml/other", other + "\n")
     with pytest.raises(ConfigError) as info:
@@ -104,8 +117,8 @@ def test_pass_missing_entry_is_exit_2_naming_the_reference(stores_env):
     assert_no_leak(text, {"ml/other": other}, "the missing pass entry error")
 
 
-def test_pass_without_the_key_is_exit_2(stores_env, tmp_path, monkeypatch):
-    store, _ = stores_env
+def test_pass_without_the_key_is_exit_2(pass_env, tmp_path, monkeypatch):
+    store = pass_env
     store.insert("ml/locked", canary("locked") + "\n")
     empty_home = tmp_path / "gnupg-empty"
     empty_home.mkdir(mode=0o700)
@@ -120,7 +133,7 @@ def test_pass_without_the_key_is_exit_2(stores_env, tmp_path, monkeypatch):
     assert "HF_TOKEN (pass:ml/locked)" in info.value.message and "pass show exited with" in info.value.message
 
 
-def test_pass_not_installed_is_exit_1(stores_env, tmp_path, monkeypatch):
+def test_pass_not_installed_is_exit_1(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))  # no `pass` here
     with pytest.raises(EngineUnavailable) as info:
         resolve([ref("HF_TOKEN", "pass:ml/hf")], no_env)
@@ -130,8 +143,8 @@ def test_pass_not_installed_is_exit_1(stores_env, tmp_path, monkeypatch):
 # ------------------------------------------------------------------ aws-sm
 
 
-def test_aws_sm_plain_and_json_key_and_arn_exactly(stores_env, monkeypatch):
-    _, moto = stores_env
+def test_aws_sm_plain_and_json_key_and_arn_exactly(aws_env, monkeypatch):
+    moto = aws_env
     plain = canary("aws-plain") + " ünï"
     api_key = canary("aws-json")
     plain_name, _ = new_secret(moto, plain)
@@ -152,8 +165,8 @@ def test_aws_sm_plain_and_json_key_and_arn_exactly(stores_env, monkeypatch):
     assert sha(got["BY_ARN"].reveal()) == sha(api_key)
 
 
-def test_aws_sm_missing_secret_key_or_json_are_exit_2_without_values(stores_env):
-    _, moto = stores_env
+def test_aws_sm_missing_secret_key_or_json_are_exit_2_without_values(aws_env):
+    moto = aws_env
     values = {"password": canary("aws-password"), "plain": canary("aws-not-json")}
     json_name, _ = new_secret(moto, json.dumps({"password": values["password"]}))
     plain_name, _ = new_secret(moto, values["plain"])
@@ -172,7 +185,7 @@ def test_aws_sm_missing_secret_key_or_json_are_exit_2_without_values(stores_env)
     assert f"NOT_JSON (aws-sm:{plain_name}#api_key): the secret is not JSON" in text
 
 
-def test_aws_sm_with_the_store_stopped_is_exit_1_naming_the_reference(pass_store, tmp_path, monkeypatch):
+def test_aws_sm_with_the_store_stopped_is_exit_1_naming_the_reference(tmp_path, monkeypatch):
     server = start_moto_server(tmp_path / "moto-stopped")
     for key, value in {**server.env, **isolated_aws_env(tmp_path)}.items():
         monkeypatch.setenv(key, value)
@@ -300,12 +313,12 @@ def test_five_sources_failing_together_are_listed_at_once(stores_env, tmp_path):
     assert "op: not signed in" in text
 
 
-def test_aws_sm_values_stay_out_of_debug_logs(stores_env, caplog):
+def test_aws_sm_values_stay_out_of_debug_logs(aws_env, caplog):
     # An application (or a user's sitecustomize) that turns on DEBUG logging must not get
     # botocore's "Response body: …" lines, which would hold the secret.
     import logging
 
-    _, moto = stores_env
+    moto = aws_env
     value = canary("aws-debug-log")
     name, _ = new_secret(moto, json.dumps({"api_key": value}))
     with caplog.at_level(logging.DEBUG):
