@@ -23,6 +23,21 @@ def pytest_configure(config):
         ("mlflow", "needs the MLflow server from /opt/primus-mlflow"),
     ):
         config.addinivalue_line("markers", f"{name}: {text} (bash .ci/setup-engines.sh)")
+    config.addinivalue_line("markers", "podman: runs against rootful Podman's API (bash .ci/setup-podman.sh)")
+    config.addinivalue_line(
+        "markers",
+        "engines(*kinds): the engines a test using `engine_host` runs against (default: docker and podman)",
+    )
+
+
+def pytest_generate_tests(metafunc):
+    # A test that uses `engine_host` runs once per engine; @pytest.mark.engines("docker")
+    # on the test (or on one of its pytest.param cases) narrows it: the Podman run of the
+    # suite is a representative subset, see the test files.
+    if "engine_host" in metafunc.fixturenames:
+        marker = metafunc.definition.get_closest_marker("engines")
+        kinds = marker.args if marker else engines.ENGINE_KINDS
+        metafunc.parametrize("engine_host", kinds, indirect=True, ids=list(kinds))
 
 
 _FIXTURE_MARKERS = {
@@ -43,6 +58,20 @@ def pytest_collection_modifyitems(config, items):
         for fixture, marker in _FIXTURE_MARKERS.items():
             if fixture in names and item.get_closest_marker(marker) is None:
                 item.add_marker(marker)
+    kept, dropped = [], []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        kind = callspec.params.get("engine_host") if callspec is not None else None
+        marker = item.get_closest_marker("engines")  # a pytest.param's own marks count here
+        if kind is not None and marker is not None and kind not in marker.args:
+            dropped.append(item)
+            continue
+        if kind == "podman":
+            item.add_marker("podman")
+        kept.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 # ------------------------------------------------------------------ docker
@@ -72,6 +101,31 @@ def python_image(docker_client) -> str:
 def noshell_image(docker_client) -> str:
     """'primus-test/noshell:latest': no /bin/sh; /busybox-bin/{busybox,env,echo,...}, PATH=/busybox-bin."""
     return engines.require_image(docker_client, engines.NOSHELL_IMAGE)
+
+
+# ------------------------------------------------------------------ docker or podman
+
+
+_ENGINE_HOSTS: dict[str, engines.EngineHost] = {}
+
+
+@pytest.fixture
+def engine_host(request, monkeypatch) -> engines.EngineHost:
+    """The engine this run of the test targets (parametrised: docker, podman).
+
+    The runner gets ``engine_host.env`` (tests add it to their Workspace's env); the
+    ``docker`` CLI the helpers call reaches the same engine (``DOCKER_HOST`` is set
+    for the test's own subprocesses too).
+    """
+    kind = getattr(request, "param", "docker")
+    if kind not in _ENGINE_HOSTS:
+        _ENGINE_HOSTS[kind] = engines.podman_or_missing() if kind == "podman" else engines.docker_or_missing()
+    target = _ENGINE_HOSTS[kind]
+    if target.host:
+        monkeypatch.setenv("DOCKER_HOST", target.host)
+    else:
+        monkeypatch.delenv("DOCKER_HOST", raising=False)
+    return target
 
 
 # ------------------------------------------------------------------ slurm

@@ -57,13 +57,13 @@ def in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
 
 
-def engine_missing(what: str, detail: str = "") -> NoReturn:
+def engine_missing(what: str, detail: str = "", setup: str = SETUP_HINT) -> NoReturn:
     """The one rule for a missing engine: fail under CI=true, skip elsewhere."""
     __tracebackhide__ = True
     msg = f"{what} is not available"
     if detail:
         msg += f" ({detail.strip()})"
-    msg += f"; {SETUP_HINT}"
+    msg += f"; {setup}"
     if in_ci():
         pytest.fail(msg, pytrace=False)
     pytest.skip(msg)
@@ -101,6 +101,87 @@ def require_image(client, name: str) -> str:
     except docker.errors.ImageNotFound:
         pass
     engine_missing(f"the local test image {name}", "it is built by the setup script")
+
+
+# ------------------------------------------------------------------ engine parametrisation (Docker, Podman)
+
+PODMAN_SOCKET = "/run/podman/podman.sock"
+PODMAN_SETUP_HINT = "start rootful Podman with: bash .ci/setup-podman.sh"
+ENGINE_KINDS = ("docker", "podman")
+TEST_IMAGES = (BUSYBOX_IMAGE, PYTHON_IMAGE, NOSHELL_IMAGE)
+
+
+@dataclass(frozen=True)
+class EngineHost:
+    """One engine the Docker integration tests run against.
+
+    ``env`` is what the runner's process gets (``DOCKER_HOST``; empty for Docker: the
+    runner finds the default socket itself); ``cli`` the ``docker`` command line that
+    inspects the same engine (the docker CLI speaks Podman's compat API too).
+    """
+
+    kind: str  # "docker" | "podman"
+    host: str | None  # DOCKER_HOST, None for the default Docker socket
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"DOCKER_HOST": self.host} if self.host else {}
+
+    @property
+    def cli(self) -> list[str]:
+        return ["docker", "-H", self.host] if self.host else ["docker"]
+
+    def __str__(self) -> str:
+        return self.kind
+
+
+def unix_http(path: str, url: str, method: str = "GET", timeout: float = 5.0) -> tuple[int, dict[str, str], bytes]:
+    """One HTTP request on a unix socket: (status, lower-cased headers, body)."""
+    import http.client
+
+    class _Conn(http.client.HTTPConnection):
+        def connect(self):
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.sock.settimeout(timeout)
+            self.sock.connect(path)
+
+    conn = _Conn("localhost", timeout=timeout)
+    try:
+        conn.request(method, url)
+        resp = conn.getresponse()
+        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
+    finally:
+        conn.close()
+
+
+def podman_or_missing(socket_path: str = PODMAN_SOCKET) -> EngineHost:
+    """Rootful Podman's API on ``socket_path`` with the test images, or engine_missing()."""
+    problem = None
+    try:
+        status, headers, _ = unix_http(socket_path, "/_ping")
+        if status != 200 or "libpod-api-version" not in headers:
+            problem = f"{socket_path} answers /_ping with {status}, not as Podman"
+        else:
+            absent = [img for img in TEST_IMAGES
+                      if unix_http(socket_path, f"/v1.41/images/{urllib.parse.quote(img, safe='')}/json")[0] != 200]
+            if absent:
+                problem = f"Podman has no {', '.join(absent)}"
+    except OSError as exc:
+        problem = f"{socket_path}: {type(exc).__name__}: {exc}"
+    if problem:
+        engine_missing("rootful Podman", problem, PODMAN_SETUP_HINT)
+    return EngineHost("podman", f"unix://{socket_path}")
+
+
+def docker_or_missing() -> EngineHost:
+    """The default Docker daemon with the test images, or engine_missing()."""
+    client = docker_client_or_missing()
+    try:
+        for image in TEST_IMAGES:
+            require_image(client, image)
+    finally:
+        client.close()
+    return EngineHost("docker", None)
 
 
 # ------------------------------------------------------------------ slurm

@@ -13,10 +13,13 @@ pytestmark = pytest.mark.docker
 
 
 @pytest.fixture
-def ws(tmp_path, canary, busybox_image) -> Workspace:
-    return Workspace(tmp_path, canary)
+def ws(tmp_path, canary, busybox_image, engine_host) -> Workspace:
+    ws = Workspace(tmp_path, canary)
+    ws.env.update(engine_host.env)  # docker, or podman through DOCKER_HOST
+    return ws
 
 
+@pytest.mark.engines("docker")  # Podman names the image localhost/...: test_podman.py has its variant
 def test_every_launch_option_reaches_the_container(ws, canary, tmp_path):
     shared = tmp_path / "shared"
     shared.mkdir()
@@ -63,10 +66,11 @@ def test_job_exit_code_and_config_error_before_launch(ws):
     assert refused.returncode == 2 and b"HF_TOKEN" in refused.stderr
 
 
-def test_job_sees_tracker_settings_as_env_and_primus_overrides(tmp_path, canary, busybox_image):
+def test_job_sees_tracker_settings_as_env_and_primus_overrides(tmp_path, canary, busybox_image, engine_host):
     trackers = ("trackers:\n  framework: megatron\n  disable_wandb: false\n  wandb_project: proj-c\n  wandb_entity: team-c\n"
                 "  wandb_exp_name: exp-c\n  wandb_save_dir: /wb\n")
     ws = Workspace(tmp_path, canary, config=CONFIG + trackers)
+    ws.env.update(engine_host.env)
     job = 'env | grep "^WANDB_" | grep -v API_KEY | sort; echo "ARGS $*"'
     result = ws.run("up", "--name", unique(), "--env", "WANDB_MODE=offline", "--volume", f"{tmp_path}:/wb",
                     "--", "sh", "-c", job, "sh", "train", "pretrain", "--config", "x.yaml")

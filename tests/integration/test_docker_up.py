@@ -18,8 +18,10 @@ pytestmark = pytest.mark.docker
 
 
 @pytest.fixture
-def ws(tmp_path, canary, busybox_image) -> Workspace:
-    return Workspace(tmp_path, canary)
+def ws(tmp_path, canary, busybox_image, engine_host) -> Workspace:
+    ws = Workspace(tmp_path, canary)
+    ws.env.update(engine_host.env)  # docker, or podman through DOCKER_HOST
+    return ws
 
 
 def _sha(value: str) -> str:
@@ -117,6 +119,7 @@ def test_exit_code_is_the_jobs(ws, code):
     assert result.returncode == code, result.stderr.decode()
 
 
+@pytest.mark.engines("docker")  # Podman here reports no OOMKilled: tests/integration/test_podman.py covers it (Engine.exit_cause)
 def test_oom_killed_job_exits_137_with_a_message(ws):
     name = unique()
     result = ws.run("up", "--name", name, "--memory", "16m", "--", "dd", "if=/dev/zero", "of=/dev/null", "bs=64M", "count=1")
@@ -132,6 +135,7 @@ def test_config_error_exits_2_and_creates_nothing(ws):
     assert containers(f"{LABEL_JOB}={name}") == []
 
 
+@pytest.mark.engines("docker")  # no engine is reached: one run is enough
 def test_unreachable_daemon_exits_1_with_the_fix(ws):
     result = ws.run("up", "--name", unique(), "--", "true", env={"DOCKER_HOST": "unix:///nonexistent.sock"})
     assert result.returncode == 1
@@ -160,10 +164,11 @@ def test_image_without_shell_falls_back_to_env_with_a_warning(ws, canary, noshel
         force_remove(name)
 
 
-def test_secrets_via_env_config_is_honoured_with_a_warning(tmp_path, canary, busybox_image):
+def test_secrets_via_env_config_is_honoured_with_a_warning(tmp_path, canary, busybox_image, engine_host):
     from docker_helpers import CONFIG
 
     ws = Workspace(tmp_path, canary, CONFIG.replace("  stop_timeout: 2\n", "  stop_timeout: 2\n  secrets_via: env\n"))
+    ws.env.update(engine_host.env)
     name = unique()
     result = ws.run("up", "--keep", "--name", name, "--", "sh", "-c", "echo $HF_TOKEN")
     try:

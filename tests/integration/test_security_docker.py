@@ -25,8 +25,10 @@ HOSTILE = "h0st%s%d%%\\c\\0101\\n$(id)`id`'\"\n=x==\\"
 
 
 @pytest.fixture
-def ws(tmp_path, canary, busybox_image):
-    return Workspace(tmp_path, canary)
+def ws(tmp_path, canary, busybox_image, engine_host):
+    ws = Workspace(tmp_path, canary)
+    ws.env.update(engine_host.env)  # docker, or podman through DOCKER_HOST
+    return ws
 
 
 def _read_until(proc: subprocess.Popen, marker: bytes, timeout: float = 60) -> bytes:
