@@ -27,6 +27,7 @@ import json
 import logging
 import os
 import re
+import selectors
 import shlex
 import signal
 import stat
@@ -42,8 +43,11 @@ from runner.secrets import Secret, secret_scope
 SCHEMES = ("env", "file", "pass", "aws-sm", "cmd")
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 AWS_EXTRA_HINT = "pip install 'primus-runner[aws]'"
-# A secret file is small; a larger one is a wrong path (a log, a device), not a credential.
+# A secret file or output is small; a larger one is a wrong path or program, not a credential.
 _MAX_FILE_BYTES = 1 << 20
+_MAX_OUTPUT_BYTES = 1 << 20
+# The tail of a failing program's stderr kept in memory (an error shows its last lines).
+_STDERR_KEEP_BYTES = 64 << 10
 # How long past the per-reference timeout to wait for a worker to report its own
 # timeout (and kill its program) before giving up on it.
 _GRACE = 2.0
@@ -364,6 +368,11 @@ def _from_file(ref: SecretRef, lookup: Lookup, timeout: float) -> str:
 
 
 def _from_pass(ref: SecretRef, lookup: Lookup, timeout: float) -> str:
+    # `pass show FOLDER` lists the folder and exits 0: its first line would pass for the value.
+    store = os.environ.get("PASSWORD_STORE_DIR") or os.path.expanduser("~/.password-store")
+    entry = os.path.join(store, ref.target.strip("/"))
+    if os.path.isdir(entry) and not os.path.isfile(entry + ".gpg"):
+        raise _Missing("a folder of the password store, not an entry")
     # "--": a path starting with "-" is a path, not an option.
     return _first_line(_run(["pass", "show", "--", ref.target], timeout, "pass show"))
 
@@ -375,7 +384,8 @@ def _from_cmd(ref: SecretRef, lookup: Lookup, timeout: float) -> str:
 
 def _run(argv: list[str], timeout: float, label: str) -> bytes:
     """The program's stdout; no shell, stdin closed, in its own process group so a
-    timeout kills it and its children. Its stderr reaches an error only masked."""
+    timeout kills it and its children. Output is bounded: stdout to 1 MiB, stderr to
+    its last lines (which reach an error only masked)."""
     try:
         proc = subprocess.Popen(
             argv,
@@ -392,14 +402,64 @@ def _run(argv: list[str], timeout: float, label: str) -> bytes:
     except OSError as exc:
         raise _Missing(f"{argv[0]}: cannot run ({exc.strerror})") from None
     try:
-        stdout, stderr = proc.communicate(timeout=timeout)
+        stdout, stderr = _read_bounded(proc, time.monotonic() + timeout)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
         raise _Unreachable(f"{label} did not answer within {timeout:g} s; killed") from None
+    except OverflowError:
+        _kill_group(proc)
+        raise _Missing(f"{label} printed more than {_MAX_OUTPUT_BYTES >> 20} MiB; killed") from None
+    finally:
+        for pipe in (proc.stdout, proc.stderr):
+            pipe.close()
     if proc.returncode != 0:
         how = f"killed by signal {-proc.returncode}" if proc.returncode < 0 else f"exited with {proc.returncode}"
         raise _Missing(f"{label} {how}", stderr=stderr)
     return stdout
+
+
+def _read_bounded(proc: subprocess.Popen, deadline: float) -> tuple[bytes, bytes]:
+    """Read both pipes until EOF, or until the program has exited and they are idle (a
+    helper it left behind, such as an agent, may keep them open); then reap it.
+    Raises TimeoutExpired past ``deadline``, OverflowError when stdout is too large."""
+    out, err = bytearray(), bytearray()
+    selector = selectors.DefaultSelector()
+    for pipe, buf in ((proc.stdout, out), (proc.stderr, err)):
+        os.set_blocking(pipe.fileno(), False)
+        selector.register(pipe.fileno(), selectors.EVENT_READ, buf)
+    try:
+        while selector.get_map():
+            exited = proc.poll() is not None
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                if exited:
+                    break
+                raise subprocess.TimeoutExpired(proc.args, 0)
+            events = selector.select(0 if exited else min(remaining, 0.1))
+            if not events and exited:
+                break
+            for key, _ in events:
+                try:
+                    chunk = os.read(key.fd, 65536)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    selector.unregister(key.fd)
+                    continue
+                buf = key.data
+                buf += chunk
+                if buf is out and len(out) > _MAX_OUTPUT_BYTES:
+                    raise OverflowError
+                if buf is err and len(err) > 2 * _STDERR_KEEP_BYTES:
+                    # Keep the tail from a line start: a cut line could hold part of a value
+                    # the masker would no longer recognise.
+                    del err[:-_STDERR_KEEP_BYTES]
+                    newline = err.find(b"\n")
+                    del err[: newline + 1 if newline >= 0 else len(err)]
+    finally:
+        selector.close()
+    proc.wait(max(0.0, deadline - time.monotonic()))  # TimeoutExpired past the deadline
+    return bytes(out), bytes(err)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -408,12 +468,9 @@ def _kill_group(proc: subprocess.Popen) -> None:
     except (ProcessLookupError, PermissionError):
         pass
     try:
-        proc.communicate(timeout=_GRACE)  # reap; a child that left the group may hold the pipes
+        proc.wait(_GRACE)
     except subprocess.TimeoutExpired:
-        for pipe in (proc.stdout, proc.stderr):
-            if pipe:
-                pipe.close()
-        proc.wait()
+        pass
 
 
 def _first_line(stdout: bytes) -> str:

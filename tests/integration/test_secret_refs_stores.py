@@ -117,6 +117,14 @@ def test_pass_missing_entry_is_exit_2_naming_the_reference(pass_env):
     assert_no_leak(text, {"ml/other": other}, "the missing pass entry error")
 
 
+def test_pass_folder_is_not_an_entry_exit_2(pass_env):
+    # `pass show FOLDER` lists the folder and exits 0; its first line is not a value.
+    pass_env.insert("team/ml/hf", canary("in-folder") + "\n")
+    with pytest.raises(ConfigError) as info:
+        resolve([ref("HF_TOKEN", "pass:team/ml")], no_env)
+    assert "HF_TOKEN (pass:team/ml): a folder of the password store" in info.value.message
+
+
 def test_pass_without_the_key_is_exit_2(pass_env, tmp_path, monkeypatch):
     store = pass_env
     store.insert("ml/locked", canary("locked") + "\n")

@@ -321,6 +321,45 @@ def _gone(pid: int) -> bool:
     return False
 
 
+def test_endless_output_is_cut_at_1_mib_exit_2():
+    with pytest.raises(ConfigError) as info:
+        resolve([ref("T", "cmd:yes a-value")], no_env, timeout=30)
+    assert "T (cmd:yes a-value)" in info.value.message and "printed more than 1 MiB" in info.value.message
+
+
+def test_a_failing_programs_long_stderr_shows_its_last_lines(tmp_path):
+    noisy = script(tmp_path / "noisy", "yes noise | head -c 300000 >&2\necho final words >&2\nexit 1\n")
+    with pytest.raises(ConfigError) as info:
+        resolve([ref("T", f"cmd:{noisy}")], no_env, timeout=30)
+    assert info.value.message.endswith("final words")
+    assert len(info.value.message) < 1000
+
+
+def test_a_helper_left_running_does_not_hold_up_the_value(tmp_path):
+    # Like gpg-agent or an `op` daemon: a background child keeps stdout open after the
+    # program exits. Waiting for EOF would hang until the timeout (exit 1).
+    pidfile = tmp_path / "helper"
+    starter = script(tmp_path / "starter", f"sleep 300 &\necho $! > {pidfile}\necho the-value\n")
+    try:
+        got = resolve([ref("T", f"cmd:{starter}")], no_env, timeout=60)
+    finally:
+        if pidfile.exists():
+            try:
+                os.kill(int(pidfile.read_text()), 9)
+            except ProcessLookupError:
+                pass
+    assert got["T"].reveal() == "the-value"
+
+
+def test_the_program_gets_no_value_in_its_arguments_or_environment(tmp_path):
+    value = canary("env-only-in-lookup")
+    dump = tmp_path / "dump"
+    spy = script(tmp_path / "spy", f"cat /proc/$$/cmdline > {dump}\nenv >> {dump}\necho spy-value\n")
+    got = resolve([ref("A", "env:SOURCE"), ref("B", f"cmd:{spy} --flag")], {"SOURCE": value}.get)
+    assert got["A"].reveal() == value and got["B"].reveal() == "spy-value"
+    assert_no_leak(dump.read_bytes(), {"A": value}, "the cmd: program's arguments and environment")
+
+
 def test_references_resolve_in_parallel(tmp_path):
     # Each program waits until all N have started: run one after another, the first
     # would never see the others and fail after its 300 polls.
