@@ -70,7 +70,7 @@ def _present_enough(engine: "Engine", image: str, policy: str, present: bool | N
     return False
 
 
-def ensure_image(engine: "Engine", image: str, *, policy: str, lookup, out=None, progress: "PullProgress | None" = None,
+def pull_as_needed(engine: "Engine", image: str, *, policy: str, lookup, out=None, progress: "PullProgress | None" = None,
                  env_names: tuple[str, str, str] | None = None, present: bool | None = None) -> bool:
     """The one call for ``up``/``submit``/``build`` and the Slurm node agent: the image as the policy wants it.
 

@@ -250,35 +250,35 @@ def test_unknown_policy_is_a_usage_error(engine, busybox_image):
         pull(engine, busybox_image, policy="sometimes")
 
 
-# ------------------------------------------------------------------ ensure_image: what up/submit/build/node-agent call
+# ------------------------------------------------------------------ pull_as_needed: what up/submit/build/node-agent call
 
-def test_ensure_image_looks_up_no_credential_when_the_image_is_local(engine, busybox_image, tmp_path):
-    from runner.engine_api.pull import ensure_image
+def test_pull_as_needed_looks_up_no_credential_when_the_image_is_local(engine, busybox_image, tmp_path):
+    from runner.engine_api.pull import pull_as_needed
 
     # A credential lookup would fail here (the helper does not exist): it must not happen.
     write_docker_config(tmp_path / "dc", {"credsStore": "nosuchhelper-primus"})
     lookup = {"DOCKER_CONFIG": str(tmp_path / "dc")}.get
-    assert ensure_image(engine, busybox_image, policy="missing", lookup=lookup) is False
-    assert ensure_image(engine, busybox_image, policy="never", lookup=lookup) is False
+    assert pull_as_needed(engine, busybox_image, policy="missing", lookup=lookup) is False
+    assert pull_as_needed(engine, busybox_image, policy="never", lookup=lookup) is False
     with pytest.raises(EngineUnavailable):
-        ensure_image(engine, busybox_image, policy="always", lookup=lookup)
+        pull_as_needed(engine, busybox_image, policy="always", lookup=lookup)
     with pytest.raises(ConfigError):  # the caller knows it is absent (create said 404): no inspect, no lookup
-        ensure_image(engine, busybox_image, policy="never", lookup=lookup, present=False)
+        pull_as_needed(engine, busybox_image, policy="never", lookup=lookup, present=False)
 
 
-def test_ensure_image_plain_progress_masked_no_credential_in_env(engine, test_registry, fresh, user_home, capsys):
+def test_pull_as_needed_plain_progress_masked_no_credential_in_env(engine, test_registry, fresh, user_home, capsys):
     """The Docker-config password is not in the environment, so the command's scope does not know it:
     the progress display masks it all the same."""
-    from runner.engine_api.pull import ensure_image
+    from runner.engine_api.pull import pull_as_needed
     from runner.ui import Output
 
     write_docker_config(user_home / ".docker", auths_entry(test_registry))
     out = Output(color=False, masker=secret_scope().masker)
-    assert ensure_image(engine, fresh, policy="missing", lookup=os.environ.get, out=out) is True
+    assert pull_as_needed(engine, fresh, policy="missing", lookup=os.environ.get, out=out) is True
     err = capsys.readouterr().err
     assert f"pulling {fresh}" in err and f"pulled {fresh}" in err
-    assert_no_leak(err, [test_registry.password], "ensure_image's output")
-    assert ensure_image(engine, fresh, policy="missing", lookup=os.environ.get, out=out) is False
+    assert_no_leak(err, [test_registry.password], "pull_as_needed's output")
+    assert pull_as_needed(engine, fresh, policy="missing", lookup=os.environ.get, out=out) is False
     assert capsys.readouterr().err == ""
 
 
@@ -287,13 +287,13 @@ def test_ensure_image_plain_progress_masked_no_credential_in_env(engine, test_re
 _NODE_PULL = """
 import os, sys
 from runner.engine_api import Engine
-from runner.engine_api.pull import ensure_image
+from runner.engine_api.pull import pull_as_needed
 from runner.secrets import secret_scope
 from runner.ui import Output
 
 scope = secret_scope([os.environ], lambda name: name == "DOCKER_LOGIN_KEY")
 out = Output(color=False, masker=scope.masker)
-pulled = ensure_image(Engine(), sys.argv[1], policy="missing", lookup=os.environ.get, out=out)
+pulled = pull_as_needed(Engine(), sys.argv[1], policy="missing", lookup=os.environ.get, out=out)
 print(f"node {os.environ['SLURM_NODEID']}: ready (pulled={pulled})", flush=True)
 """
 
