@@ -73,17 +73,20 @@ def load_yaml(path: Path, what: str = "config file") -> Located:
 
 
 def parse_yaml(text: str, source: str) -> Located:
+    """Parse one document, bounded: the parser's events are composed here, without
+    recursion, and nesting deeper than ``MAX_DEPTH`` is refused before it is built
+    (libyaml's own composer recurses on the C stack: ~25k levels crash it)."""
     import yaml
 
     loader_cls = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        node = yaml.compose(text, Loader=loader_cls)
+        node = _compose(yaml.parse(text, Loader=loader_cls), source)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{source}:{mark.line + 1}" if mark else source
         raise ConfigError(Problem(f"malformed YAML: {exc.problem or exc.context}", where=where))
     except yaml.YAMLError as exc:
-        raise ConfigError(Problem(f"malformed YAML: {exc}", where=source))
+        raise ConfigError(Problem(f"malformed YAML: {type(exc).__name__}", where=source))
     except RecursionError:
         raise ConfigError(Problem("YAML nested too deeply", where=source))
     located = Located(data=None, source=source)
@@ -95,8 +98,75 @@ def parse_yaml(text: str, source: str) -> Located:
     return located
 
 
+def _compose(events, source: str):
+    """Nodes from parser events, iteratively, with anchors and aliases (shared, not
+    copied: the builder counts what they expand to). Only the first document."""
+    import yaml
+    from yaml.resolver import Resolver
+
+    resolver = Resolver()
+    anchors: dict[str, Any] = {}
+    stack: list[list] = []  # [node, pending key for a mapping]
+    root = None
+
+    def attach(node) -> None:
+        nonlocal root
+        if not stack:
+            root = node
+            return
+        parent = stack[-1]
+        if isinstance(parent[0], yaml.SequenceNode):
+            parent[0].value.append(node)
+        elif parent[1] is None:
+            parent[1] = node
+        else:
+            parent[0].value.append((parent[1], node))
+            parent[1] = None
+
+    for event in events:
+        kind = type(event)
+        if kind is yaml.AliasEvent:
+            if event.anchor not in anchors:
+                raise ConfigError(Problem(f"undefined alias '{event.anchor}'", where=f"{source}:{event.start_mark.line + 1}"))
+            attach(anchors[event.anchor])
+        elif kind is yaml.ScalarEvent:
+            tag = event.tag
+            if tag is None or tag == "!":
+                tag = resolver.resolve(yaml.ScalarNode, event.value, event.implicit)
+            node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style)
+            if event.anchor:
+                anchors[event.anchor] = node
+            attach(node)
+        elif kind in (yaml.SequenceStartEvent, yaml.MappingStartEvent):
+            if len(stack) >= MAX_DEPTH:
+                raise ConfigError(Problem(f"YAML nested deeper than {MAX_DEPTH} levels", where=f"{source}:{event.start_mark.line + 1}"))
+            sequence = kind is yaml.SequenceStartEvent
+            cls = yaml.SequenceNode if sequence else yaml.MappingNode
+            tag = event.tag
+            if tag is None or tag == "!":
+                tag = resolver.resolve(cls, None, event.implicit)
+            node = cls(tag, [], event.start_mark, None, flow_style=event.flow_style)
+            if event.anchor:
+                anchors[event.anchor] = node
+            attach(node)
+            stack.append([node, None])
+        elif kind in (yaml.SequenceEndEvent, yaml.MappingEndEvent):
+            node = stack.pop()[0]
+            node.end_mark = event.end_mark
+        elif kind is yaml.DocumentEndEvent:
+            break
+    return root
+
+
 class _Builder:
-    """Turns a composed YAML node tree into plain data, bounded and located."""
+    """Turns a composed YAML node tree into plain data, bounded and located.
+
+    Merge keys (``<<``) are resolved here, not by PyYAML's ``flatten_mapping``
+    (which copies merged pairs before anything can count them: a 500-byte merge
+    bomb grows to gigabytes): every merged value is built, and counted, like any
+    other. Keys written in the mapping override merged ones; in a merge list the
+    earlier mapping wins.
+    """
 
     def __init__(self, source: str, lines: dict):
         self.source = source
@@ -120,8 +190,16 @@ class _Builder:
         kind = node.id
         if kind == "mapping":
             result: dict = {}
-            self._constructor.flatten_mapping(node)
+            merged: dict = {}
             for key_node, value_node in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    sources = value_node.value if value_node.id == "sequence" else [value_node]
+                    for source in sources:
+                        if source.id != "mapping":
+                            raise ConfigError(Problem("a merge key (<<) takes a mapping or a list of mappings", where=self._where(source)))
+                        for key, value in self.build(source, path, depth + 1).items():
+                            merged.setdefault(key, value)
+                    continue
                 key = self.build(key_node, path, depth + 1)
                 if not isinstance(key, (str, int, float, bool)) or key is None:
                     raise ConfigError(Problem("mapping keys must be plain strings", where=self._where(key_node)))
@@ -130,6 +208,8 @@ class _Builder:
                     raise ConfigError(Problem(f"duplicate key '{key}'", where=self._where(key_node)))
                 self.lines[path + (key,)] = self._where(key_node)
                 result[key] = self.build(value_node, path + (key,), depth + 1)
+            for key, value in merged.items():
+                result.setdefault(key, value)
             return result
         if kind == "sequence":
             items = []
@@ -139,8 +219,8 @@ class _Builder:
             return items
         try:
             return self._constructor.construct_object(node, deep=True)
-        except Exception as exc:  # a scalar with a bad tag or value
-            raise ConfigError(Problem(f"cannot read value: {exc}", where=self._where(node)))
+        except Exception:  # a scalar with a bad tag or value; the message would quote the value
+            raise ConfigError(Problem(f"cannot read the value (tag {node.tag.rsplit(':', 1)[-1]})", where=self._where(node)))
 
 
 def file_mode_warning(path: Path) -> str | None:
