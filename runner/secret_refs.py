@@ -287,6 +287,8 @@ def _resolve_all(refs: Sequence[SecretRef], lookup: Lookup, timeout: float) -> l
             value = _FETCH[ref.scheme](ref, lookup, timeout)
             if not value:
                 raise _Missing("resolved to an empty value")
+            if "\x00" in value:
+                raise _Missing("the value holds a NUL byte, which no environment can hold")
             outcome = _Outcome(value=Secret(value))
         except _Missing as failure:
             outcome = _Outcome(failure=failure)

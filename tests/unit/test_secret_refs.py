@@ -218,6 +218,15 @@ def test_file_that_is_missing_a_directory_or_a_fifo_is_exit_2(tmp_path):
     assert "no such file" in info.value.message and "not a regular file" in info.value.message
 
 
+def test_a_value_with_a_nul_byte_is_exit_2(tmp_path):
+    path = tmp_path / "nul"
+    path.write_bytes(b"abc\x00def\n")
+    path.chmod(0o600)
+    with pytest.raises(ConfigError) as info:
+        resolve([ref("T", f"file:{path}")], no_env)
+    assert "NUL byte" in info.value.message
+
+
 def test_resolution_is_never_cached(tmp_path):
     path = secret_file(tmp_path / "token", "first-value-123\n")
     refs = [ref("T", f"file:{path}")]
