@@ -8,6 +8,7 @@
 # Debian 12 (bookworm): Podman 4.3.
 set -euo pipefail
 
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export DEBIAN_FRONTEND=noninteractive
 
 SOCK=/run/podman/podman.sock
@@ -108,3 +109,40 @@ done
 # ---------------------------------------------------------------- smoke test
 podman run --rm --init "${IMAGES[0]}" true || die "podman run --rm ${IMAGES[0]} true failed (see $CONF)"
 log "podman: ready ($(podman version -f '{{.Server.Version}}' 2>/dev/null || podman --version))"
+
+# ---------------------------------------------------------------- rootless
+# An unprivileged user for the rootless test (tests/integration/test_podman.py): its
+# own image store with busybox, a fixed private runtime dir (Podman refuses a store
+# whose run root moved), and a Python the user can run (/root's pyenv is 0700) with
+# the runner's dependencies; the tests run the tree's code with PYTHONPATH.
+RL_USER=primus-rootless
+RL_RUNTIME=/run/primus-rootless
+RL_VENV=/opt/primus-rootless-venv
+RL_TAR=/var/tmp/primus-rootless-busybox.tar
+id "$RL_USER" >/dev/null 2>&1 || { log "rootless: adding user $RL_USER"; useradd -m -s /bin/sh "$RL_USER"; }
+grep -q "^$RL_USER:" /etc/subuid || usermod --add-subuids 200000-265535 --add-subgids 200000-265535 "$RL_USER"
+install -d -o "$RL_USER" -g "$RL_USER" -m 0700 "$RL_RUNTIME"
+as_user() { runuser -u "$RL_USER" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="/home/$RL_USER" XDG_RUNTIME_DIR="$RL_RUNTIME" "$@"; }
+if as_user podman image exists "${IMAGES[0]}" 2>/dev/null; then
+    log "rootless: image ${IMAGES[0]} present for $RL_USER"
+else
+    log "rootless: loading ${IMAGES[0]} as $RL_USER"
+    docker save "${IMAGES[0]}" -o "$RL_TAR"
+    chmod 0644 "$RL_TAR"
+    as_user podman load -q -i "$RL_TAR" >/dev/null 2>&1 || die "rootless podman load failed (as $RL_USER)"
+    rm -f "$RL_TAR"
+fi
+deps=$(/usr/bin/python3 -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]))')
+if [ -x "$RL_VENV/bin/python" ] && [ "$(cat "$RL_VENV/.deps" 2>/dev/null)" = "$deps" ]; then
+    log "rootless: $RL_VENV present"
+else
+    log "rootless: $RL_VENV (the runner's dependencies for $RL_USER)"
+    rm -rf "$RL_VENV"
+    /usr/bin/python3 -m venv "$RL_VENV"
+    printf '%s\n' "$deps" >"$RL_VENV/requirements.txt"
+    "$RL_VENV/bin/pip" install --no-input -q --progress-bar off -r "$RL_VENV/requirements.txt" \
+        || die "pip install of the runner's dependencies into $RL_VENV failed"
+    printf '%s' "$deps" >"$RL_VENV/.deps"
+    chmod -R a+rX "$RL_VENV"
+fi
+log "rootless: ready ($RL_USER, XDG_RUNTIME_DIR=$RL_RUNTIME)"

@@ -288,6 +288,20 @@ class Engine:
             return json.loads(raw)
         return raw
 
+    def libpod_request(self, method: str, path: str, params: dict | None = None, body: Any = None) -> Any:
+        """A call to Podman's own API (``/v4.0.0/libpod/...``): what its compat API cannot
+        express, e.g. CDI devices at create (``libpod_gpu_devices``). Podman only."""
+        if not self.is_podman:
+            raise ApiError(400, f"the engine at {self.host} is not Podman: no libpod API")
+        url = "/v4.0.0/libpod" + path
+        if params:
+            url += "?" + urlencode({k: v for k, v in params.items() if v is not None})
+        data = None if body is None else json.dumps(body).encode()
+        status, headers, raw = self._roundtrip(method, url, data, {"Content-Type": "application/json"} if data else {}, self.timeout)
+        if status >= 400:
+            raise self._api_error(status, raw)
+        return json.loads(raw) if raw and "json" in headers.get("content-type", "") else (raw or None)
+
     def _api_error(self, status: int, raw: bytes) -> Exception:
         message = _message(raw)
         if status == 400 and "too old" in message and "version" in message:
