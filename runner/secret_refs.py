@@ -303,8 +303,12 @@ def _resolve_all(refs: Sequence[SecretRef], lookup: Lookup, timeout: float) -> l
         thread.start()
         threads.append(thread)
     deadline = time.monotonic() + timeout + _GRACE
-    for thread in threads:
-        thread.join(max(0.0, deadline - time.monotonic()))
+    try:
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+    except BaseException:  # Ctrl-C, SIGTERM: the programs run in their own sessions, so stop them here
+        _kill_live()
+        raise
     with lock:
         done = dict(results)
     late = _Outcome(failure=_Unreachable(f"no answer within {timeout:g} s"))
@@ -403,6 +407,8 @@ def _run(argv: list[str], timeout: float, label: str) -> bytes:
         raise _Missing(f"{argv[0]}: permission denied (not executable)") from None
     except OSError as exc:
         raise _Missing(f"{argv[0]}: cannot run ({exc.strerror})") from None
+    with _live_lock:
+        _live.add(proc)
     try:
         stdout, stderr = _read_bounded(proc, time.monotonic() + timeout)
     except subprocess.TimeoutExpired:
@@ -412,6 +418,8 @@ def _run(argv: list[str], timeout: float, label: str) -> bytes:
         _kill_group(proc)
         raise _Missing(f"{label} printed more than {_MAX_OUTPUT_BYTES >> 20} MiB; killed") from None
     finally:
+        with _live_lock:
+            _live.discard(proc)
         for pipe in (proc.stdout, proc.stderr):
             pipe.close()
     if proc.returncode != 0:
@@ -462,6 +470,21 @@ def _read_bounded(proc: subprocess.Popen, deadline: float) -> tuple[bytes, bytes
         selector.close()
     proc.wait(max(0.0, deadline - time.monotonic()))  # TimeoutExpired past the deadline
     return bytes(out), bytes(err)
+
+
+# Programs running now, so an interrupt of the waiting thread can stop them.
+_live: set[subprocess.Popen] = set()
+_live_lock = threading.Lock()
+
+
+def _kill_live() -> None:
+    with _live_lock:
+        procs = list(_live)
+    for proc in procs:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

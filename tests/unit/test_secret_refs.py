@@ -315,6 +315,35 @@ def test_timeout_is_exit_1_and_kills_the_program_and_its_children(tmp_path):
         assert _gone(pid), f"the {pidfile} process {pid} outlived the timeout"
 
 
+def test_ctrl_c_while_waiting_stops_the_programs(tmp_path):
+    # The programs run in their own sessions (a timeout kills the whole group), so the
+    # terminal's SIGINT does not reach them: the runner must stop them itself.
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    hang = script(tmp_path / "hang", f"echo $$ > {tmp_path}/self.tmp\nmv {tmp_path}/self.tmp {tmp_path}/self\nexec sleep 300\n")
+    code = (
+        "from runner.secret_refs import parse_ref, resolve\n"
+        f"resolve([parse_ref('T', 'cmd:{hang}')], lambda n: None, timeout=120)\n"
+    )
+    runner = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE)
+    try:
+        for _ in range(600):  # polling for the pid file, not timing anything
+            if (tmp_path / "self").exists() or runner.poll() is not None:
+                break
+            time.sleep(0.05)
+        pid = int((tmp_path / "self").read_text())
+        runner.send_signal(signal.SIGINT)
+        stderr = runner.communicate(timeout=60)[1]
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+    assert b"KeyboardInterrupt" in stderr
+    assert _gone(pid), "the cmd: program outlived the interrupted runner"
+
+
 def _gone(pid: int) -> bool:
     """Dead or a zombie (killed, not yet reaped by init), polled for a while."""
     import time
