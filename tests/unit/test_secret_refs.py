@@ -123,13 +123,12 @@ def test_a_non_string_value_or_section_is_refused_without_echo(work):
     assert_no_leak(str(problems[0]), {"secrets": value}, "the problem for a literal secrets: section")
 
 
-def test_an_invalid_variable_name_is_a_config_error_with_its_line(work):
-    (work / ".primus.yaml").write_text("secrets:\n  OK_NAME: env:X\n  1BAD: env:Y\n")
-    with pytest.raises(ConfigError) as info:
-        load_config()
-    assert "1BAD" in info.value.message and ".primus.yaml:" in info.value.message
-    problem = parse_ref("1BAD", "env:Y", "f:3")
-    assert not isinstance(problem, SecretRef) and problem.where == "f:3"
+def test_an_invalid_variable_name_is_a_problem_with_its_line(work):
+    (work / ".primus.yaml").write_text("secrets:\n  OK_NAME: env:X\n  1BAD: env:Y\n  'A-B': env:Z\n")
+    refs, problems = parse_refs(load_config())
+    assert [r.name for r in refs] == ["OK_NAME"]
+    assert [p.where.rsplit("/", 1)[1] for p in problems] == [".primus.yaml:3", ".primus.yaml:4"]
+    assert "'1BAD' is not a variable name" in str(problems[0]) and "'A-B'" in str(problems[1])
 
 
 @pytest.mark.parametrize(
