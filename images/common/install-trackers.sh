@@ -2,7 +2,8 @@
 # Installs the pinned tracker clients named in $TRACKERS into the base image's
 # python3. Runs in ONE Dockerfile step so the CA and pip settings exist for pip
 # only: PIP_CERT points at the CA bundle the runner staged into the context
-# (empty when the host has none), PIP_INDEX_URL & co. arrive as build args.
+# (empty when the host has none), PIP_INDEX_URL & co. arrive as build args
+# (or, with credentials, as secret mounts).
 set -eu
 here=$(dirname "$0")
 python=${PYTHON:-python3}
@@ -10,7 +11,21 @@ command -v "$python" >/dev/null 2>&1 || { echo "primus-runner: the base image ha
 if [ -s "$here/ca-bundle.crt" ]; then
     export PIP_CERT="$here/ca-bundle.crt"
 fi
-export PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore PIP_BREAK_SYSTEM_PACKAGES=1
+export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore PIP_BREAK_SYSTEM_PACKAGES=1
+# pip's cache: the builder's cache mount when there is one (BuildKit), else none
+# at all (the classic builder would keep it in the layer).
+if grep -qs ' /root/.cache/pip ' /proc/self/mountinfo; then
+    export PIP_CACHE_DIR=/root/.cache/pip
+else
+    export PIP_NO_CACHE_DIR=1
+fi
+# A private index with credentials arrives as a secret mount (build --secret
+# PIP_INDEX_URL): in this process's environment only, for pip, never in a layer.
+for name in PIP_INDEX_URL PIP_EXTRA_INDEX_URL; do
+    if [ -s "/run/secrets/$name" ]; then
+        export "$name=$(cat "/run/secrets/$name")"
+    fi
+done
 pins=""
 for name in ${TRACKERS:-}; do
     pin=$(grep -i -E "^${name}(==|\[)" "$here/requirements.txt" || true)

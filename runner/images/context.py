@@ -114,12 +114,15 @@ def refuse_secret_content(context: Path, files: list[str], masker, extra: Iterab
                                   hint="remove the value from the files, or add them to .dockerignore; use --secret NAME with RUN --mount=type=secret,id=NAME"))
 
 
-_RUN_FLAGS = re.compile(r"(?im)^([ \t]*RUN[ \t]+)((?:--[^\s]+[ \t]+)+)")
+# RUN's own flags (``--mount=…``, ``--network=…``), before its command, across line continuations.
+_SEP = r"(?:[ \t]+|[ \t]*\\\r?\n[ \t]*)"
+_RUN_FLAGS = re.compile(rf"(?im)^([ \t]*RUN)((?:{_SEP}--\S+)+)")
+_MOUNT = re.compile(rf"{_SEP}--mount=\S+")
 
 
 def uses_mounts(text: str) -> bool:
     """Whether a Dockerfile has ``RUN --mount=…`` (cache or secret mounts): BuildKit syntax."""
-    return any("--mount=" in m.group(2) for m in _RUN_FLAGS.finditer(text))
+    return any(_MOUNT.search(m.group(2)) for m in _RUN_FLAGS.finditer(text))
 
 
 def strip_mounts(text: str) -> str:
@@ -129,7 +132,7 @@ def strip_mounts(text: str) -> str:
     secrets (an index with credentials): without them the step does the same,
     just without the cache. A user's Dockerfile is never rewritten.
     """
-    return _RUN_FLAGS.sub(lambda m: m.group(1) + re.sub(r"--mount=\S+[ \t]+", "", m.group(2)), text)
+    return _RUN_FLAGS.sub(lambda m: m.group(1) + _MOUNT.sub("", m.group(2)), text)
 
 
 def make_context(spec: BuildSpec, classic_recipe: bool = False) -> bytes:

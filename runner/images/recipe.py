@@ -349,7 +349,7 @@ def resolve_build(opts: BuildOptions, context_info, host_env: Mapping[str, str] 
         section = (config.get("images", flavor) if config is not None else None) or {}
         base = base or section.get("base") or DEFAULT_BASES[flavor]
     pip_args, ca, pip_notes = host_pip_settings(host_env)
-    notes += pip_notes
+    notes += [n for n in pip_notes if not any(f"--secret {name}" in n for name in secrets)]  # already given as a secret
     if base and not any(k == "BASE_IMAGE" for k, _ in pairs):
         pairs.insert(0, ("BASE_IMAGE", base))
     elif any(k == "BASE_IMAGE" for k, _ in pairs):

@@ -161,13 +161,13 @@ class Progress:
 
 # ------------------------------------------------------------------ classic builder (Engine API)
 
-def classic_stream(engine, spec, context: bytes, labels: dict[str, str]):
+def classic_stream(engine, spec, context: bytes, labels: dict[str, str], pull: str | None = None):
     """POST /build with the context tar; yields the daemon's JSON messages as they arrive."""
     from runner.engine_api import ApiError
 
     params = {
         "t": spec.tag, "dockerfile": spec.dockerfile, "buildargs": json.dumps(dict(spec.build_args)),
-        "labels": json.dumps(labels), "rm": 1, "forcerm": 1, "pull": 0, "nocache": 1 if spec.no_cache else None,
+        "labels": json.dumps(labels), "rm": 1, "forcerm": 1, "pull": 1 if pull == "always" else 0, "nocache": 1 if spec.no_cache else None,
     }
     try:
         pieces = engine.stream("/build", params, method="POST", body=context, headers={"Content-Type": "application/x-tar"})
@@ -191,7 +191,7 @@ def classic_stream(engine, spec, context: bytes, labels: dict[str, str]):
         yield {"error": exc.message}
 
 
-def run_classic(engine, spec, context: bytes, labels: dict[str, str], progress: Progress, masker) -> tuple[str | None, str | None, list[str]]:
+def run_classic(engine, spec, context: bytes, labels: dict[str, str], progress: Progress, masker, pull: str | None = None) -> tuple[str | None, str | None, list[str]]:
     """(image id, error, masked log) of a classic build."""
     from runner.engine_api import ApiError
 
@@ -200,7 +200,7 @@ def run_classic(engine, spec, context: bytes, labels: dict[str, str], progress: 
     stream = masker.stream() if masker else None
     partial = ""  # the daemon splits a line across messages ("Step 1/9 : FROM x", then "\n")
     try:
-        for chunk in classic_stream(engine, spec, context, labels):
+        for chunk in classic_stream(engine, spec, context, labels, pull):
             if "stream" in chunk:
                 raw = chunk["stream"]
                 text = (stream.feed(raw.encode("utf-8", "surrogateescape")) + (stream.flush() if raw.endswith("\n") else b"")).decode("utf-8", "replace") if stream else raw
@@ -322,13 +322,16 @@ def run_build(spec, out: Output, masker, *, builder=None, secrets=(), engine=Non
     engine = engine or connect()
     context = make_context(spec, classic_recipe=builder.kind == "classic" and not spec.user_dockerfile)
     base = inspect_image(engine, spec.base) if spec.base else None
+    if pull == "never" and spec.base and base is None:
+        raise RuntimeFailure(f"the base image {spec.base} is not present locally and --pull never forbids pulling it",
+                             hint=f"docker pull {spec.base}, or build with --pull missing")
     existing = inspect_image(engine, spec.tag)
     key = build_key(spec, context, base["Id"] if base else None)
     labels = {**dict(spec.labels), L_CREATED: _created_for(existing, key), L_BUILD_KEY: key}
     progress = Progress(out, spec.tag)
     try:
         if builder.kind == "classic":
-            image_id, error, log = run_classic(engine, spec, context, labels, progress, masker)
+            image_id, error, log = run_classic(engine, spec, context, labels, progress, masker, pull)
         else:
             image_id, error, log = run_cli(builder, spec, context, labels, secrets, progress, masker, pull)
     finally:

@@ -232,3 +232,27 @@ def test_up_build_follows_config_gpu_and_env_file(tmp_path, busybox_image, docke
             docker_client.images.get(image)
     finally:
         subprocess.run(["docker", "rmi", "-f", image], capture_output=True)
+
+
+def test_recipe_builds_on_the_classic_builder_with_its_mounts_dropped(python_image, docker_client, canary):
+    """Without BuildKit the project's recipe still builds: the runner sends it without the RUN mounts."""
+    from runner.config import load_config
+    from runner.envfile import EnvFile
+    from runner.images.builder import Builder
+    from runner.launch import Context
+    from runner.options import BuildOptions
+    from runner.secrets import secret_scope
+    from runner.ui import Output
+
+    scope = secret_scope([canary], lambda name: True)
+    context = Context(load_config(None), EnvFile(None), scope)
+    tag = "primus-test/classic-recipe:pytest"
+    spec = build_recipe.resolve_build(BuildOptions(flavor="rocm", base=python_image, tag=tag, build_args=("TRACKERS=",)), context)
+    try:
+        result = run_build(spec, Output(masker=scope.masker), scope.masker, builder=Builder("classic"))
+        assert result.builder == "classic" and result.ran >= 1
+        image = docker_client.images.get(tag)
+        assert image.labels["io.primus-runner.flavor"] == "rocm" and image.attrs["Config"]["User"] == "primus"
+        assert "--mount" not in json.dumps(image.history())
+    finally:
+        subprocess.run(["docker", "rmi", "-f", tag], capture_output=True)

@@ -204,3 +204,100 @@ def test_dockerignore_matcher_agrees_with_the_docker_sdk(tmp_path):
     sdk = {p for p in exclude_paths(str(tmp_path), build_context.dockerignore(tmp_path), dockerfile="rocm/Dockerfile") if (tmp_path / p).is_file()}
     assert ours == sdk
     assert ".env" not in ours and "a/b/x.pem" not in ours and "sub/id_rsa.pub" in ours
+
+
+# ------------------------------------------------------------------ BuildKit: secrets, mounts, builders
+
+def test_recipe_mounts_are_dropped_for_the_classic_builder_only():
+    text = (build_recipe.recipes_dir(None) / "rocm" / "Dockerfile").read_text()
+    assert build_context.uses_mounts(text)  # the shipped recipes use a pip cache mount and secret mounts
+    classic = build_context.strip_mounts(text)
+    assert not build_context.uses_mounts(classic) and "--mount" not in classic
+    assert "RUN sh /opt/primus-runner/build/install-trackers.sh" in classic.replace("\\\n    ", "")
+    assert build_context.strip_mounts("FROM x\nRUN echo --mount=not-a-flag\n") == "FROM x\nRUN echo --mount=not-a-flag\n"
+    assert not build_context.uses_mounts("FROM x\nRUN echo --mount=not-a-flag\n")
+
+
+def test_secret_names_from_flags_and_config_and_all_missing_at_once():
+    from runner.config import Config
+    from runner.errors import ConfigError
+    from runner.options import BuildOptions
+
+    config = Config({"images": {"secrets": ["PIP_INDEX_URL", "HF_TOKEN"]}})
+    names = build_recipe.secret_names(BuildOptions(secrets=("HF_TOKEN", "GH_TOKEN")), config)
+    assert names == ("HF_TOKEN", "GH_TOKEN", "PIP_INDEX_URL")
+    with pytest.raises(UsageError):
+        build_recipe.secret_names(BuildOptions(secrets=("id=x,src=/etc/passwd",)), None)
+    found = build_recipe.secret_values(["HF_TOKEN"], {"HF_TOKEN": "from-env"}, {"HF_TOKEN": "from-file"})
+    assert [(n, v.reveal()) for n, v in found] == [("HF_TOKEN", "from-env")]  # the environment first, like every secret
+    assert build_recipe.secret_values(["GH_TOKEN"], {}, {"GH_TOKEN": "from-file"})[0][1].reveal() == "from-file"
+    with pytest.raises(ConfigError) as missing:
+        build_recipe.secret_values(["A_ONE", "HF_TOKEN", "B_TWO"], {"HF_TOKEN": "x"}, {})
+    assert missing.value.exit_code == 2 and [p.message.split()[2] for p in missing.value.problems] == ["A_ONE", "B_TWO"]
+
+
+def test_builder_command_holds_names_and_its_env_the_values():
+    from runner.images.builder import Builder, render_command
+    from runner.secrets import Secret
+
+    spec = build_recipe.BuildSpec(None, "/ctx", "Dockerfile", None, "me/app:1", (("A", "1"),), (), ("Dockerfile",), None, "h", secrets=("HF_TOKEN",))
+    builder = Builder("buildkit", "/usr/bin/docker")
+    argv = builder.command(spec, {"l": "v"}, "/tmp/iid")
+    assert argv[:2] == ["/usr/bin/docker", "build"] and argv[-1] == "-"
+    assert "--secret" in argv and "id=HF_TOKEN,env=HF_TOKEN" in argv and "--progress=plain" in argv
+    env = builder.env([("HF_TOKEN", Secret("canary-value-123456"))], base={"PATH": "/bin"})
+    assert env == {"PATH": "/bin", "DOCKER_BUILDKIT": "1", "HF_TOKEN": "canary-value-123456"}
+    assert "canary-value-123456" not in " ".join(argv)
+    shown = render_command(builder, argv, spec.secrets)
+    assert shown.startswith("DOCKER_BUILDKIT=1 HF_TOKEN=<from env> /usr/bin/docker build") and "canary" not in shown
+    podman = Builder("podman", "/usr/bin/podman").command(spec, {}, "/tmp/iid")
+    assert "id=HF_TOKEN,env=HF_TOKEN" in podman and "--progress=plain" not in podman
+
+
+def test_buildkit_plain_progress_counts_steps_cache_hits_and_runs(capsys):
+    from runner.images.stream import Progress
+    from runner.ui import Output
+
+    progress = Progress(Output(color=False), "t")
+    for line in [
+        "#1 [internal] load build definition from Dockerfile", "#1 DONE 0.0s",
+        "#4 [stage-0 1/3] FROM docker.io/library/busybox", "#5 [stage-0 2/3] COPY x /x", "#6 [stage-0 3/3] RUN make",
+        "#4 DONE 0.0s", "#5 CACHED", "#6 0.464 compiling", "#6 DONE 2.5s", "#7 exporting to image", "#7 DONE 0.1s",
+    ]:
+        progress.buildkit_line(line)
+    progress.close()
+    assert (progress.total, progress.cache_hits, progress.ran) == (3, 1, 1)
+    err = capsys.readouterr().err
+    assert "[1/3] base    FROM" in err and "[2/3] cached  COPY x /x" in err and "[3/3] run     RUN make (2.5s)" in err
+    assert "compiling" not in err and "internal" not in err  # step output only with --verbose
+
+
+def test_a_users_dockerfile_outside_the_context_travels_in_the_tar(tmp_path):
+    from runner.images.recipe import STAGED_DOCKERFILE, resolve_build
+    from runner.launch import Context
+    from runner.config import Config
+    from runner.envfile import EnvFile
+    from runner.options import BuildOptions
+    from runner.secrets import SecretScope
+
+    (tmp_path / "ctx").mkdir()
+    (tmp_path / "ctx" / "app.py").write_text("print(1)\n")
+    (tmp_path / "ctx" / ".dockerignore").write_text("*.log\n")
+    (tmp_path / "ctx" / "debug.log").write_text("x\n")
+    (tmp_path / "build.Dockerfile").write_text("FROM scratch\nCOPY app.py /\n")
+    context = Context(Config({}), EnvFile(None), SecretScope())
+    spec = resolve_build(BuildOptions(file=str(tmp_path / "build.Dockerfile"), context=str(tmp_path / "ctx")), context, host_env={})
+    assert spec.flavor is None and spec.dockerfile == STAGED_DOCKERFILE and spec.tag == "primus-runner/ctx:dev"
+    assert set(spec.files) == {".dockerignore", "app.py"} and not spec.stage_ca
+    assert "io.primus-runner.flavor" not in dict(spec.labels) and dict(spec.labels)["org.opencontainers.image.revision"]
+    with tarfile.open(fileobj=io.BytesIO(build_context.make_context(spec))) as tar:
+        assert sorted(tar.getnames()) == sorted([".dockerignore", "app.py", STAGED_DOCKERFILE])
+        assert tar.extractfile(STAGED_DOCKERFILE).read() == b"FROM scratch\nCOPY app.py /\n"
+
+
+def test_builder_status_names_a_builder_or_what_it_needs():
+    from runner.images import builder_status
+
+    status = builder_status()
+    assert status["classic"] is True
+    assert (status["buildkit"] and status["builder"]) or ("buildx" in status["needs"] and "/usr/bin/docker" in status["needs"])
