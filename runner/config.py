@@ -235,7 +235,17 @@ def _subschema(schema: dict, path: tuple) -> dict:
     return node
 
 
+def _kind(value: Any) -> str:
+    """The type of a value read from a file, never the value: errors may reach CI annotations."""
+    if value is None:
+        return "null"
+    return {bool: "true/false", int: "an integer", float: "a number", str: "a string", list: "a list", dict: "a mapping"}.get(
+        type(value), type(value).__name__)
+
+
 def _problem(error, layer: Located, schema: dict) -> Problem:
+    """One schema error as key path, expected type and ``file:line``. Never a value from
+    the file: a secret pasted into the wrong place must not be printed."""
     path = tuple(error.absolute_path)
     if error.validator == "additionalProperties":
         known = list(_subschema(schema, path).get("properties", {}))
@@ -245,17 +255,23 @@ def _problem(error, layer: Located, schema: dict) -> Problem:
         guess = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
         hint = f"did you mean '{guess[0]}'?" if guess else f"known keys: {', '.join(known)}"
         return Problem(f"unknown key '{key}' in {_dotted(path)}", where=layer.where(path + (key,)), hint=hint)
+    got = _kind(error.instance)
     if error.validator in ("anyOf", "oneOf"):
         expected = error.schema.get("description") or _describe(error.schema)
-        return Problem(f"{_dotted(path)}: {error.instance!r} is not valid; expected {expected}", where=layer.where(path))
+        return Problem(f"{_dotted(path)}: {got} is not valid here; expected {expected}", where=layer.where(path))
     if error.validator == "type":
         expected = _describe(error.schema)
-        got = type(error.instance).__name__ if error.instance is not None else "null"
-        return Problem(f"{_dotted(path)}: expected {expected}, got {got} {error.instance!r}", where=layer.where(path))
+        return Problem(f"{_dotted(path)}: expected {expected}, got {got}", where=layer.where(path))
     if error.validator == "enum":
         choices = ", ".join(map(str, error.validator_value))
-        return Problem(f"{_dotted(path)}: {error.instance!r} is not one of: {choices}", where=layer.where(path))
-    return Problem(f"{_dotted(path)}: {error.message}", where=layer.where(path))
+        return Problem(f"{_dotted(path)}: the value is not one of: {choices}", where=layer.where(path))
+    rules = {"minimum": "at least {}", "exclusiveMinimum": "more than {}", "maximum": "at most {}",
+             "exclusiveMaximum": "less than {}", "minLength": "at least {} characters long", "maxLength": "at most {} characters long",
+             "minItems": "a list of at least {} items", "maxItems": "a list of at most {} items", "pattern": "of the form {}"}
+    if error.validator in rules:
+        rule = rules[error.validator].format(error.validator_value)
+        return Problem(f"{_dotted(path)}: the value must be {rule}", where=layer.where(path))
+    return Problem(f"{_dotted(path)}: {got} is not valid here ({error.validator})", where=layer.where(path))
 
 
 def _describe(schema: dict) -> str:
@@ -267,5 +283,5 @@ def _describe(schema: dict) -> str:
     if isinstance(kind, list):
         return " or ".join(kind)
     if kind == "array":
-        return f"a list of {_describe(schema.get('items', {}))}s"
+        return f"a list of {_describe(schema.get('items', {}))}s".replace("a list of a ", "a list of ").replace("a list of an ", "a list of ")
     return {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "true/false", "object": "a mapping"}.get(kind, kind)

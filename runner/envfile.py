@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -9,6 +10,7 @@ from runner.errors import ConfigError, Problem
 from runner.yamlsource import file_mode_warning, is_tracked_by_git, read_text
 
 DEFAULT_NAME = ".env"
+NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 @dataclass(frozen=True)
@@ -29,20 +31,29 @@ def load_env_file(explicit: str | None) -> EnvFile:
     text = read_text(path, "env file")
     import io
 
-    from dotenv import dotenv_values
+    from dotenv.parser import parse_stream
 
-    values = dict(dotenv_values(stream=io.StringIO(text), interpolate=False))
+    values: dict[str, str | None] = {}
     warnings: list[str] = []
     seen: dict[str, int] = {}
-    for lineno, line in enumerate(text.splitlines(), 1):
-        key = line.strip().removeprefix("export ").split("=", 1)[0].strip()
-        if "=" in line and key and not key.startswith("#"):
-            if key in seen:
-                warnings.append(f"{path}:{lineno}: {key} is set again (first at line {seen[key]}); the last value wins")
-            seen.setdefault(key, lineno)
-    bad = [k for k in values if not k.replace("_", "a").isalnum() or k[:1].isdigit()]
+    bad: list[int] = []
+    # Errors name the line, never its text: a bare token line is usually a pasted secret.
+    for binding in parse_stream(io.StringIO(text)):
+        lineno = binding.original.line
+        if binding.error or (binding.key is not None and (binding.value is None or not NAME_RE.match(binding.key))):
+            bad.append(lineno)
+            continue
+        if binding.key is None:  # a blank line or a comment
+            continue
+        if binding.key in seen:
+            warnings.append(f"{path}:{lineno}: {binding.key} is set again (first at line {seen[binding.key]}); the last value wins")
+        seen.setdefault(binding.key, lineno)
+        values[binding.key] = binding.value
     if bad:
-        raise ConfigError(Problem(f"invalid variable name(s) in env file: {', '.join(sorted(bad))}", where=str(path), hint="names are letters, digits and _"))
+        lines = ", ".join(map(str, bad))
+        raise ConfigError(Problem(
+            f"env file line{'s' if len(bad) > 1 else ''} {lines}: not NAME=value with a valid name (the text is not shown: it may be a secret)",
+            where=f"{path}:{bad[0]}", hint="write NAME=value; names are letters, digits and _, not starting with a digit"))
     if (mode := file_mode_warning(path)) is not None:
         warnings.append(mode)
     if is_tracked_by_git(path):

@@ -15,29 +15,52 @@ from typing import Iterable, Mapping
 from runner.config import ENV_PATH, Config
 from runner.errors import Problem
 from runner.secrets import Secret
+from runner.secrets.masker import MIN_SECRET_LEN
 
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 CLI_WHERE = "command line (--env)"
 
 
+MIN_PREFIX_LEN = 3  # "" or "P" forwards (nearly) the whole host environment
+BROAD_PREFIX_SHARE = 0.5  # a prefix that matches more than half of a (non-tiny) environment is refused
+
+
 @dataclass(frozen=True)
 class Classifier:
-    """Secret and deny classification from policy data (names and shell patterns)."""
+    """Secret and deny classification from policy data (names and shell patterns).
+
+    ``passthrough.secrets`` holds names and patterns of secrets; an entry ``!NAME``
+    marks one exact name public although a pattern matches it (a known look-alike
+    such as ``HF_HUB_DISABLE_IMPLICIT_TOKEN``). ``!`` never overrides a name listed
+    exactly, and an ``!`` entry with a wildcard is ignored: a repository's
+    ``.primus.yaml`` cannot unmark ``HF_TOKEN`` or ``*_TOKEN``.
+    """
 
     secret_patterns: tuple[str, ...]
     deny: frozenset[str]
     prefixes: tuple[str, ...]
+    public: frozenset[str] = frozenset()
 
     @classmethod
     def from_config(cls, config: Config) -> "Classifier":
+        entries = [str(e) for e in config.get("passthrough", "secrets", default=[]) or []]
+        patterns = tuple(e for e in entries if not e.startswith("!"))
+        exact = {p.upper() for p in patterns if not any(c in p for c in "*?[")}
+        public = frozenset(
+            name for name in (e[1:].strip().upper() for e in entries if e.startswith("!"))
+            if name and not any(c in name for c in "*?[") and name not in exact
+        )
         return cls(
-            secret_patterns=tuple(config.get("passthrough", "secrets", default=[]) or []),
+            secret_patterns=patterns,
             deny=frozenset(config.get("passthrough", "deny", default=[]) or []),
             prefixes=tuple(config.get("passthrough", "prefixes", default=[]) or []),
+            public=public,
         )
 
     def is_secret(self, name: str) -> bool:
         upper = name.upper()
+        if upper in self.public:
+            return False
         return any(fnmatchcase(upper, pattern.upper()) for pattern in self.secret_patterns)
 
     def is_denied(self, name: str) -> bool:
@@ -45,6 +68,33 @@ class Classifier:
 
     def prefix_of(self, name: str) -> str | None:
         return next((p for p in self.prefixes if name.startswith(p)), None)
+
+
+def prefix_problems(config: Config, host_env: Mapping[str, str]) -> list[Problem]:
+    """``passthrough.prefixes`` entries that are empty, too short or match most of the environment."""
+    problems = []
+    names = [n for n in host_env if NAME_RE.match(n)]
+    for i, prefix in enumerate(config.get("passthrough", "prefixes", default=[]) or []):
+        where = config.where(("passthrough", "prefixes", i))
+        prefix = str(prefix)
+        if len(prefix.strip()) < MIN_PREFIX_LEN or prefix != prefix.strip():
+            problems.append(Problem(
+                f"passthrough.prefixes[{i}]: a prefix must be at least {MIN_PREFIX_LEN} characters without spaces "
+                "(an empty or one-letter prefix forwards most of the host environment)",
+                where=where, hint="use a specific prefix such as PRIMUS_ or NCCL_, or list names in container.options.env"))
+            continue
+        matched = sum(1 for n in names if n.startswith(prefix))
+        if len(names) >= 20 and matched > BROAD_PREFIX_SHARE * len(names):
+            problems.append(Problem(
+                f"passthrough.prefixes[{i}]: prefix {prefix} matches {matched} of the {len(names)} host variables; "
+                "a prefix this broad forwards most of the host environment",
+                where=where, hint="use a more specific prefix, or list names in container.options.env"))
+    return problems
+
+
+def _entry_label(where: str | None, entries: list, entry) -> str:
+    index = next((i for i, (e, w) in enumerate(entries) if e is entry and w == where), None)
+    return f"container.options.env[{index}]" if index is not None else "container.options.env"
 
 
 @dataclass(frozen=True)
@@ -101,6 +151,15 @@ def resolve_env(
     classifier = Classifier.from_config(config)
     result = EnvResolution()
     decided: dict[str, EnvDecision] = {}
+    result.problems += prefix_problems(config, host_env)
+    # direct.env (the Primus launcher's direct mode) is refused like container.options.env.
+    for i, entry in enumerate(config.get("direct", "env", default=[]) or []):
+        name, sep, _ = str(entry).partition("=")
+        if sep and classifier.is_secret(name.strip()):
+            result.problems.append(Problem(
+                f"{name.strip()} is a secret but has a literal value in the config (direct.env[{i}])",
+                where=config.where(("direct", "env", i)),
+                hint=f"list just '{name.strip()}' in container.options.env and set its value in the environment or the env file"))
 
     def lookup(name: str) -> tuple[str | None, str | None]:
         if name in host_env:
@@ -122,6 +181,10 @@ def resolve_env(
             result.problems.append(Problem(f"the value of {name} ({source}) contains a NUL byte, which no environment can hold", where=where))
             return
         else:
+            if secret and len(value.encode("utf-8", "surrogateescape")) < MIN_SECRET_LEN:
+                result.warnings.append(
+                    f"{name} is a secret by its name, but its value is too short to mask ({MIN_SECRET_LEN} bytes or more): "
+                    f"it is forwarded and not masked in output; if it is not a secret, add '!{name}' to passthrough.secrets")
             decision = EnvDecision(name, True, secret, reason, source, Secret(value) if secret else value, where=where)
         decided[name] = decision
 
@@ -133,8 +196,10 @@ def resolve_env(
         name, sep, literal = entry.partition("=")
         name = name.strip()
         if not NAME_RE.match(name):
-            result.problems.append(
-                Problem(f"invalid environment variable name '{name}'", where=where, hint="names are letters, digits and _, not starting with a digit")
+            label = "--env" if cli else _entry_label(where, entries, entry)
+            result.problems.append(  # the entry is not shown: it may be a value pasted in place of a name
+                Problem(f"{label}: invalid environment variable name (the entry is not shown)", where=where,
+                        hint="write NAME or NAME=value; names are letters, digits and _, not starting with a digit")
             )
             continue
         if classifier.is_denied(name):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from runner.plan import LaunchPlan
-from runner.secrets import MASK
+from runner.secrets import MASK, Masker
 from runner.ui import Output
 
 
@@ -44,10 +44,16 @@ def _quote(arg: str) -> str:
     return shlex.quote(arg)
 
 
-def plan_tables(plan: LaunchPlan):
-    """The plan as rich tables, for a terminal. Values are already redacted (``***``)."""
-    from rich.markup import escape
+def plan_tables(plan: LaunchPlan, masker: Masker | None = None):
+    """The plan as rich tables, for a terminal. Secret values are ``***``; every other
+    cell is masked before the table wraps or cuts it (a cut secret is not found after)."""
+    from rich.markup import escape as _escape
     from rich.table import Table
+
+    mask = masker.mask if masker is not None else (lambda text: text)
+
+    def escape(text: str) -> str:
+        return _escape(mask(text))
 
     summary = Table(show_header=False, box=None, pad_edge=False)
     summary.add_column(style="bold")
@@ -60,9 +66,9 @@ def plan_tables(plan: LaunchPlan):
         env.add_column(column)
     for d in plan.forwarded:
         value = f"[yellow]{MASK}[/yellow] (secret)" if d.secret else escape(str(d.value))
-        env.add_row(d.name, value, escape(d.reason), escape(d.source or ""))
+        env.add_row(escape(d.name), value, escape(d.reason), escape(d.source or ""))
     for d in plan.skipped:
-        env.add_row(f"[dim]{d.name}[/dim]", "[dim]not forwarded[/dim]", escape(d.reason), escape(d.skip_reason or ""))
+        env.add_row(f"[dim]{escape(d.name)}[/dim]", "[dim]not forwarded[/dim]", escape(d.reason), escape(d.skip_reason or ""))
     return summary, env
 
 
@@ -81,7 +87,7 @@ def show_plan(plan: LaunchPlan, out: Output) -> None:
         # Rendered to text first so it passes through the masker like everything printed.
         buffer = io.StringIO()
         console = Console(file=buffer, force_terminal=True, width=shutil.get_terminal_size().columns, highlight=False)
-        for table in plan_tables(plan):
+        for table in plan_tables(plan, out.masker):
             console.print(table)
         out.result(buffer.getvalue().rstrip("\n"))
     else:

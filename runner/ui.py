@@ -11,7 +11,7 @@ import os
 import sys
 from typing import Any, Callable, TextIO
 
-from runner.secrets import Masker
+from runner.secrets import Masker, SecretScope
 
 
 class Output:
@@ -30,7 +30,7 @@ class Output:
     @property
     def masker(self) -> Masker:
         if self._masker is None:
-            self._masker = self._fallback() if self._fallback else Masker()
+            self._masker = self._fallback() if self._fallback else SecretScope().masker  # nothing in scope yet
         return self._masker
 
     def use_masker(self, masker: Masker) -> None:
@@ -70,11 +70,23 @@ class Output:
         print(self.masker.mask(text), file=stream or sys.stdout, flush=True)
 
     def json(self, obj: Any) -> None:
-        # json.dumps raises on a Secret: an unredacted value cannot slip through.
-        print(self.masker.mask(json.dumps(obj, indent=2)), flush=True)
+        """Mask every string (keys too) of ``obj``, then serialise: the output stays valid
+        JSON, and a mask never lands on a number, a quote or an escape of the text.
+        json.dumps raises on a Secret: an unredacted value cannot slip through."""
+        print(json.dumps(_mask_strings(obj, self.masker), indent=2), flush=True)
 
     def rich_console(self, stderr: bool = False):
         """A rich console for tables; imported only when a human view is drawn."""
         from rich.console import Console
 
         return Console(stderr=stderr, no_color=not self.color, highlight=False, soft_wrap=True)
+
+
+def _mask_strings(obj: Any, masker: Masker) -> Any:
+    if isinstance(obj, str):
+        return masker.mask(obj)
+    if isinstance(obj, dict):
+        return {(masker.mask(k) if isinstance(k, str) else k): _mask_strings(v, masker) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_mask_strings(v, masker) for v in obj]
+    return obj

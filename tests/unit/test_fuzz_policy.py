@@ -26,7 +26,7 @@ from runner.yamlsource import load_yaml
 
 DEFAULTS = load_yaml(policies_dir() / "defaults.yaml").data
 
-PREFIXES = ["PRIMUS_", "NCCL_", "RCCL_", "MY_", "A"]
+PREFIXES = ["PRIMUS_", "NCCL_", "RCCL_", "MY_", "APP"]  # 3+ characters: shorter ones are refused
 NAME = st.one_of(
     st.from_regex(r"[A-Z_][A-Z0-9_]{0,10}", fullmatch=True),
     st.builds(lambda p, s: p + s, st.sampled_from(PREFIXES), st.sampled_from(["X", "TOKEN", "API_KEY", "SECRET_Y", "PASSWORD", "LEVEL", "A_TOKEN"])),
@@ -82,7 +82,7 @@ def test_policy_never_forwards_or_shows_what_it_must_not(host, env_file, allow, 
         for name, value in source.items():
             if classifier.is_secret(name):
                 assert value not in dumped and json.dumps(value)[1:-1] not in dumped, f"value of {name} in plan JSON"
-    scope = {s.reveal() for s in planned.scope_secrets}
+    scope = {s.reveal() for s in planned.scope.values()}
     for name, value in list(host.items()) + list(env_file.items()):
         if classifier.is_secret(name) and value:
             assert value in scope, f"{name} is not masked"
