@@ -566,7 +566,9 @@ def _from_aws_sm(ref: SecretRef, lookup: Lookup, timeout: float) -> str:
             raise _Missing("no such secret in AWS Secrets Manager") from None
         kind = _Unreachable if status >= 500 or code in ("ThrottlingException", "ServiceUnavailable") else _Missing
         raise kind(f"AWS Secrets Manager refused ({code})", foreign=str(error.get("Message", ""))) from None
-    except bx.BotoCoreError as exc:
+    except bx.ParamValidationError:
+        raise _Missing("not a valid secret id for AWS Secrets Manager") from None
+    except bx.BotoCoreError as exc:  # SSO token expired, credential process failed, ...
         raise _Unreachable(f"AWS Secrets Manager not reachable ({type(exc).__name__})") from None
     text = response.get("SecretString")
     if text is None:
