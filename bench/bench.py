@@ -91,6 +91,25 @@ def bench_up_true() -> None:
     report("up -- true median of 10", statistics.median(ups) * 1000, "ms", statistics.median(raws) * 1000, "docker run --rm")
 
 
+PODMAN_SOCKET = "/run/podman/podman.sock"
+
+
+def bench_up_true_podman() -> None:
+    """Issue 13: `up --gpu none -- true` on rootful Podman (its API socket) vs `podman run --rm IMAGE true`,
+    median of 10 each, interleaved (bash .ci/setup-podman.sh)."""
+    runs = 10
+    env = dict(os.environ, NO_COLOR="1", DOCKER_HOST=f"unix://{PODMAN_SOCKET}")
+    with _bench_dir() as cwd:
+        up = RUNNER + ["up", "--gpu", "none", "--image", BUSYBOX, "--", "true"]
+        raw = ["podman", "run", "--rm", BUSYBOX, "true"]
+        timed(up, 1, env=env, cwd=cwd), timed(raw, 1, env=env, cwd=cwd)  # warm caches
+        ups, raws = [], []
+        for _ in range(runs):
+            ups += timed(up, 1, env=env, cwd=cwd)
+            raws += timed(raw, 1, env=env, cwd=cwd)
+    report("up -- true on Podman median of 10", statistics.median(ups) * 1000, "ms", statistics.median(raws) * 1000, "podman run --rm")
+
+
 def bench_up_stream() -> None:
     """Issue 3 (b): a job writing 256 MiB to stdout, with masking on (a secret in scope);
     `up` to /dev/null vs `docker run --rm` to /dev/null, median of 3 (target ratio <= 1.3)."""
