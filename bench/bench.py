@@ -127,11 +127,13 @@ def bench_up_stream() -> None:
 
 
 def bench_build() -> None:
-    """Issue 5: a no-change rebuild with `primus-runner build` vs `docker build` (classic builder) of the same context."""
+    """Issue 5: a no-change rebuild with `primus-runner build` vs `docker build` (the same builder) of the same context.
+    Issue 17: a rebuild after one requirement changed, the recipe with and without its pip cache mount."""
     import io
     import json
     import tarfile
 
+    from runner.images.builder import find_buildkit
     from runner.images.context import make_context
     from runner.images.recipe import resolve_build
     from runner.launch import load_context
@@ -146,14 +148,40 @@ def bench_build() -> None:
     with tempfile.TemporaryDirectory() as ctx:
         with tarfile.open(fileobj=io.BytesIO(make_context(spec))) as tar:
             tar.extractall(ctx)
-        raw = ["docker", "build", "-q", "-f", f"{ctx}/{spec.dockerfile}", "-t", raw_tag]
+        cli = find_buildkit()  # the recipes have RUN mounts: BuildKit when a CLI can drive it, as the runner does
+        raw = [cli.cli if cli else "docker", "build", "-q", "-f", f"{ctx}/{spec.dockerfile}", "-t", raw_tag]
         raw += [x for k, v in spec.build_args for x in ("--build-arg", f"{k}={v}")]
         raw += [x for k, v in labels.items() for x in ("--label", f"{k}={v}")]
-        raw_env = dict(env, DOCKER_BUILDKIT="0")
+        raw_env = dict(env, DOCKER_BUILDKIT="1" if cli else "0")
         subprocess.run(raw + [ctx], env=raw_env, check=True, capture_output=True)  # warm
         ours = statistics.median(timed(cmd, runs, env=env, cwd=REPO)) * 1000
         theirs = statistics.median(timed(raw + [ctx], runs, env=raw_env)) * 1000
-    report(f"build no-change rebuild median of {runs}", ours, "ms", theirs, "docker build (classic)")
+    report(f"build no-change rebuild median of {runs}", ours, "ms", theirs, f"docker build ({'BuildKit' if cli else 'classic'})")
+    _bench_requirement_changed(base, env)
+
+
+def _bench_requirement_changed(base: str, env: dict) -> None:
+    """The recipe rebuilt after one pin changed (TRACKERS="mlflow-skinny six", six bumped): with its pip
+    cache mount (only the changed wheel is downloaded) vs the same recipe without it, same builder."""
+    import re
+
+    seconds = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for case in ("with", "without"):
+            cwd = Path(tmp) / case
+            recipes = cwd / "recipes"
+            shutil.copytree(REPO / "images", recipes)
+            if case == "without":  # only the cache mount goes: the secret mounts keep it on BuildKit
+                dockerfile = recipes / "rocm" / "Dockerfile"
+                dockerfile.write_text(re.sub(r"--mount=type=cache,\S+\s*\\\n\s*", "", dockerfile.read_text()))
+            (cwd / ".primus.yaml").write_text(f"images:\n  dir: {recipes}\n")
+            requirements = recipes / "common" / "requirements.txt"
+            requirements.write_text(requirements.read_text() + "six==1.16.0\n")
+            cmd = RUNNER + ["--json", "build", "--base", base, "--tag", f"primus-bench/requirement-{case}:bench", "--build-arg", "TRACKERS=mlflow-skinny six"]
+            subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, check=True)  # warm: every wheel fetched once
+            requirements.write_text(requirements.read_text().replace("six==1.16.0", "six==1.17.0"))
+            seconds[case] = timed(cmd, 1, env=env, cwd=cwd)[0]
+    report("build one requirement changed, with the pip cache mount", seconds["with"], "s", seconds["without"], "without it")
 
 
 _SUBMIT_CONFIG = """container:
@@ -327,6 +355,63 @@ def bench_pull() -> None:
         report(f"up --pull always -- true 220 MB median of {len(ups)}", statistics.median(ups), "s", statistics.median(raws), "docker pull + docker run --rm")
     else:
         print(f"up --pull always: not measured ({up_error}); docker pull + docker run --rm median {statistics.median(raws):.2f} s", flush=True)
+
+
+def _mlflow_server(workdir: str) -> tuple[str, subprocess.Popen]:
+    """A throw-away proxied MLflow server (the suite's /opt/primus-mlflow) on a free loopback port."""
+    import socket
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    env.update(MLFLOW_DISABLE_TELEMETRY="true", MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false", PYTHONWARNINGS="ignore")
+    cmd = ["/opt/primus-mlflow/bin/mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
+           "--backend-store-uri", f"sqlite:///{workdir}/mlflow.db", "--serve-artifacts", "--artifacts-destination", f"{workdir}/artifacts",
+           "--allowed-hosts", f"127.0.0.1:{port},127.0.0.1"]
+    proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    uri = f"http://127.0.0.1:{port}"
+    for _ in range(360):
+        try:
+            with urllib.request.urlopen(uri + "/health", timeout=2):
+                return uri, proc
+        except OSError:
+            time.sleep(0.5)
+    proc.kill()
+    raise OSError("the MLflow server did not start")
+
+
+def bench_mlflow() -> None:
+    """Issue 15: `plan` and `up -- true` with MLflow on (a local proxied server, the `mlflow` extra installed, log
+    upload on) beside MLflow off, interleaved, median of 5: the difference is the cost of the handshake."""
+    import importlib.util
+    import signal
+
+    runs = 5
+    extra = importlib.util.find_spec("mlflow") is not None
+    with _bench_dir() as cwd, tempfile.TemporaryDirectory() as server_dir:
+        uri, server = _mlflow_server(server_dir)
+        try:
+            off_env = dict(os.environ, NO_COLOR="1")
+            on_env = dict(off_env, MLFLOW_TRACKING_URI=uri)
+            on_cfg = Path(cwd, "on.yaml")
+            on_cfg.write_text(_BENCH_CONFIG + "trackers:\n  framework: generic\n  disable_mlflow: false\n  mlflow_upload_logs: true\n")
+            sides = {
+                "plan": (RUNNER + ["plan", "--", "true"], RUNNER + ["--config", str(on_cfg), "plan", "--", "true"]),
+                "up -- true": (RUNNER + ["up", "--image", BUSYBOX, "--", "true"], RUNNER + ["--config", str(on_cfg), "up", "--image", BUSYBOX, "--", "true"]),
+            }
+            for label, (off, on) in sides.items():
+                timed(off, 1, env=off_env, cwd=cwd), timed(on, 1, env=on_env, cwd=cwd)  # warm caches
+                offs, ons = [], []
+                for _ in range(runs):
+                    offs += timed(off, 1, env=off_env, cwd=cwd)
+                    ons += timed(on, 1, env=on_env, cwd=cwd)
+                report(f"{label} MLflow on (extra {'installed' if extra else 'missing'}) median of {runs}", statistics.median(ons) * 1000, "ms",
+                       statistics.median(offs) * 1000, "MLflow off")
+        finally:
+            os.killpg(server.pid, signal.SIGTERM)
+            server.wait(10)
 
 
 def main(argv: list[str]) -> int:

@@ -28,6 +28,7 @@ import contextlib
 import getpass
 import importlib.util
 import json
+import logging
 import os
 import secrets as _random
 import ssl
@@ -286,6 +287,9 @@ class _ClientLoader:
             os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
             from mlflow.tracking import MlflowClient
 
+            # Library logs go to stderr unmasked: silence them; failures come back as exceptions, printed masked.
+            for name in ("mlflow", "databricks", "botocore", "boto3", "s3transfer", "urllib3", "azure", "google"):
+                logging.getLogger(name).setLevel(logging.CRITICAL + 1)
             self._client_class = MlflowClient
         except BaseException as exc:  # a broken install must not kill the launch thread
             self._error = exc
@@ -442,7 +446,8 @@ class _Client:
         self.display = _mlflow_display(plan)
         # The client's own retry/back-off is the only one; bounded so a dead server fails within ~timeout*(retries+1).
         self.extra = {"MLFLOW_HTTP_REQUEST_TIMEOUT": str(max(1, int(timeout))), "MLFLOW_HTTP_REQUEST_MAX_RETRIES": str(retries),
-                      "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1", "AWS_MAX_ATTEMPTS": str(retries + 1)}
+                      "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1", "AWS_MAX_ATTEMPTS": str(retries + 1),
+                      "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true"}  # the client prints run URLs on stdout
 
     def _call(self, fn):
         client_class = _LOADER.client_class()

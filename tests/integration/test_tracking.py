@@ -178,7 +178,7 @@ def test_missing_tracker_settings_exit_2_and_create_nothing(tmp_path, canary, do
     ws.env.pop("WANDB_API_KEY")
     ws.env.pop("DATABRICKS_TOKEN")
     name = unique("bad")
-    done = ws.run("up", "--image", busybox_image, "--name", name, "--", "true", env={"MLFLOW_TRACKING_URI": "databricks://prof"})
+    done = ws.run("up", "--image", busybox_image, "--name", name, "--", "true", env={"MLFLOW_TRACKING_URI": "databricks"})
     assert done.returncode == 2
     err = done.stderr.decode()
     [message] = [line for line in err.splitlines() if line.startswith("error:")]  # one message ...
@@ -238,7 +238,8 @@ def test_handshake_tags_never_hold_a_value_and_kill_marks_killed(tmp_path, canar
     (tmp_path / ".primus.yaml").write_text("container:\n  options:\n    image: img\ntrackers:\n  disable_mlflow: false\n")
     host = {**canary, "MLFLOW_TRACKING_URI": mlflow_server, "MLFLOW_TRACKING_USERNAME": "alice"}
     planned = build_plan(load_config(), ["true"], host, EnvFile(None), LaunchFlags(gpu="none"), name=unique("hs"))
-    out = Output(masker=Masker(planned.scope_secrets))
+    scope = getattr(planned, "scope", None)  # the secret scope (Planned.scope) or, before it, the list of values
+    out = Output(masker=scope.masker if scope is not None else Masker(planned.scope_secrets))
     for code, expected in ((143, "KILLED"), (130, "KILLED"), (1, "FAILED")):
         hs = tracker_runs.begin(planned.plan, out)
         run_id = hs.env["MLFLOW_RUN_ID"]

@@ -1,0 +1,448 @@
+"""``mlflow_upload_logs`` and the run handshake on every kind of artifact store, end to end.
+
+Three real MLflow servers: (a) the suite's proxied one (``mlflow_server``,
+``mlflow-artifacts:``), (b) one with a non-proxied local ``--default-artifact-root``
+(a directory this host shares with the server), (c) one with an S3 root on a
+moto S3 endpoint on loopback (``MLFLOW_S3_ENDPOINT_URL``, canary AWS keys).
+A busybox job launched with the real CLI logs a metric into the runner's run over
+the REST API with nothing but its forwarded environment and prints its secrets
+(which the runner masks); the runner closes the run and uploads the masked log
+through ``mlflow.MlflowClient``. Everything recorded is read back through
+MlflowClient and boto3 and scanned for the canaries.
+
+Needs ``bash .ci/setup-engines.sh`` and ``bash .ci/setup-mlflow-stores.sh``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+
+import pytest
+
+from docker_helpers import Workspace, force_remove, unique
+from engines import MLFLOW_BIN, assert_no_leak, engine_missing, free_port, stop_process_group
+
+SETUP = "bash .ci/setup-mlflow-stores.sh"
+BUCKET = "primus-runner-artifacts"
+
+CONFIG = """container:
+  gpu: none
+  stop_timeout: 2
+  options:
+    privileged: false
+    ulimit: []
+    group-add: []
+    network: host
+trackers:
+  framework: generic
+  disable_mlflow: false
+  mlflow_experiment_name: {experiment}
+  mlflow_run_name: {run_name}
+  mlflow_upload_logs: true
+"""
+
+# The job: the run id it was given, its secrets (masked by the runner before the
+# log is uploaded), and a metric logged into the runner's run with busybox wget.
+JOB = r"""
+echo "run=$MLFLOW_RUN_ID experiment=$MLFLOW_EXPERIMENT_ID"
+echo "aws=$AWS_SECRET_ACCESS_KEY session=$AWS_SESSION_TOKEN token=$MLFLOW_TRACKING_TOKEN hf=$HF_TOKEN"
+ts=$(date +%s)000
+wget -q -O - --header 'Content-Type: application/json' \
+  --post-data "{\"run_id\":\"$MLFLOW_RUN_ID\",\"key\":\"loss\",\"value\":1.5,\"timestamp\":$ts,\"step\":0}" \
+  "$MLFLOW_TRACKING_URI/api/2.0/mlflow/runs/log-metric" >/dev/null && echo metric-logged
+exit "$1"
+"""
+
+
+def _client_or_missing():
+    try:
+        import boto3  # noqa: F401
+        from mlflow.tracking import MlflowClient  # noqa: F401
+    except ImportError as exc:
+        engine_missing("the runner's mlflow extra (mlflow-skinny, boto3)", str(exc), setup=SETUP)
+
+
+def _wait_http(url: str, proc: subprocess.Popen, log: Path, what: str, timeout: float = 180.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"{what} exited with {proc.returncode}:\n{log.read_text(errors='replace')[-3000:]}", pytrace=False)
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError as exc:  # URLError, refused; an HTTP error means it answers
+            if getattr(exc, "code", None):
+                return
+        time.sleep(0.5)
+    stop_process_group(proc)
+    pytest.fail(f"{what} did not answer in {timeout:.0f} s:\n{log.read_text(errors='replace')[-3000:]}", pytrace=False)
+
+
+def _start(cmd: list[str], workdir: Path, env: dict, what: str, health: str) -> subprocess.Popen:
+    log = workdir / f"{what.replace(' ', '-')}.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    _wait_http(health, proc, log, what)
+    return proc
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint(tmp_path_factory):
+    """``http://127.0.0.1:PORT``: moto's S3 server with the bucket ``BUCKET``."""
+    _client_or_missing()
+    import shutil
+
+    if shutil.which("moto_server") is None:
+        engine_missing("moto_server", "pip install 'moto[server]'", setup=SETUP)
+    port = free_port()
+    workdir = tmp_path_factory.mktemp("moto")
+    url = f"http://127.0.0.1:{port}"
+    proc = _start(["moto_server", "-H", "127.0.0.1", "-p", str(port)], workdir, dict(os.environ), "moto server", url + "/moto-api/")
+    try:
+        import boto3
+
+        s3 = boto3.client("s3", endpoint_url=url, aws_access_key_id="setup", aws_secret_access_key="setup", region_name="us-east-1")
+        s3.create_bucket(Bucket=BUCKET)
+        yield url
+    finally:
+        stop_process_group(proc)
+
+
+def _mlflow(workdir: Path, artifact_root: str, extra_env: dict | None = None):
+    if not MLFLOW_BIN.exists():
+        engine_missing("the MLflow server", f"{MLFLOW_BIN} is missing")
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "AWS_"))}
+    env.update(MLFLOW_DISABLE_TELEMETRY="true", DO_NOT_TRACK="true", MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false", PYTHONWARNINGS="ignore")
+    env.update(extra_env or {})
+    cmd = [str(MLFLOW_BIN), "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
+           "--backend-store-uri", f"sqlite:///{workdir / 'mlflow.db'}", "--no-serve-artifacts", "--default-artifact-root", artifact_root,
+           "--allowed-hosts", f"127.0.0.1:{port},localhost:{port},127.0.0.1,localhost"]
+    uri = f"http://127.0.0.1:{port}"
+    return uri, _start(cmd, workdir, env, "mlflow server", uri + "/health")
+
+
+@pytest.fixture(scope="session")
+def local_store_server(tmp_path_factory):
+    """(uri, artifact root directory): artifacts written by the client straight into a directory."""
+    _client_or_missing()
+    workdir = tmp_path_factory.mktemp("mlflow-local-store")
+    root = workdir / "artifacts"
+    root.mkdir()
+    uri, proc = _mlflow(workdir, str(root))
+    try:
+        yield uri, root
+    finally:
+        stop_process_group(proc)
+
+
+@pytest.fixture(scope="session")
+def s3_store_server(tmp_path_factory, s3_endpoint):
+    workdir = tmp_path_factory.mktemp("mlflow-s3-store")
+    uri, proc = _mlflow(workdir, f"s3://{BUCKET}/mlflow", {"MLFLOW_S3_ENDPOINT_URL": s3_endpoint})
+    try:
+        yield uri
+    finally:
+        stop_process_group(proc)
+
+
+@pytest.fixture(params=["proxied", "local", "s3"])
+def store(request, canary):
+    """(tracking URI, env the runner and the reader need, canaries) for each kind of store."""
+    secrets = dict(canary)
+    if request.param == "proxied":
+        uri, env = request.getfixturevalue("mlflow_server"), {}
+    elif request.param == "local":
+        uri, env = request.getfixturevalue("local_store_server")[0], {}
+    else:
+        uri = request.getfixturevalue("s3_store_server")
+        secrets["AWS_SECRET_ACCESS_KEY"] = f"canary-aws-secret-{uuid.uuid4().hex}"
+        secrets["AWS_SESSION_TOKEN"] = f"canary-aws-session-{uuid.uuid4().hex}"
+        env = {"MLFLOW_S3_ENDPOINT_URL": request.getfixturevalue("s3_endpoint"), "AWS_ACCESS_KEY_ID": "primus-test-key-id",
+               "AWS_DEFAULT_REGION": "us-east-1"}
+    return request.param, str(uri), env, secrets
+
+
+def _reader(monkeypatch, uri: str, env: dict, secrets: dict):
+    """An MlflowClient for reading back, with the store's credentials in this process's environment."""
+    from mlflow.tracking import MlflowClient
+
+    for name in ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        if name in secrets:
+            monkeypatch.setenv(name, secrets[name])
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    return MlflowClient(tracking_uri=uri)
+
+
+def _everything(client, run_id: str, tmp: Path) -> bytes:
+    """Params, tags, metrics and every artifact of the run, as one blob to scan."""
+    run = client.get_run(run_id)
+    blob = json.dumps({"params": run.data.params, "tags": run.data.tags, "metrics": run.data.metrics}).encode()
+    stack = [""]
+    while stack:
+        for item in client.list_artifacts(run_id, stack.pop() or None):
+            if item.is_dir:
+                stack.append(item.path)
+            else:
+                blob += Path(client.download_artifacts(run_id, item.path, str(tmp))).read_bytes()
+    return blob
+
+
+def _s3_objects(endpoint: str, secrets: dict) -> bytes:
+    import boto3
+
+    s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="reader", aws_secret_access_key="reader", region_name="us-east-1")
+    blob = b""
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET):
+        for obj in page.get("Contents", []):
+            blob += obj["Key"].encode() + s3.get_object(Bucket=BUCKET, Key=obj["Key"])["Body"].read()
+    return blob
+
+
+def _workspace(tmp_path: Path, secrets: dict, env: dict, experiment: str, run_name: str) -> Workspace:
+    ws = Workspace(tmp_path, secrets, CONFIG.format(experiment=experiment, run_name=run_name))
+    for name in [k for k in ws.env if k.startswith(("MLFLOW_", "WANDB_", "DATABRICKS_", "AWS_")) and k not in secrets]:
+        ws.env.pop(name)
+    ws.env.update(env)
+    return ws
+
+
+@pytest.mark.docker
+@pytest.mark.mlflow
+@pytest.mark.parametrize("code,status", [(0, "FINISHED"), (3, "FAILED")])
+def test_up_logs_into_the_run_and_uploads_the_masked_log(tmp_path, monkeypatch, store, busybox_image, code, status):
+    kind, uri, env, secrets = store
+    experiment, run_name, name = unique("exp"), unique("run"), unique("st")
+    ws = _workspace(tmp_path, secrets, {**env, "MLFLOW_TRACKING_URI": uri}, experiment, run_name)
+    try:
+        done = ws.run("up", "--image", busybox_image, "--name", name, "--", "sh", "-c", JOB, "job", str(code), timeout=240)
+    finally:
+        force_remove(name)
+    out, err = done.stdout.decode(), done.stderr.decode()
+    assert done.returncode == code, err
+    assert "metric-logged" in out, out + err
+    assert "warning" not in err.lower(), err  # the upload did not degrade to a warning
+    assert "View run" not in out  # the client's own prints stay out of the runner's stdout
+    run_id = re.search(r"run=([0-9a-f]{32})", out).group(1)
+    assert_no_leak(done.stdout + done.stderr, secrets, "the runner's output")
+
+    client = _reader(monkeypatch, uri, env, secrets)
+    run = client.get_run(run_id)
+    assert run.info.status == status and run.info.run_name == run_name
+    assert run.data.metrics == {"loss": 1.5}
+    assert run.data.tags["primus-runner.job"] == name
+    scheme = {"proxied": "mlflow-artifacts:", "local": "/", "s3": "s3://"}[kind]
+    assert run.info.artifact_uri.startswith(scheme), run.info.artifact_uri
+    log = Path(client.download_artifacts(run_id, "primus-runner/job-output.log", str(tmp_path))).read_bytes()
+    assert b"aws=*** session=*** token=*** hf=***" in log or (kind != "s3" and b"aws= session= token=*** hf=***" in log), log
+    assert_no_leak(_everything(client, run_id, tmp_path / "all"), secrets, f"the MLflow run on the {kind} store")
+    if kind == "s3":
+        assert_no_leak(_s3_objects(env["MLFLOW_S3_ENDPOINT_URL"], secrets), secrets, "the S3 bucket")
+
+
+@pytest.mark.mlflow
+def test_check_online_probes_each_artifact_store(tmp_path, request, store):
+    kind, uri, env, secrets = store
+    ws = _workspace(tmp_path, secrets, {**env, "MLFLOW_TRACKING_URI": uri}, "Default", "r")
+    done = ws.run("--json", "check", "--online", "--gpu", "none", "--image", "x", timeout=120)
+    report = json.loads(done.stdout)
+    [mlflow] = [t for t in report["trackers"] if t["tracker"] == "mlflow"]
+    assert mlflow["status"] == "reachable", mlflow
+    assert "writable (probe written and removed)" in mlflow["detail"], mlflow
+    assert_no_leak(done.stdout + done.stderr, secrets, "check --online output")
+    if kind == "local":  # the probe is gone again
+        assert not list(request.getfixturevalue("local_store_server")[1].rglob("primus-runner-probe*"))
+    if kind == "s3":
+        assert b"primus-runner-probe" not in _s3_objects(env["MLFLOW_S3_ENDPOINT_URL"], secrets)
+
+
+@pytest.mark.mlflow
+def test_s3_store_with_a_wrong_endpoint_is_a_problem_for_check_online(tmp_path, s3_store_server, canary):
+    env = {"MLFLOW_TRACKING_URI": s3_store_server, "MLFLOW_S3_ENDPOINT_URL": f"http://127.0.0.1:{free_port()}",
+           "AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": canary["HF_TOKEN"] + "-aws"}
+    ws = _workspace(tmp_path, canary, env, "Default", "r")
+    done = ws.run("--json", "check", "--online", "--timeout", "3", "--gpu", "none", "--image", "x", timeout=180)
+    assert done.returncode == 2, done.stderr.decode()
+    [mlflow] = json.loads(done.stdout)["trackers"]
+    assert mlflow["status"] == "unreachable" and "artifact store s3://" in mlflow["detail"], mlflow
+    assert_no_leak(done.stdout + done.stderr, {**canary, "AWS": canary["HF_TOKEN"] + "-aws"}, "check --online output")
+
+
+# ------------------------------------------------------------------ the handshake in-process: no extra, Databricks sign-ins
+
+
+def _planned(work: Path, host: dict, trackers: str = "  disable_mlflow: false\n  mlflow_upload_logs: true\n"):
+    from runner.config import load_config
+    from runner.envfile import EnvFile
+    from runner.plan import LaunchFlags, build_plan
+
+    (work / ".primus.yaml").write_text("container:\n  options:\n    image: img\ntrackers:\n  framework: generic\n" + trackers)
+    planned = build_plan(load_config(), ["true"], host, EnvFile(None), LaunchFlags(gpu="none"), name=unique("hs"))
+    assert not planned.problems, planned.problems
+    return planned
+
+
+def _output(planned):
+    from runner.ui import Output
+
+    scope = getattr(planned, "scope", None)
+    if scope is not None:
+        return Output(masker=scope.masker)
+    from runner.secrets import Masker
+
+    return Output(masker=Masker(planned.scope_secrets))
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for name in [k for k in os.environ if k.startswith(("MLFLOW_", "DATABRICKS_", "AWS_"))]:
+        monkeypatch.delenv(name)
+    return tmp_path
+
+
+@pytest.mark.mlflow
+def test_without_the_extra_a_local_store_says_which_extra_to_install(home, local_store_server, monkeypatch, capsys):
+    from runner import tracker_runs
+
+    monkeypatch.setattr(tracker_runs, "_client_available", lambda: False)
+    uri, root = local_store_server
+    planned = _planned(home, {"MLFLOW_TRACKING_URI": uri})
+    hs = tracker_runs.begin(planned.plan, _output(planned))
+    hs.finish(0, b"job output\n")
+    err = capsys.readouterr().err
+    assert "not uploaded" in err and "pip install 'primus-runner[mlflow]'" in err, err
+    from mlflow.tracking import MlflowClient
+
+    assert MlflowClient(tracking_uri=uri).get_run(hs.env["MLFLOW_RUN_ID"]).info.status == "FINISHED"  # the run itself works over REST
+
+
+@pytest.mark.mlflow
+def test_without_the_extra_the_proxied_server_still_gets_the_log(home, mlflow_server, monkeypatch, canary):
+    from runner import tracker_runs
+
+    monkeypatch.setattr(tracker_runs, "_client_available", lambda: False)
+    planned = _planned(home, {"MLFLOW_TRACKING_URI": mlflow_server, **canary})
+    hs = tracker_runs.begin(planned.plan, _output(planned))
+    hs.finish(1, b"token " + canary["HF_TOKEN"].encode() + b"\n")
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=mlflow_server)
+    run_id = hs.env["MLFLOW_RUN_ID"]
+    assert client.get_run(run_id).info.status == "FAILED"
+    log = Path(client.download_artifacts(run_id, "primus-runner/job-output.log", str(home))).read_bytes()
+    assert log == b"token ***\n"
+
+
+class _DatabricksFront:
+    """A Databricks workspace stand-in on loopback: its OAuth endpoints (OIDC discovery, client-credentials
+    token), and /api/ forwarded to a real MLflow server; records what each request carried."""
+
+    ACCESS_TOKEN = "oauth-access-" + uuid.uuid4().hex
+
+    def __init__(self, backend: str):
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.requests: list[tuple[str, str, str, bytes]] = []  # (method, path, Authorization, body)
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _send(self, status: int, body: bytes, ctype: str = "application/json"):
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def _any(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                outer.requests.append((self.command, self.path, self.headers.get("Authorization") or "", body))
+                if self.path.startswith("/.well-known/databricks-config"):  # host metadata: where OIDC lives
+                    return self._send(200, json.dumps({"oidc_endpoint": outer.url + "/oidc", "workspace_id": "1"}).encode())
+                if self.path.startswith("/oidc/.well-known/oauth-authorization-server"):
+                    return self._send(200, json.dumps({"authorization_endpoint": outer.url + "/oidc/v1/authorize",
+                                                       "token_endpoint": outer.url + "/oidc/v1/token"}).encode())
+                if self.path.startswith("/oidc/v1/token"):
+                    return self._send(200, json.dumps({"access_token": outer.ACCESS_TOKEN, "token_type": "Bearer", "expires_in": 3600}).encode())
+                if not self.path.startswith("/api/"):
+                    return self._send(404, b"{}")
+                req = urllib.request.Request(backend + self.path, data=body or None, method=self.command,
+                                             headers={"Content-Type": self.headers.get("Content-Type") or "application/json"})
+                try:
+                    with urllib.request.urlopen(req, timeout=30) as r:
+                        return self._send(r.status, r.read(), r.headers.get("Content-Type") or "application/json")
+                except urllib.error.HTTPError as exc:
+                    return self._send(exc.code, exc.read())
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _any
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def databricks(mlflow_server):
+    front = _DatabricksFront(str(mlflow_server))
+    yield front
+    front.close()
+
+
+import urllib.error  # noqa: E402  (used by the stand-in)
+
+
+@pytest.mark.mlflow
+@pytest.mark.parametrize("sign_in", ["token", "oauth-m2m", "profile-token", "profile-oauth"])
+def test_every_databricks_sign_in_creates_and_closes_the_run(home, databricks, mlflow_server, sign_in, capfd):
+    """Through MlflowClient and the Databricks SDK, as users sign in; check --online first."""
+    from runner import tracker_runs
+
+    token, client_secret = "dapi-canary-" + uuid.uuid4().hex, "dose-canary-" + uuid.uuid4().hex
+    host: dict[str, str] = {}
+    if sign_in == "token":
+        host = {"MLFLOW_TRACKING_URI": "databricks", "DATABRICKS_HOST": databricks.url, "DATABRICKS_TOKEN": token}
+    elif sign_in == "oauth-m2m":
+        host = {"MLFLOW_TRACKING_URI": "databricks", "DATABRICKS_HOST": databricks.url, "DATABRICKS_CLIENT_ID": "cid",
+                "DATABRICKS_CLIENT_SECRET": client_secret}
+    else:
+        auth = f"token = {token}" if sign_in == "profile-token" else f"client_id = cid\nclient_secret = {client_secret}"
+        (home / ".databrickscfg").write_text(f"[team]\nhost = {databricks.url}\n{auth}\n")
+        os.chmod(home / ".databrickscfg", 0o600)
+        host = {"MLFLOW_TRACKING_URI": "databricks://team"}
+    planned = _planned(home, host, "  disable_mlflow: false\n")
+    [checked] = tracker_runs.online_check(planned.plan, timeout=10)
+    assert checked["status"] == "reachable", checked
+    hs = tracker_runs.begin(planned.plan, _output(planned))
+    run_id = hs.env["MLFLOW_RUN_ID"]
+    assert hs.links["mlflow"] == f"{databricks.url}/ml/experiments/{hs.env['MLFLOW_EXPERIMENT_ID']}/runs/{run_id}"
+    hs.finish(143, b"")
+    from mlflow.tracking import MlflowClient
+
+    assert MlflowClient(tracking_uri=str(mlflow_server)).get_run(run_id).info.status == "KILLED"
+    api = [auth for method, path, auth, _ in databricks.requests if path.startswith("/api/")]
+    expected = "Bearer " + (token if "token" in sign_in else databricks.ACCESS_TOKEN)
+    assert api and all(a == expected for a in api), "every API call carries the sign-in's token"
+    if "oauth" in sign_in:  # the client secret went to the token endpoint only
+        assert all(client_secret not in auth + body.decode("latin-1") for _, path, auth, body in databricks.requests if not path.startswith("/oidc/v1/token"))
+    captured = capfd.readouterr()
+    assert_no_leak(captured.out + captured.err, [token, client_secret, databricks.ACCESS_TOKEN], "the runner's output")
+    assert "View run" not in captured.out
