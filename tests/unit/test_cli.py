@@ -81,11 +81,15 @@ def test_plan_json_has_the_contract_keys(project):
 
 
 def test_error_messages_name_the_secret_but_never_the_value(project):
-    (project / "bad.yaml").write_text(f"container:\n  options:\n    env: ['HF_TOKEN={ENV_CANARY}']\n")
+    # A literal that is only in the YAML: the environment's masker cannot hide it, only the message can.
+    yaml_canary = "canary-yaml-only-5e1f0a9c7b"
+    assert yaml_canary not in os.environ.values() and yaml_canary not in SECRET_ENV.values()
+    (project / "bad.yaml").write_text(f"container:\n  options:\n    env: ['HF_TOKEN={yaml_canary}']\n")
     result = run(["--verbose", "--config", "bad.yaml", "plan", "--", "true"], project, SECRET_ENV)
     assert result.returncode == 2
     assert "HF_TOKEN" in result.stderr and "bad.yaml:3" in result.stderr
     assert "Traceback" not in result.stderr
+    assert "yaml-only-5e1f0a9c7b" not in result.stdout + result.stderr
     assert_clean(result.stdout + result.stderr, "error message")
 
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -85,9 +87,24 @@ def test_deep_nesting_is_refused(project, secret, doc):
     one_error(plan(project, secret, config=write(project, "deep.yaml", doc)), "deep.yaml", "nested")
 
 
-def test_ten_megabyte_file_is_refused_without_reading_it(project, secret):
-    path = write(project, "big.yaml", "# " + "x" * (10 * 1024 * 1024) + "\n")
-    one_error(plan(project, secret, config=path), "big.yaml", "limit")
+def test_huge_file_is_refused_without_reading_it(project, secret):
+    """A 1 GiB sparse file: reading it (the early secret scan too) would raise the peak RSS
+    of the process by a gigabyte; refused by its size, the process stays small."""
+    path = project / "big.yaml"
+    with open(path, "wb") as f:
+        f.truncate(1 << 30)
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("PRIMUS_", "WANDB", "MLFLOW", "HF_", "NCCL_"))}
+    base.update({"HOME": str(project), "XDG_CACHE_HOME": str(project / ".cache"), "NO_COLOR": "1", SECRET_NAME: secret,
+                 "CI": "true"})  # CI: the early secret scan runs first
+    with open(project / "err", "wb") as err_f:
+        proc = subprocess.Popen([sys.executable, "-m", "runner", "--config", str(path), "plan", "--", "true"], cwd=project,
+                                env=base, stdout=subprocess.DEVNULL, stderr=err_f,
+                                preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30)))
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    err = (project / "err").read_text("utf-8", "replace")
+    assert proc.returncode == 2 and "big.yaml" in err and "limit" in err, err
+    assert usage.ru_maxrss * 1024 < 300 << 20, f"peak RSS {usage.ru_maxrss >> 10} MiB: the file was read"
 
 
 def test_binary_file_is_refused(project, secret):
@@ -146,14 +163,17 @@ def test_cpus_flag_that_is_not_a_number(project, secret):
 
 
 def test_literal_secret_in_yaml_is_refused_with_file_line_and_no_value(project, secret):
-    path = write(project, "lit.yaml", f'container:\n  options:\n    env:\n      - PLAIN\n      - "WANDB_API_KEY={secret}"\n')
+    literal = f"yaml-only-{uuid.uuid4().hex}"  # not in the environment: no masker knows it, only the message can hide it
+    path = write(project, "lit.yaml", f'container:\n  options:\n    env:\n      - PLAIN\n      - "WANDB_API_KEY={literal}"\n')
     err = one_error(plan(project, secret, config=path), "lit.yaml:5", "WANDB_API_KEY is a secret")
-    assert secret not in err
+    assert_no_leak(err, {"YAML literal": literal}, "error message")
 
 
 def test_literal_secret_matched_by_pattern_is_refused(project, secret):
-    path = write(project, "lit.yaml", f"container:\n  options:\n    env: [MY_SERVICE_TOKEN={secret}]\n")
-    one_error(plan(project, secret, config=path), "lit.yaml:3", "MY_SERVICE_TOKEN is a secret")
+    literal = f"yaml-only-{uuid.uuid4().hex}"
+    path = write(project, "lit.yaml", f"container:\n  options:\n    env: [MY_SERVICE_TOKEN={literal}]\n")
+    err = one_error(plan(project, secret, config=path), "lit.yaml:3", "MY_SERVICE_TOKEN is a secret")
+    assert_no_leak(err, {"YAML literal": literal}, "error message")
 
 
 # ------------------------------------------------------------------ env names and values
