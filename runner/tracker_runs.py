@@ -752,11 +752,11 @@ def _open_run(plan: LaunchPlan, api, tags: dict[str, str]) -> tuple[str | None, 
 
 
 def _mlflow_begin(plan: LaunchPlan, out: Output, hs: Handshake) -> Callable[[int, bytes], None] | None:
-    prefetch(plan)  # the client closes the run and uploads the log: import it while the job starts and runs
     api = _handshake_api(plan)
     if api is None:
         out.notice("MLflow: the tracking URI is not an HTTP server; the job creates its own run (no run handshake)")
         return None
+    prefetch(plan)  # the client closes the run and uploads the log: import it while the job starts and runs
     tags = {k: out.masker.mask(v) for k, v in run_tags(plan).items()}  # names only; masked all the same
     experiment_name, experiment_id, run_id, artifact_uri = _open_run(plan, api, tags)
     hs.env["MLFLOW_RUN_ID"] = run_id

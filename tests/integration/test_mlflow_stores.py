@@ -446,3 +446,58 @@ def test_every_databricks_sign_in_creates_and_closes_the_run(home, databricks, m
     captured = capfd.readouterr()
     assert_no_leak(captured.out + captured.err, [token, client_secret, databricks.ACCESS_TOKEN], "the runner's output")
     assert "View run" not in captured.out
+
+
+# ------------------------------------------------------------------ submit: the handshake once, on the submitting host
+
+SLURM_CONFIG = """container:
+  options:
+    image: {image}
+    group-add: []
+    privileged: false
+    ulimit: "nofile=1024:1024"
+slurm:
+  partition: {partition}
+  nodes: 2
+  time: "5"
+  master_port: 29511
+trackers:
+  framework: generic
+  disable_mlflow: false
+  mlflow_experiment_name: {experiment}
+  mlflow_run_name: {run_name}
+  mlflow_upload_logs: true
+"""
+
+
+@pytest.mark.slurm
+@pytest.mark.docker
+@pytest.mark.mlflow
+@pytest.mark.parametrize("code,status", [(0, "FINISHED"), (3, "FAILED")])
+def test_submit_wait_logs_into_one_run_from_both_nodes(tmp_path_factory, monkeypatch, store, slurm_cluster, busybox_image, code, status):
+    import sys
+
+    kind, uri, env, secrets = store
+    experiment, run_name = unique("exp"), unique("run")
+    work = tmp_path_factory.mktemp("slurm-mlflow")  # slurmd reads the job directory
+    (work / ".primus.yaml").write_text(SLURM_CONFIG.format(image=busybox_image, partition=slurm_cluster.partition,
+                                                          experiment=experiment, run_name=run_name))
+    run_env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "WANDB_", "DATABRICKS_", "AWS_", "HF_"))}
+    run_env.update(HOME=str(work), NO_COLOR="1", MLFLOW_TRACKING_URI=uri, **env, **secrets)
+    done = subprocess.run([sys.executable, "-m", "runner", "submit", "--gpu", "none", "--wait", "--", "sh", "-c", JOB, "job", str(code)],
+                          cwd=work, env=run_env, capture_output=True, timeout=420)
+    out, err = done.stdout.decode(), done.stderr.decode()
+    assert done.returncode == code, err
+    assert_no_leak(done.stdout + done.stderr, secrets, "submit's output")
+    client = _reader(monkeypatch, uri, env, secrets)
+    log = Path(client.download_artifacts(*_only_run(client, experiment), "primus-runner/job-output.log", str(work / "dl"))).read_bytes()
+    run_ids = set(re.findall(rb"run=([0-9a-f]{32})", log))
+    assert len(run_ids) == 1 and log.count(b"metric-logged") == 2, log  # both nodes, one run
+    run = client.get_run(run_ids.pop().decode())
+    assert run.info.status == status and run.data.metrics == {"loss": 1.5}
+    assert_no_leak(_everything(client, run.info.run_id, work / "all"), secrets, f"the MLflow run on the {kind} store (submit)")
+
+
+def _only_run(client, experiment: str) -> tuple[str]:
+    [run] = client.search_runs([client.get_experiment_by_name(experiment).experiment_id])
+    return (run.info.run_id,)

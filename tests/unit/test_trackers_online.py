@@ -327,3 +327,25 @@ def test_a_redirect_on_the_same_origin_is_followed_with_the_credentials(work):
     assert result["status"] == "reachable", result
     assert [path.split("/")[1] for path, _ in seen[:2]] == ["old", "new"]
     assert all(auth == "Bearer " + REDIRECT_TOKEN for _, auth in seen), "a same-origin request lost its credentials"
+
+
+def test_client_env_holds_the_plans_values_only_during_the_call(work, monkeypatch):
+    """The MLflow client reads credentials from os.environ: the plan's values (env file too) for one call, then the old ones."""
+    import os
+
+    from runner.envfile import load_env_file
+
+    secret = "canary-client-env-3e9d0c1b7a5f"
+    (work / "job.env").write_text(f"AWS_SECRET_ACCESS_KEY={secret}\n")
+    (work / ".primus.yaml").write_text("container:\n  options:\n    image: busybox\ntrackers:\n  disable_mlflow: false\n")
+    monkeypatch.setenv("MLFLOW_TRACKING_TOKEN", "host-value-kept")
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY", raising=False)
+    env_file = load_env_file(str(work / "job.env"))
+    planned = build_plan(load_config(), ["true"], {"MLFLOW_TRACKING_URI": "http://127.0.0.1:9"}, env_file, LaunchFlags(gpu="none"), name="j")
+    assert not planned.problems, planned.problems
+    with tracker_runs._client_env(planned.plan):
+        assert os.environ["AWS_SECRET_ACCESS_KEY"] == secret
+        assert os.environ["MLFLOW_TRACKING_URI"] == "http://127.0.0.1:9"
+        assert "MLFLOW_TRACKING_TOKEN" not in os.environ  # not the plan's: the client sees what the job sees
+    assert "AWS_SECRET_ACCESS_KEY" not in os.environ
+    assert os.environ["MLFLOW_TRACKING_TOKEN"] == "host-value-kept"
