@@ -90,20 +90,79 @@ def _candidates() -> list[str]:
     return list(seen.values())
 
 
+def _probe(cli: str) -> Builder | None:
+    """Can this CLI drive BuildKit? A CLI older than 23 builds with BuildKit itself under
+    ``DOCKER_BUILDKIT=1``; a newer one only through its buildx plugin."""
+    version = _run([cli, "--version"])
+    match = re.search(r"version (\d+)\.(\d+)", version.stdout if version is not None else "")
+    if match and int(match.group(1)) < 23:
+        return Builder("buildkit", cli, f"docker CLI {match.group(1)}.{match.group(2)}, DOCKER_BUILDKIT=1")
+    buildx = _run([cli, "buildx", "version"])
+    if buildx is not None and buildx.returncode == 0:
+        parts = buildx.stdout.split()
+        return Builder("buildkit", cli, f"buildx {parts[1]}" if len(parts) > 1 else "buildx")
+    return None
+
+
+def _cache_file() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "primus-runner", "builders.json")
+
+
+def _stamp(cli: str) -> str:
+    """What identifies a CLI and its plugins: the program's and the plugin directories' mtimes."""
+    parts = []
+    for path in (cli, *_PLUGIN_DIRS):
+        path = os.path.expanduser(path)
+        try:
+            st = os.stat(path)
+            parts.append(f"{path}:{st.st_mtime_ns}:{st.st_size}")
+        except OSError:
+            parts.append(f"{path}:-")
+    return "|".join(parts)
+
+
+# Where the Docker CLI looks for plugins (buildx): a new plugin changes a directory's mtime.
+_PLUGIN_DIRS = ("~/.docker/cli-plugins", "/usr/local/lib/docker/cli-plugins", "/usr/local/libexec/docker/cli-plugins",
+                "/usr/lib/docker/cli-plugins", "/usr/libexec/docker/cli-plugins")
+
+
 @functools.lru_cache(maxsize=None)
 def find_buildkit() -> Builder | None:
-    """The first Docker CLI that can drive BuildKit: one with buildx, or a CLI older than 23
-    (those build with BuildKit themselves under ``DOCKER_BUILDKIT=1``; newer ones need buildx)."""
+    """The first Docker CLI (PATH order, then Debian's) that can drive BuildKit.
+
+    Each probe runs the CLI once or twice (~50-100 ms each); the answers are kept in
+    the user's cache directory (paths and versions only), keyed by the CLI's and the
+    plugin directories' mtimes, so a no-change rebuild does not pay for them.
+    """
+    import json
+
+    path = _cache_file()
+    try:
+        with open(path, encoding="utf-8") as fh:
+            cache = json.load(fh)
+    except (OSError, ValueError):
+        cache = {}
+    found, changed = None, False
     for cli in _candidates():
-        buildx = _run([cli, "buildx", "version"])
-        if buildx is not None and buildx.returncode == 0:
-            parts = buildx.stdout.split()
-            return Builder("buildkit", cli, f"buildx {parts[1]}" if len(parts) > 1 else "buildx")
-        version = _run([cli, "--version"])
-        match = re.search(r"version (\d+)\.(\d+)", version.stdout if version is not None else "")
-        if match and int(match.group(1)) < 23:
-            return Builder("buildkit", cli, f"docker CLI {match.group(1)}.{match.group(2)}, DOCKER_BUILDKIT=1")
-    return None
+        stamp = _stamp(cli)
+        entry = cache.get(cli)
+        if not isinstance(entry, dict) or entry.get("stamp") != stamp:
+            probed = _probe(cli)
+            entry = {"stamp": stamp, "detail": probed.detail if probed else None}
+            cache[cli], changed = entry, True
+        if entry.get("detail"):
+            found = Builder("buildkit", cli, entry["detail"])
+            break
+    if changed:
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path + ".tmp", "w", encoding="utf-8") as fh:
+                json.dump(cache, fh)
+            os.replace(path + ".tmp", path)
+        except OSError:
+            pass  # a read-only home: probe again next time
+    return found
 
 
 def find_podman() -> Builder | None:

@@ -160,3 +160,96 @@ def test_a_secret_build_arg_is_refused_with_the_secret_mount_fix(project):
     assert "--build-arg NOTE: its value contains the value of a secret in scope" in err
     assert_no_leak(proc.stdout + proc.stderr, secrets, "refusal")
     assert "--build-arg NOTE" not in run(ws, *args).stderr.decode()  # without --secret the value is not a secret
+
+
+# ------------------------------------------------------------------ the project's recipe, private index as a secret
+
+def _wheel(path: Path) -> None:
+    """A minimal pure-Python wheel: tinypkg 1.0."""
+    import zipfile
+
+    files = {
+        "tinypkg/__init__.py": "VERSION = '1.0'\n",
+        "tinypkg-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: tinypkg\nVersion: 1.0\n",
+        "tinypkg-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = "".join(f"{name},,\n" for name in files) + "tinypkg-1.0.dist-info/RECORD,,\n"
+    with zipfile.ZipFile(path, "w") as whl:
+        for name, text in {**files, "tinypkg-1.0.dist-info/RECORD": record}.items():
+            whl.writestr(name, text)
+
+
+@pytest.fixture
+def private_index(tmp_path):
+    """A package index on the docker bridge that wants Basic credentials; records what it was sent."""
+    import base64
+    import http.server
+    import threading
+
+    wheel = tmp_path / "tinypkg-1.0-py3-none-any.whl"
+    _wheel(wheel)
+    password = f"pw-{uuid.uuid4().hex}"
+    expected = "Basic " + base64.b64encode(f"builder:{password}".encode()).decode()
+    seen: list[bool] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            ok = self.headers.get("Authorization") == expected
+            seen.append(ok)
+            if not ok:
+                self.send_response(401)
+                self.send_header("WWW-Authenticate", 'Basic realm="index"')
+                self.end_headers()
+                return
+            if self.path.rstrip("/").endswith("/simple/tinypkg"):
+                body = f'<html><body><a href="/files/{wheel.name}">{wheel.name}</a></body></html>'.encode()
+            elif self.path.endswith(wheel.name):
+                body = wheel.read_bytes()
+            else:
+                self.send_response(404)
+                self.end_headers()
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html" if body.startswith(b"<html>") else "application/octet-stream")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("172.17.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://builder:{password}@172.17.0.1:{server.server_address[1]}/simple"
+    yield url, password, seen
+    server.shutdown()
+
+
+def test_recipe_installs_from_a_private_index_given_as_a_secret(tmp_path, python_image, private_index, canary):
+    url, password, seen = private_index
+    recipes = tmp_path / "recipes"
+    import shutil
+
+    shutil.copytree(Path(__file__).resolve().parents[2] / "images", recipes)
+    (recipes / "common" / "requirements.txt").write_text("tinypkg==1.0\n")
+    ws = Workspace(tmp_path / "ws", canary, config=f"container:\n  gpu: none\nimages:\n  dir: {recipes}\n")
+    (ws.cwd / ".env").write_text(f"PIP_INDEX_URL={url}\n")  # the credentials live in the env file only
+    secrets = {**canary, "PIP_INDEX_URL": url, "INDEX_PASSWORD": password}
+    tag = f"primus-test/private-index:{uuid.uuid4().hex[:8]}"
+    try:
+        proc = run(ws, "--json", "build", "--flavor", "rocm", "--base", python_image, "--tag", tag, "--secret", "PIP_INDEX_URL",
+                   "--build-arg", "TRACKERS=tinypkg", "--build-arg", "PIP_TRUSTED_HOST=172.17.0.1", timeout=300)
+        assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+        assert json.loads(proc.stdout)["builder"] == "buildkit"
+        assert seen and all(seen)  # pip sent the exact credentials, and only those
+        version = subprocess.run(["docker", "run", "--rm", tag, "python3", "-c", "import tinypkg; print(tinypkg.VERSION)"], capture_output=True, text=True)
+        assert version.stdout.strip() == "1.0", version.stderr
+        assert_no_leak(proc.stdout + proc.stderr, secrets, "build output")
+        assert_no_leak(subprocess.run(["docker", "inspect", tag], capture_output=True, check=True).stdout, secrets, "docker inspect")
+        assert_no_leak(subprocess.run(["docker", "history", "--no-trunc", tag], capture_output=True, check=True).stdout, secrets, "docker history")
+        _scan_save(tag, secrets, tmp_path)
+        for path, data in ws.written_files().items():
+            if not path.endswith("/project/.env"):
+                assert_no_leak(data, secrets, f"file {path}")
+    finally:
+        subprocess.run(["docker", "rmi", "-f", tag], capture_output=True)
