@@ -414,6 +414,35 @@ def bench_mlflow() -> None:
             server.wait(10)
 
 
+def bench_masker_long() -> None:
+    """Issue 12 item 11: building a masker and streaming line-sized writes with one long secret
+    in scope (4 KB and 32 KB, e.g. a PEM key); linear, so line rate stays near the short-secret one."""
+    import secrets as _secrets
+    import tracemalloc
+
+    sys.path.insert(0, str(REPO))
+    from runner.secrets import Masker
+
+    line = b"step 1234 | loss 2.3456 | lr 3.0e-04 | tokens/s 123456 | grad_norm 0.98765 | mem 61.2 GiB\n"
+    writes = 20_000
+    for label, size in (("32 B", 32), ("4 KB", 4 << 10), ("32 KB", 32 << 10)):
+        value = _secrets.token_hex(size // 2)
+        tracemalloc.start()
+        start = time.perf_counter()
+        masker = Masker([("BENCH_PRIVATE_KEY", value)])
+        build_s = time.perf_counter() - start
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        stream = masker.stream()
+        start = time.perf_counter()
+        for _ in range(writes):
+            stream.feed(line)
+        stream.flush()
+        rate = writes / (time.perf_counter() - start)
+        print(f"masker, one {label} secret: build {build_s * 1000:.1f} ms, peak {peak / (1 << 20):.1f} MiB; "
+              f"{rate:,.0f} line writes/s ({len(masker._patterns)} patterns, longest {masker.max_len} B)", flush=True)
+
+
 def main(argv: list[str]) -> int:
     benches = {name[len("bench_"):]: fn for name, fn in sorted(globals().items()) if name.startswith("bench_") and callable(fn)}
     chosen = argv or list(benches)

@@ -219,11 +219,17 @@ class Masker:
                     parts.append(_MASK_BYTES)
                 in_mask = True
                 pos = len(buf)
+        clean = not in_mask and pos <= cut == len(buf) - pending
         if pos < cut:
             parts.append(buf[pos:cut])
             in_mask = False
+            clean = cut == len(buf) - pending
         cut = max(cut, pos)
-        return b"".join(parts), buf[cut:], buf[max(0, cut - self.max_len + 1):cut], in_mask
+        # Clean: the output ended in raw text at the held-back tail, so no suffix of what was
+        # emitted begins a secret (it would be in the tail): the next write needs no context.
+        # Line-sized writes then cost their own length, not the longest secret's.
+        context = b"" if clean else buf[max(0, cut - self.max_len + 1):cut]
+        return b"".join(parts), buf[cut:], context, in_mask
 
     def _pending(self, buf: bytes) -> tuple[int, int]:
         """(length of the longest tail of ``buf`` that is a proper prefix of a pattern, the
