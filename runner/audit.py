@@ -1,10 +1,9 @@
 """``primus-runner audit``: look for the secrets in scope where they must never be.
 
-The scan uses the masker's own definition of a leak (``secrets.encodings``: the
-plain value, base64 at every alignment, URL and JSON forms) in one Aho-Corasick
-pass, so audit and masking can never disagree about what a leak is. Unlike the
-masker it must say *which* secret matched, so every pattern maps back to the
-NAMES that produce it. A finding names the secret and the place; the value is
+The scan IS the scope's masker (``Masker.matches``: the plain value, base64 at
+every alignment, URL and JSON forms, each mapped back to the NAMES that produce
+it) in one Aho-Corasick pass, so audit and masking can never disagree about
+what a leak is. A finding names the secret and the place; the value is
 never printed (and every line still goes through the output masker).
 """
 
@@ -16,10 +15,11 @@ import stat
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Sequence
 
 from runner.errors import ConfigError, EngineUnavailable, UsageError
-from runner.secrets import Masker, Secret, encodings
+from runner.options import Sources
+from runner.secrets import SecretScope
 
 CHUNK = 1 << 20  # files are streamed in 1 MiB chunks, with an overlap of the longest pattern
 MANAGED = "io.primus-runner.managed=true"
@@ -41,64 +41,27 @@ class Finding:
 
 
 class Scanner:
-    """Every encoding of every secret in scope, each mapped back to the names that produce it."""
+    """Finds secrets in data with the scope's own masker (one automaton, names included)."""
 
-    def __init__(self, named: Mapping[str, Secret | str]):
-        owners: dict[bytes, set[str]] = {}
-        for name, value in named.items():
-            plain = value.reveal() if isinstance(value, Secret) else value
-            if not plain:
-                continue
-            for form in encodings(plain):
-                owners.setdefault(form, set()).add(name)
-        self._patterns = sorted(owners, key=len, reverse=True)
-        self._owners = [sorted(owners[p]) for p in self._patterns]
-        self.max_len = max((len(p) for p in self._patterns), default=0)
-        self._automaton = None
-        if self._patterns:
-            import ahocorasick_rs
-
-            # Standard + overlapping: a secret inside another secret is reported too.
-            self._automaton = ahocorasick_rs.BytesAhoCorasick(self._patterns)
+    def __init__(self, scope: SecretScope):
+        self._masker = scope.masker
+        self.max_len = scope.masker.max_len
 
     @classmethod
     def of(cls, scope: Any) -> "Scanner":
-        """Accept what callers have at hand: a Scanner, a mapping NAME -> value,
-        a ``LaunchPlan``/``Planned`` (its secret env), a ``Masker`` or a list of secrets."""
+        """A Scanner, a ``SecretScope``, or something that has one (``Planned``, ``RunContext``)."""
         if isinstance(scope, Scanner):
             return scope
-        if isinstance(scope, Mapping):
+        if isinstance(scope, SecretScope):
             return cls(scope)
-        if hasattr(scope, "secret_env"):  # LaunchPlan
-            return cls(scope.secret_env())
-        if hasattr(scope, "scope_secrets"):  # Planned
-            named = dict(scope.plan.secret_env()) if scope.plan else {}
-            for i, value in enumerate(scope.scope_secrets):
-                if value not in named.values():
-                    named[f"secret#{i + 1}"] = value
-            return cls(named)
-        if isinstance(scope, Masker):  # only patterns are known: report them as "a secret in scope"
-            scanner = cls({})
-            scanner._patterns = list(scope._patterns)
-            scanner._owners = [["secret"]] * len(scanner._patterns)
-            scanner.max_len = scope.max_len
-            if scanner._patterns:
-                import ahocorasick_rs
-
-                scanner._automaton = ahocorasick_rs.BytesAhoCorasick(scanner._patterns)
-            return scanner
-        return cls({f"secret#{i + 1}": v for i, v in enumerate(scope)})
+        return cls(scope.scope)
 
     def __bool__(self) -> bool:
-        return self._automaton is not None
+        return bool(self._masker)
 
     def matches(self, data: bytes) -> Iterator[tuple[str, int, int]]:
         """(name, start, end) for every occurrence of every encoding in ``data``."""
-        if self._automaton is None or not data:
-            return
-        for index, start, end in self._automaton.find_matches_as_indexes(data, overlapping=True):
-            for name in self._owners[index]:
-                yield name, start, end
+        return self._masker.matches(data)
 
     def names_in(self, data: bytes) -> list[str]:
         return sorted({name for name, _, _ in self.matches(data)})
@@ -198,43 +161,34 @@ def _walk(path: Path) -> Iterator[Path]:
                     continue
 
 
-def _client():
-    """A Docker client that answers, or ``EngineUnavailable`` with how to fix it."""
-    try:
-        import docker
-
-        client = docker.from_env(version="auto", timeout=30)
-        client.ping()
-        return client
-    except Exception as exc:  # DockerException, requests errors: all mean "no daemon"
-        host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
-        raise EngineUnavailable(
-            f"the Docker daemon at {host} does not answer ({type(exc).__name__})",
-            hint="start it (sudo systemctl start docker, or dockerd &) or fix DOCKER_HOST",
-        ) from None
-
-
-def audit_container(container_id: str, scope: Any, client=None) -> list[Finding]:
+def audit_container(container_id: str, scope: Any) -> list[Finding]:
     """Scan ``docker inspect`` of a container: ``Config.Env[i]``, ``Args``, ``Config.Cmd``, labels, ...
 
     ``up --audit`` calls this right after the container starts.
     """
-    scanner = Scanner.of(scope)
-    client = client or _client()
-    info = client.api.inspect_container(container_id)
-    return scanner.scan_object(info, "")
+    from urllib.parse import quote
+
+    from runner.engines.docker.commands import engine
+
+    info = engine().request("GET", f"/containers/{quote(container_id, safe='')}/json")
+    return Scanner.of(scope).scan_object(info, "")
 
 
-def audit_image(image: str, scope: Any, client=None, layers: bool = True) -> list[Finding]:
+def audit_image(image: str, scope: Any, layers: bool = True) -> list[Finding]:
     """Scan an image's config, labels and history, and (``layers``) every file in every layer."""
+    from urllib.parse import quote
+
+    from runner.engines.docker.commands import engine
+
     scanner = Scanner.of(scope)
-    client = client or _client()
-    found = scanner.scan_object(client.api.inspect_image(image), "")
-    for i, entry in enumerate(client.api.history(image)):
+    eng = engine()
+    ref = quote(image, safe="")
+    found = scanner.scan_object(eng.request("GET", f"/images/{ref}/json"), "")
+    for i, entry in enumerate(eng.request("GET", f"/images/{ref}/history") or []):
         for key, value in entry.items():
             found += scanner.scan_object(value, f"history[{i}].{_snake(key)}")
     if layers:
-        found += _scan_image_layers(client, image, scanner)
+        found += _scan_image_layers(eng.stream(f"/images/{ref}/get"), scanner)
     return found
 
 
@@ -264,9 +218,10 @@ class _ChunkReader(io.RawIOBase):
         return n
 
 
-def _scan_image_layers(client, image: str, scanner: Scanner) -> list[Finding]:
+def _scan_image_layers(chunks: Iterator[bytes], scanner: Scanner) -> list[Finding]:
+    """Every file of every layer of a ``docker save`` stream."""
     found: list[Finding] = []
-    raw = io.BufferedReader(_ChunkReader(iter(client.api.get_image(image, chunk_size=CHUNK))), CHUNK)
+    raw = io.BufferedReader(_ChunkReader(chunks), CHUNK)
     with tarfile.open(fileobj=raw, mode="r|") as outer:
         for member in outer:
             if not member.isfile():
@@ -295,66 +250,44 @@ def runner_state_dirs() -> list[Path]:
     return [d for d in dirs if d.exists()]
 
 
-# ------------------------------------------------------------------ scope
-
-def secrets_in_scope(out, config_file: str | None, env_file: str | None) -> dict[str, Secret]:
-    """NAME -> value of every secret the runner would know now: the host's and the env file's.
-
-    A broken config must not stop an audit (a leak is worse than a typo), so on a
-    config error the built-in secret patterns are used and the problem is a warning.
-    """
-    from runner.launch import prepare
-    from runner.policy import Classifier
-
-    try:
-        prepared = prepare(out, config_file, env_file, ["true"], quiet=True)
-        config, values = prepared.config, prepared.env_file.values
-        named: dict[str, Secret] = dict(prepared.planned.plan.secret_env()) if prepared.planned.plan else {}
-    except ConfigError as exc:
-        from runner.config import Config
-        from runner.envfile import load_env_file
-        from runner.resources import policies_dir
-        from runner.yamlsource import load_yaml
-
-        values = load_env_file(env_file).values  # an unreadable env file is still exit 2
-        config = Config(load_yaml(policies_dir() / "defaults.yaml", "built-in defaults").data)
-        named = {}
-        classifier = Classifier.from_config(config)
-        out.use_masker(Masker([v for k, v in list(os.environ.items()) + list(values.items()) if v and classifier.is_secret(k)]))
-        out.warn(f"config problem ({exc.message.splitlines()[0]}); auditing with the built-in secret names and patterns")
-    classifier = Classifier.from_config(config)
-    for source in (os.environ, values):
-        for name, value in source.items():
-            if value and classifier.is_secret(name) and name not in named:
-                named[name] = Secret(value)
-    return named
-
-
 # ------------------------------------------------------------------ command
 
-def cmd_audit(args, out) -> int:
+def audit_scope(sources: Sources, out) -> SecretScope:
+    """Every secret the runner would know now: the host's and the env file's.
+
+    A broken config must not stop an audit (a leak is worse than a typo), so on a
+    config error the built-in secret names and patterns are used and the problem
+    is a warning.
+    """
+    from runner import ci
+    from runner.launch import load_context
+
+    try:
+        scope = load_context(sources).scope
+    except ConfigError as exc:
+        scope = ci.early_scope(Sources(None, sources.env_file))
+        out.use_masker(scope.masker)
+        out.warn(f"config problem ({exc.message.splitlines()[0]}); auditing with the built-in secret names and patterns")
+    out.use_masker(scope.masker)
+    return scope
+
+
+def cmd_audit(targets: Sequence[str], sources: Sources, out) -> int:
     """``primus-runner audit [TARGET…]``: exit 0 clean, 4 when any secret is found."""
-    named = secrets_in_scope(out, args.config, args.env_file)
-    if not named:
+    scope = audit_scope(sources, out)
+    if not scope:
         out.warn("no secrets in scope (none of the secret names is set in the environment or the env file); nothing to look for")
-    scanner = Scanner(named)
+    scanner = Scanner(scope)
     findings: list[Finding] = []
     scanned: list[str] = []
-    client = None
-
-    def docker_client():
-        nonlocal client
-        if client is None:
-            client = _client()
-        return client
-
-    targets = list(args.targets)
     if not targets:
+        from runner.engines.docker.commands import engine
+
         try:
-            for c in docker_client().api.containers(all=True, filters={"label": MANAGED}):
+            for c in engine().containers([MANAGED]):
                 cid = c["Id"][:12]
                 name = (c.get("Names") or [cid])[0].lstrip("/")
-                findings += [Finding(f.secret, f"container {name}: {f.location}") for f in audit_container(cid, scanner, client)]
+                findings += [Finding(f.secret, f"container {name}: {f.location}") for f in audit_container(cid, scanner)]
                 scanned.append(f"container {name}")
         except EngineUnavailable as exc:
             out.warn(f"{exc.message}: containers not audited")
@@ -364,20 +297,19 @@ def cmd_audit(args, out) -> int:
     for target in targets:
         if os.path.lexists(target):
             findings += audit_paths([target], scanner)
-            scanned.append(target)
-            continue
-        findings += _audit_engine_object(target, scanner, docker_client())
+        else:
+            findings += _audit_engine_object(target, scanner)
         scanned.append(target)
 
     findings = list(dict.fromkeys(findings))  # drop exact duplicates, keep order
     clean = not findings
     if out.json_mode:
-        out.json({"clean": clean, "findings": [f.to_dict() for f in findings], "scanned": scanned, "secrets": sorted(named)})
+        out.json({"clean": clean, "findings": [f.to_dict() for f in findings], "scanned": scanned, "secrets": scope.names()})
     else:
         for finding in findings:
             out.result(str(finding))
     if clean:
-        out.info(f"clean: {len(named)} secret(s) in scope, none found in {len(scanned)} target(s)")
+        out.info(f"clean: {len(scope.names())} secret(s) in scope, none found in {len(scanned)} target(s)")
         return 0
     leaked = sorted({f.secret for f in findings})
     out.error(
@@ -387,24 +319,25 @@ def cmd_audit(args, out) -> int:
     return 4
 
 
-def _audit_engine_object(target: str, scanner: Scanner, client) -> list[Finding]:
-    import docker.errors
+def _audit_engine_object(target: str, scanner: Scanner) -> list[Finding]:
+    from urllib.parse import quote
+
+    from runner.engine_api import ApiError
+    from runner.engines.docker.commands import engine
 
     try:
-        info = client.api.inspect_container(target)
-    except docker.errors.NotFound:
-        info = None
-    except docker.errors.APIError as exc:
-        raise UsageError(f"cannot inspect {target}: {exc.explanation or exc}") from None
-    if info is not None:
+        info = engine().request("GET", f"/containers/{quote(target, safe='')}/json")
         name = info.get("Name", target).lstrip("/")
         return [Finding(f.secret, f"container {name}: {f.location}") for f in scanner.scan_object(info, "")]
+    except ApiError as exc:
+        if exc.status != 404:
+            raise UsageError(f"cannot inspect {target}: {exc.message}") from None
     try:
-        return [Finding(f.secret, f"image {target}: {f.location}") for f in audit_image(target, scanner, client)]
-    except docker.errors.ImageNotFound:
-        raise UsageError(
-            f"'{target}' is not a file, directory, container or image",
-            hint="give a path, a container name/id (primus-runner ps) or an image name",
-        ) from None
-    except docker.errors.APIError as exc:
-        raise UsageError(f"cannot inspect {target}: {exc.explanation or exc}") from None
+        return [Finding(f.secret, f"image {target}: {f.location}") for f in audit_image(target, scanner)]
+    except ApiError as exc:
+        if exc.status == 404:
+            raise UsageError(
+                f"'{target}' is not a file, directory, container or image",
+                hint="give a path, a container name/id (primus-runner ps) or an image name",
+            ) from None
+        raise UsageError(f"cannot inspect {target}: {exc.message}") from None

@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 
 from runner.errors import ConfigError, EngineUnavailable, Problem
-from runner.plan import LaunchFlags
+from runner.options import CheckOptions
 from runner.ui import Output
 
 
-def run_check(args, out: Output, flags: LaunchFlags) -> int:
+def run_check(opts: CheckOptions, out: Output) -> int:
     from runner.launch import prepare
 
     problems: list[Problem] = []
@@ -18,7 +18,7 @@ def run_check(args, out: Output, flags: LaunchFlags) -> int:
     online: list[dict] = []
     prepared = None
     try:
-        prepared = prepare(out, args.config, args.env_file, args.command or ["true"], flags, quiet=True)
+        prepared = prepare(out, opts.sources, opts.command or ("true",), opts.flags, quiet=True)
     except ConfigError as exc:
         problems += exc.problems
     if prepared is not None:
@@ -37,20 +37,20 @@ def run_check(args, out: Output, flags: LaunchFlags) -> int:
                         )
                     )
     try:
-        if args.engine == "slurm":
-            from runner.engines import slurm
+        if opts.engine == "slurm":
+            from runner.engines.slurm import jobs
 
-            warnings += slurm.check_engine()
+            warnings += jobs.check_engine()
         else:
-            from runner.engines import docker
+            from runner.engines.docker.commands import engine
 
-            docker.check_engine()
+            engine().ping()
     except EngineUnavailable as exc:
         engine_error = f"{exc.message}" + (f" ({exc.hint})" if exc.hint else "")
-    if args.online and prepared is not None and prepared.planned.plan is not None:
+    if opts.online and prepared is not None and prepared.planned.plan is not None:
         from runner import tracker_runs
 
-        online = tracker_runs.online_check(prepared.planned.plan, prepared.planned, timeout=args.timeout)
+        online = tracker_runs.online_check(prepared.planned.plan, prepared.planned, timeout=opts.timeout)
         for item in online:
             if item["status"] not in ("reachable", "skipped"):
                 problems.append(Problem(f"{item['tracker']}: {item['status']}: {item['detail']}"))
@@ -61,9 +61,9 @@ def run_check(args, out: Output, flags: LaunchFlags) -> int:
             "ok": ok,
             "problems": [{"message": p.message + (f" ({p.hint})" if p.hint else ""), "where": p.where} for p in problems],
             "warnings": warnings,
-            "engine": {"name": args.engine, "reachable": engine_error is None, "error": engine_error},
+            "engine": {"name": opts.engine, "reachable": engine_error is None, "error": engine_error},
         }
-        if args.online:
+        if opts.online:
             report["trackers"] = online
         out.json(report)
     else:

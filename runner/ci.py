@@ -24,6 +24,8 @@ from runner.secrets import Secret
 
 if TYPE_CHECKING:
     from runner.errors import Problem
+    from runner.options import Sources
+    from runner.secrets import SecretScope
     from runner.plan import LaunchPlan
     from runner.secrets import Masker
 
@@ -96,8 +98,8 @@ def _stdout_takes_masks() -> bool:
         return False
 
 
-def early_secrets(config_file: str | None, env_file_name: str | None) -> list[Secret]:
-    """Secret values in scope before the config is loaded (it may be broken).
+def early_scope(sources: "Sources") -> "SecretScope":
+    """The secrets in scope before the config is loaded (it may be broken).
 
     Classifies the environment and the env file by the built-in policy plus any
     ``passthrough.secrets`` patterns readable from the config files, so the masks
@@ -105,55 +107,52 @@ def early_secrets(config_file: str | None, env_file_name: str | None) -> list[Se
     """
     from fnmatch import fnmatchcase
 
+    from runner.secrets import secret_scope
+
+    patterns = [p.upper() for p in _early_patterns(sources.config_file)]
+    values: dict = {}
+    try:
+        from runner.envfile import load_env_file
+
+        values = load_env_file(sources.env_file).values
+    except Exception:  # the env file's own problem is reported by prepare()
+        pass
+    return secret_scope([os.environ, values], lambda name: any(fnmatchcase(name.upper(), p) for p in patterns))
+
+
+def _early_patterns(config_file: str | None) -> list[str]:
     patterns: list[str] = []
     try:
         from runner.config import default_layer_paths
         from runner.resources import policies_dir
-
-        import yaml
+        from runner.yamlsource import load_yaml  # size-limited and bounded, like load_config
 
         paths = [policies_dir() / "defaults.yaml"] + [p for p, _ in default_layer_paths(config_file)]
         for path in paths:
             try:
-                data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) if Path(path).is_file() else None
+                data = load_yaml(Path(path)).data if Path(path).is_file() else None
                 listed = (data.get("passthrough") or {}).get("secrets") if isinstance(data, dict) else None
                 patterns += [str(p) for p in listed or [] if isinstance(p, (str, int))]
             except Exception:  # a broken file: the defaults still apply; load_config reports it
                 continue
     except Exception:
         pass
-    patterns = patterns or ["*_TOKEN", "*_API_KEY", "*_SECRET*", "*_PASSWORD", "WANDB_API_KEY", "HF_TOKEN"]
-    values: dict[str, str | None] = dict(os.environ)
-    try:
-        from runner.envfile import load_env_file
-
-        for key, value in load_env_file(env_file_name).values.items():
-            values.setdefault(f"{key}\x00file", value)
-    except Exception:  # the env file's own problem is reported by prepare()
-        pass
-    found: list[Secret] = []
-    for key, value in values.items():
-        name = key.split("\x00", 1)[0].upper()
-        if value and any(fnmatchcase(name, p.upper()) for p in patterns):
-            found.append(Secret(value))
-    return found
+    return patterns or ["*_TOKEN", "*_API_KEY", "*_SECRET*", "*_PASSWORD", "WANDB_API_KEY", "HF_TOKEN"]
 
 
-def early_masks(args, out) -> None:
+def early_masks(command: str, sources: "Sources", json_stdout: bool, out) -> None:
     """First thing a command does under CI: register masks, install a masker for error paths."""
-    if getattr(args, "cmd", None) == "node-agent":
+    if command == "node-agent":
         disable()  # runs on Slurm nodes; its output is written to log files
         return
-    if getattr(args, "cmd", None) == "completion" or not (github_actions() or in_ci()):
+    if command == "completion" or not (github_actions() or in_ci()):
         return
     global _json_stdout
-    _json_stdout = bool(getattr(args, "json", False))
-    secrets = early_secrets(getattr(args, "config", None), getattr(args, "env_file", None))
-    if secrets:
-        from runner.secrets import Masker
-
-        out.use_masker(Masker(secrets))
-    register_masks(secrets)
+    _json_stdout = json_stdout
+    scope = early_scope(sources)
+    if scope:
+        out.use_masker(scope.masker)
+    register_masks(scope.values())
 
 
 # -- annotations ------------------------------------------------------------

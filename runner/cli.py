@@ -25,11 +25,24 @@ docs: README.md and docs/ in the primus-runner repository."""
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # argparse's own usage errors: exit 2, one line, no traceback
         from runner import ci
-        from runner.secrets import Masker
+        from runner.options import Sources
 
         self.print_usage(sys.stderr)  # the message may quote an argument: masked like everything else
-        print(f"error: {Masker(ci.early_secrets(None, None)).mask(message)}", file=sys.stderr)
+        sources = Sources(*_sources_in(sys.argv[1:]))
+        print(f"error: {ci.early_scope(sources).masker.mask(message)}", file=sys.stderr)
         raise SystemExit(2)
+
+
+def _sources_in(argv: list[str]) -> tuple[str | None, str | None]:
+    """``--config`` and ``--env-file`` wherever they stand (argparse has failed: no namespace)."""
+    found: dict[str, str | None] = {"--config": None, "--env-file": None}
+    for i, token in enumerate(argv):
+        if token == "--":
+            break
+        name, eq, value = token.partition("=")
+        if name in found:
+            found[name] = value if eq else (argv[i + 1] if i + 1 < len(argv) else None)
+    return found["--config"], found["--env-file"]
 
 
 def _launch_options(p: argparse.ArgumentParser) -> None:
@@ -51,13 +64,25 @@ def _launch_options(p: argparse.ArgumentParser) -> None:
 
 
 def _flags(args):
-    from runner.plan import LaunchFlags
+    from runner.options import LaunchFlags
 
     return LaunchFlags(
         image=args.image, env=tuple(args.env), volume=tuple(args.volume), device=tuple(args.device), gpu=args.gpu,
         name=args.name, workdir=args.workdir, shm_size=args.shm_size, memory=args.memory, cpus=args.cpus,
         network=args.network, ipc=args.ipc, user=args.user,
     )
+
+
+def _global_options(p: argparse.ArgumentParser, default) -> None:
+    """The global options. On a command's parser their default is SUPPRESS, so a value given
+    after the command overrides the top level's and an absent one leaves it alone."""
+    flag = {} if default is None else {"default": default}
+    g = p.add_argument_group("global options (before or after the command)") if default is not None else p
+    g.add_argument("--config", metavar="FILE", help="extra config layer above ./.primus.yaml", **flag)
+    g.add_argument("--env-file", metavar="FILE", help="dotenv file with values, secrets allowed (default ./.env when it exists)", **flag)
+    g.add_argument("--json", action="store_true", help="machine-readable JSON on stdout (check, plan, ps, submit, status, build)", **flag)
+    g.add_argument("--no-color", action="store_true", help="plain output (NO_COLOR does the same)", **flag)
+    g.add_argument("--verbose", action="store_true", help="more detail; tracebacks (masked) for internal errors", **flag)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -67,16 +92,14 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--config", metavar="FILE", help="extra config layer above ./.primus.yaml")
-    parser.add_argument("--env-file", metavar="FILE", help="dotenv file with values, secrets allowed (default ./.env when it exists)")
-    parser.add_argument("--json", action="store_true", help="machine-readable JSON on stdout (check, plan, ps, submit, status, build)")
-    parser.add_argument("--no-color", action="store_true", help="plain output (NO_COLOR does the same)")
-    parser.add_argument("--verbose", action="store_true", help="more detail; tracebacks (masked) for internal errors")
+    _global_options(parser, None)
     parser.add_argument("--version", action="version", version=f"primus-runner {__version__}")
     sub = parser.add_subparsers(dest="cmd", metavar="COMMAND", parser_class=_Parser)
 
     def cmd(name: str, help: str, example: str) -> argparse.ArgumentParser:
-        return sub.add_parser(name, help=help, description=help, epilog=f"example:\n  {example}", formatter_class=argparse.RawDescriptionHelpFormatter)
+        p = sub.add_parser(name, help=help, description=help, epilog=f"example:\n  {example}", formatter_class=argparse.RawDescriptionHelpFormatter)
+        _global_options(p, argparse.SUPPRESS)  # also after the command, as docker/kubectl/gh accept them
+        return p
 
     p = cmd("check", "validate config, env policy, required secrets, devices and the engine", "primus-runner check --gpu none")
     p.add_argument("--online", action="store_true", help="also contact the trackers (MLflow, W&B) with the real credentials")
@@ -159,28 +182,22 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: list[str]) -> int:
-    from runner.errors import JobExit, RunnerError
+    from runner.errors import RunnerError
+    from runner.options import Sources
     from runner.ui import Output
 
-    misplaced = _misplaced_global(argv)
-    if misplaced:  # argparse would only say "unrecognized arguments"; say where it belongs
-        print(f"error: {misplaced}", file=sys.stderr)
-        return 2
     parser = build_parser()
     args = parser.parse_args(argv)
-    out = Output(json_mode=args.json, color=not args.no_color, verbose=args.verbose, fallback=_early_masker(args))
+    sources = Sources(args.config, args.env_file)
+    out = Output(json_mode=args.json, color=not args.no_color, verbose=args.verbose, fallback=_early_masker(args.cmd, sources))
     if not args.cmd:
         parser.print_help(sys.stderr)
         return 2
     try:
         from runner import ci
 
-        ci.early_masks(args, out)  # under CI: ::add-mask:: first, before anything can fail and print
-        return _dispatch(args, out) or 0
-    except JobExit as exc:
-        if exc.message:
-            out.error(exc.message)
-        return exc.code
+        ci.early_masks(args.cmd, sources, args.json, out)  # under CI: ::add-mask:: first, before anything can fail and print
+        return _dispatch(args, sources, out, parser) or 0
     except RunnerError as exc:
         from runner import ci
         from runner.errors import ConfigError
@@ -205,85 +222,87 @@ def _main(argv: list[str]) -> int:
         return 3
 
 
-def _early_masker(args):
+def _early_masker(command: str | None, sources):
     """The masker for messages printed before a command installs its own (``down NAME``,
-    ``status``, a schema error quoting a flag's value): every secret-named value in the
-    environment and the env file. Built lazily, on the first message only. Not for
-    ``completion`` (a script, no secrets in it) nor the node agent (its plan's masker)."""
-    if args.cmd in ("completion", "node-agent"):
+    ``status``, a schema error quoting a flag's value): the early secret scope. Built
+    lazily, on the first message only. Not for ``completion`` (a script, no secrets in
+    it) nor the node agent (its plan's scope)."""
+    if command in ("completion", "node-agent"):
         return None
 
     def build():
         from runner import ci
-        from runner.secrets import Masker
 
-        return Masker(ci.early_secrets(getattr(args, "config", None), getattr(args, "env_file", None)))
+        return ci.early_scope(sources).masker
 
     return build
 
 
-GLOBAL_OPTIONS = ("--config", "--env-file", "--json", "--no-color", "--verbose")
+def _run_options(args, sources):
+    from runner.options import RunOptions, SlurmFlags
+
+    slurm = SlurmFlags(args.nodes, args.partition, args.time, args.account, args.gpus_per_node) if args.cmd == "submit" else SlurmFlags()
+    return RunOptions(
+        command=tuple(args.command), sources=sources, flags=_flags(args), dry_run=getattr(args, "dry_run", False),
+        detach=args.detach if args.cmd == "up" else (args.cmd == "submit" and not args.wait),
+        keep=getattr(args, "keep", False), build=getattr(args, "build", False), audit=getattr(args, "audit", False),
+        report=getattr(args, "report", None), slurm=slurm,
+    )
 
 
-def _misplaced_global(argv: list[str]) -> str | None:
-    """A global option given after the command (before any ``--``): the one-line fix, else None."""
-    command_at = None
-    for i, token in enumerate(argv):
-        if token == "--":
-            return None
-        if command_at is None:
-            if not token.startswith("-") and (i == 0 or argv[i - 1] not in ("--config", "--env-file")):
-                command_at = i
-            continue
-        option = token.split("=", 1)[0]
-        if option in GLOBAL_OPTIONS:
-            takes_value = option in ("--config", "--env-file") and "=" not in token
-            moved = " ".join([*argv[:command_at], *argv[i:i + 1 + takes_value]])
-            return f"{option} is a global option and goes before the command: primus-runner {moved} {argv[command_at]} ..."
-    return None
+def _dispatch(args, sources, out: Output, parser) -> int:
+    from runner import options
 
-
-def _dispatch(args, out: Output) -> int:
     name = args.cmd
     if name == "check":
         from runner.check import run_check
 
-        return run_check(args, out, _flags(args))
-    if name == "plan" or (name == "up" and args.dry_run):
-        from runner.render import show_plan
+        return run_check(options.CheckOptions(tuple(args.command), sources, _flags(args), args.engine, args.online, args.timeout), out)
+    if name == "plan":
         from runner.launch import prepare
+        from runner.render import show_plan
 
-        prepared = prepare(out, args.config, args.env_file, args.command, _flags(args))
-        show_plan(prepared.planned.require(), out)
+        show_plan(prepare(out, sources, args.command, _flags(args)).plan, out)
         return 0
-    if name == "up":
-        from runner.engines import docker
+    if name in ("up", "submit"):
+        from runner import pipeline
+        from runner.engines import engine_for
 
-        return docker.up(args, out, _flags(args))
+        return pipeline.run(_run_options(args, sources), engine_for("docker" if name == "up" else "slurm"), out)
     if name in ("ps", "logs", "down"):
-        from runner.engines import docker
+        from runner.engines.docker import commands
 
-        return getattr(docker, f"cmd_{name}")(args, out)
+        names = (args.name,) if name == "logs" else tuple(getattr(args, "names", ()))
+        selection = options.ContainerSelection(sources, names, getattr(args, "all", False), getattr(args, "follow", False))
+        return getattr(commands, f"cmd_{name}")(selection, out)
     if name == "build":
         from runner import images
 
-        return images.cmd_build(args, out)
-    if name in ("submit", "status", "cancel", "node-agent"):
-        from runner.engines import slurm
+        return images.cmd_build(options.BuildOptions(
+            sources=sources, flavor=args.flavor, base=args.base, tag=args.tag, build_args=tuple(args.build_arg),
+            no_cache=args.no_cache, dry_run=args.dry_run), out)
+    if name in ("status", "cancel"):
+        from runner.engines.slurm import jobs
 
-        return getattr(slurm, "cmd_" + name.replace("-", "_"))(args, out, _flags(args) if name == "submit" else None)
+        return getattr(jobs, f"cmd_{name}")(args.job, out)
+    if name == "node-agent":
+        from runner.engines.slurm import agent
+
+        return agent.cleanup(str(args.cleanup), out) if args.cleanup else agent.run_node(args.plan_file, out)
     if name == "audit":
         from runner import audit
 
-        return audit.cmd_audit(args, out)
+        return audit.cmd_audit(tuple(args.targets), sources, out)
     if name == "completion":
         from runner import completion
 
-        return completion.cmd_completion(args, out)
+        sys.stdout.write(completion.script(args.shell, parser))
+        sys.stdout.flush()
+        return 0
     if name == "demo":
         from runner import demo
 
-        return demo.cmd_demo(args, out)
+        return demo.cmd_demo(sources, out)
     raise AssertionError(name)
 
 

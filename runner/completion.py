@@ -1,6 +1,6 @@
 """``completion bash|zsh|fish``: shell completion generated from the argparse parser.
 
-Generated from ``cli.build_parser()`` at run time, so every command and flag the
+Generated from the CLI's parser (``cli.build_parser()``, passed in) at run time, so every command and flag the
 CLI accepts is completed and a new flag needs no edit here. Written by hand
 rather than with shtab (bash and zsh only, no fish) or argcomplete (a Python
 start-up on every TAB): the scripts are static and answer instantly.
@@ -282,15 +282,6 @@ def fish_script(spec: Spec) -> str:
 GENERATORS = {"bash": bash_script, "zsh": zsh_script, "fish": fish_script}
 
 
-def script(shell: str) -> str:
-    from runner.cli import build_parser
-
-    return GENERATORS[shell](spec_from_parser(build_parser()))
-
-
-def cmd_completion(args, out) -> int:
-    import sys
-
-    sys.stdout.write(script(args.shell))
-    sys.stdout.flush()
-    return 0
+def script(shell: str, parser: argparse.ArgumentParser) -> str:
+    """The completion script for ``shell``, generated from the CLI's own ``parser``."""
+    return GENERATORS[shell](spec_from_parser(parser))

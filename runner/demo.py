@@ -13,6 +13,7 @@ import secrets
 import tarfile
 
 from runner.errors import EngineUnavailable
+from runner.options import Sources
 from runner.resources import policies_dir
 from runner.ui import Output
 
@@ -46,14 +47,18 @@ def _static_busybox() -> str:
 
 
 def ensure_demo_image(out: Output) -> None:
-    from runner.engines.docker import client
+    import json
+    from urllib.parse import quote
 
-    api = client().api
+    from runner.engine_api import ApiError
+    from runner.engines.docker.commands import engine
+
+    eng = engine()
     try:
-        api.inspect_image(IMAGE)
+        eng.request("GET", f"/images/{quote(IMAGE, safe='')}/json")
         return
-    except Exception as exc:  # docker.errors.ImageNotFound, imported lazily
-        if getattr(getattr(exc, "response", None), "status_code", None) != 404:
+    except ApiError as exc:
+        if exc.status != 404:
             raise
     busybox = _static_busybox()
     out.info(f"making the demo image {IMAGE} from {busybox} (once)")
@@ -69,15 +74,20 @@ def ensure_demo_image(out: Output) -> None:
             info.type, info.mode = tarfile.DIRTYPE, 0o1777
             tar.addfile(info)
     repository, tag = IMAGE.split(":")
-    api.import_image_from_data(buffer.getvalue(), repository=repository, tag=tag, changes=['CMD ["/bin/sh"]'])
+    params = {"fromSrc": "-", "repo": repository, "tag": tag, "changes": 'CMD ["/bin/sh"]'}
+    for piece in eng.stream("/images/create", params, method="POST", body=buffer.getvalue(), headers={"Content-Type": "application/x-tar"}):
+        for line in piece.splitlines():
+            if line.strip() and "error" in (message := json.loads(line)):
+                raise EngineUnavailable(f"could not import the demo image: {message['error']}")
 
 
-def cmd_demo(args, out: Output) -> int:
+def cmd_demo(sources: Sources, out: Output) -> int:
     import yaml
 
-    from runner.engines import docker
+    from runner.engines.docker import DockerEngine
+    from runner.engines.docker.commands import engine
 
-    docker.check_engine()
+    engine().ping()
     ensure_demo_image(out)
     if not os.environ.get("DEMO_API_KEY"):
         # A throwaway secret for this run only: it lives in this process's memory.
@@ -87,11 +97,12 @@ def cmd_demo(args, out: Output) -> int:
     with open(policies_dir() / "demo.yaml", encoding="utf-8") as fh:
         layer = yaml.safe_load(fh)
     out.info("primus-runner demo: a local job, no registry, no GPU. Secret values print as ***.")
-    from runner.launch import prepare
+    from runner import pipeline
+    from runner.options import RunOptions
 
-    prepared = prepare(out, None, args.env_file, ["/bin/sh", "-c", JOB], extra_layer=layer, user_files=False)
-    plan = prepared.planned.require()
-    return docker.run_plan(plan, prepared.masker, out)
+    # The same path as `up`; the project's config files are left out: the demo is self-contained.
+    demo = RunOptions(command=("/bin/sh", "-c", JOB), sources=Sources(None, sources.env_file))
+    return pipeline.run(demo, DockerEngine(), out, layer=layer, user_files=False)
 
 
 __all__ = ["cmd_demo", "ensure_demo_image", "IMAGE"]

@@ -67,10 +67,9 @@ class LeakFound(RunnerError):
     exit_code = 4
 
 
-class JobExit(Exception):
-    """The job ran; the command returns the job's own exit code."""
+class Interrupted(RunnerError):
+    """SIGINT/SIGTERM reached the runner; what it started is cleaned up. Exit 130/143."""
 
-    def __init__(self, code: int, message: str | None = None):
-        super().__init__(message or f"job exited with {code}")
-        self.code = code
-        self.message = message
+    def __init__(self, exit_code: int, message: str):
+        super().__init__(message)
+        self.exit_code = exit_code

@@ -1,7 +1,7 @@
-"""The common front half of every launch command: config + env file + flags -> plan.
+"""The common front half of every command: config + env file + flags -> plan and secret scope.
 
-Also installs the masker for everything printed afterwards, so from this point
-on no secret value in scope can reach the terminal.
+Also installs the scope's masker for everything printed afterwards, so from this
+point on no secret value in scope can reach the terminal.
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import os
 from dataclasses import dataclass
 from typing import Sequence
 
-from runner.config import Config, load_config
+from runner.config import Config, _merge, load_config
 from runner.envfile import EnvFile, load_env_file
-from runner.plan import LaunchFlags, Planned, build_plan
-from runner.options import Sources
-from runner.secrets import Masker, Secret, SecretScope, secret_scope
+from runner.options import LaunchFlags, Sources
+from runner.plan import LaunchPlan, Planned, build_plan
+from runner.secrets import Secret, SecretScope, secret_scope
 from runner.ui import Output
 
 
@@ -43,13 +43,19 @@ class Prepared:
     config: Config
     env_file: EnvFile
     planned: Planned
-    masker: Masker
+
+    @property
+    def plan(self) -> LaunchPlan:
+        return self.planned.require()
+
+    @property
+    def scope(self) -> SecretScope:
+        return self.planned.scope
 
 
 def prepare(
     out: Output,
-    config_file: str | None,
-    env_file_name: str | None,
+    sources: Sources,
     command: Sequence[str],
     flags: LaunchFlags = LaunchFlags(),
     extra_layer: dict | None = None,
@@ -57,23 +63,20 @@ def prepare(
     quiet: bool = False,
     user_files: bool = True,
 ) -> Prepared:
-    env_file = load_env_file(env_file_name)
+    env_file = load_env_file(sources.env_file)
     layer = flags.config_layer()
-    if extra_layer:  # a command's own layer (demo, node agent): below the flags
-        from runner.config import _merge
-
+    if extra_layer:  # a command's own layer (demo): below the flags
         layer = _merge(extra_layer, layer, (), {}, {})
-    config = load_config(config_file, layer or None, user_files=user_files)
+    config = load_config(sources.config_file, layer or None, user_files=user_files)
     planned = build_plan(config, command, dict(os.environ), env_file, flags, extra_env=extra_env)
-    masker = Masker(planned.scope_secrets)
-    out.use_masker(masker)
+    out.use_masker(planned.scope.masker)
     from runner import ci
 
-    ci.register_masks(planned.scope_secrets)
+    ci.register_masks(planned.scope.values())
     if not quiet:
         for warning in planned.warnings:
             out.warn(warning)
         if planned.plan:
             for notice in planned.plan.notices:
                 out.notice(notice)
-    return Prepared(config, env_file, planned, masker)
+    return Prepared(config, env_file, planned)

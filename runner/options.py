@@ -32,3 +32,96 @@ class BuildOptions:
     file: str | None = None  # a user's Dockerfile instead of images/<flavor>/
     context: str | None = None
     pull: str | None = None  # missing | always | never
+
+
+@dataclass(frozen=True)
+class LaunchFlags:
+    """LAUNCH options from the command line (the highest config layer)."""
+
+    image: str | None = None
+    env: tuple[str, ...] = ()
+    volume: tuple[str, ...] = ()
+    device: tuple[str, ...] = ()
+    gpu: str | None = None
+    name: str | None = None
+    workdir: str | None = None
+    shm_size: str | None = None
+    memory: str | None = None
+    cpus: str | None = None
+    network: str | None = None
+    ipc: str | None = None
+    user: str | None = None
+
+    def config_layer(self) -> dict:
+        """The flags as a config layer, so they merge and validate like a file."""
+        options: dict = {}
+        for key, value in (
+            ("image", self.image), ("name", self.name), ("workdir", self.workdir), ("shm-size", self.shm_size),
+            ("memory", self.memory), ("network", self.network), ("ipc", self.ipc), ("user", self.user),
+        ):
+            if value is not None:
+                options[key] = value
+        if self.cpus is not None:
+            options["cpus"] = _number(self.cpus)
+        if self.volume:
+            options["volume"] = list(self.volume)
+        if self.device:
+            options["device"] = list(self.device)
+        layer: dict = {"container": {"options": options}} if options else {}
+        if self.gpu is not None:
+            layer.setdefault("container", {})["gpu"] = self.gpu
+        return layer
+
+
+def _number(text: str):
+    try:
+        return float(text) if "." in text else int(text)
+    except ValueError:
+        return text  # the schema reports it
+
+
+@dataclass(frozen=True)
+class SlurmFlags:
+    """``submit``'s Slurm options; ``None`` means "from the config's slurm: section"."""
+
+    nodes: int | None = None
+    partition: str | None = None
+    time: str | None = None
+    account: str | None = None
+    gpus_per_node: int | None = None
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """One launch (``up``, ``submit``): what to run and what to do around it."""
+
+    command: tuple[str, ...]
+    sources: Sources = Sources()
+    flags: LaunchFlags = LaunchFlags()
+    dry_run: bool = False
+    detach: bool = False  # up --detach; submit without --wait
+    keep: bool = False
+    build: bool = False
+    audit: bool = False
+    report: str | None = None
+    slurm: SlurmFlags = SlurmFlags()
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    command: tuple[str, ...]
+    sources: Sources = Sources()
+    flags: LaunchFlags = LaunchFlags()
+    engine: str = "docker"
+    online: bool = False
+    timeout: float = 10.0
+
+
+@dataclass(frozen=True)
+class ContainerSelection:
+    """``ps``, ``logs``, ``down``: which of the runner's containers."""
+
+    sources: Sources = Sources()
+    names: tuple[str, ...] = ()
+    all: bool = False
+    follow: bool = False

@@ -13,7 +13,7 @@ import os
 import re
 import posixpath
 import secrets as _random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -21,9 +21,10 @@ from runner import __version__
 from runner.config import Config
 from runner.envfile import EnvFile
 from runner.errors import ConfigError, Problem
+from runner.options import LaunchFlags
 from runner.policy import Classifier, EnvDecision, resolve_env
 from runner.resources import policies_dir
-from runner.secrets import MASK, Secret, url_passwords
+from runner.secrets import MASK, Secret, SecretScope, secret_scope
 from runner.tracker_config import TrackerPlan, analyze_trackers, job_lookup, literal_values
 
 # Docker's image reference grammar (distribution/reference): anything else -- a
@@ -100,50 +101,72 @@ class LaunchPlan:
 
     def with_env(self, pairs: Mapping[str, str], reason: str = "computed") -> "LaunchPlan":
         """A copy with runner-computed, non-secret variables added or replaced (run ids, node rank)."""
-        from dataclasses import replace
-
         kept = tuple(d for d in self.env if d.name not in pairs)
         added = tuple(EnvDecision(k, True, False, reason, "runner", v) for k, v in pairs.items())
         return replace(self, env=kept + added)
 
+    def record(self) -> dict:
+        """Every field as JSON, from the dataclass itself: the one serialisation of a plan.
+
+        The environment is NAMES only (with their secret flag and why they are
+        forwarded): values are never part of a record. A Slurm node rebuilds the
+        plan from it with ``from_record`` and its own environment.
+        """
+        doc = {f.name: _jsonable(getattr(self, f.name)) for f in fields(self) if f.name not in ("env", "trackers")}
+        doc["env"] = [{"name": d.name, "secret": d.secret, "reason": d.reason} for d in self.forwarded]
+        doc["trackers"] = {k: _jsonable(getattr(self.trackers, k)) for k in _TRACKER_RECORD}
+        return doc
+
+    @classmethod
+    def from_record(cls, doc: Mapping, values: Mapping[str, str | Secret]) -> "LaunchPlan":
+        """The plan a ``record`` describes, with each forwarded name's value from ``values``
+        (names without a value are left out; the caller reports them)."""
+        kinds = {f.name: f.type for f in fields(cls)}
+        kwargs = {}
+        for key, value in doc.items():
+            if key in ("env", "trackers", "mounts") or key not in kinds:
+                continue
+            kwargs[key] = tuple(tuple(v) if isinstance(v, list) else v for v in value) if isinstance(value, list) else value
+        env = tuple(
+            EnvDecision(e["name"], True, bool(e["secret"]), e.get("reason", "plan"), "env", values[e["name"]])
+            for e in doc["env"] if values.get(e["name"]) is not None
+        )
+        trackers = TrackerPlan(**{k: tuple(v) if isinstance(v, list) else v for k, v in doc["trackers"].items()})
+        mounts = tuple(Mount(**m) for m in doc["mounts"])
+        return cls(env=env, trackers=trackers, mounts=mounts, **kwargs)
+
     def to_dict(self) -> dict:
         """The redacted, JSON-ready form (``plan --json``): secret values are ``***``."""
-        env = {d.name: (MASK if d.secret else d.value) for d in self.forwarded}
-        return {
-            "image": self.image,
-            "command": list(self.command),
-            "name": self.name,
-            "gpu": self.gpu,
-            "env": env,
-            "secrets": [d.name for d in self.forwarded if d.secret],
-            "skipped": [{"name": d.name, "reason": d.skip_reason} for d in self.skipped],
-            "env_sources": {d.name: {"reason": d.reason, "source": d.source} for d in self.forwarded},
-            "mounts": [{"source": m.source, "target": m.target, "mode": m.mode} for m in self.mounts],
-            "devices": list(self.devices),
-            "gpu_request": self.gpu_request,
-            "cap_add": list(self.cap_add),
-            "group_add": list(self.group_add),
-            "security_opt": list(self.security_opt),
-            "ulimits": list(self.ulimits),
-            "privileged": self.privileged,
-            "ipc": self.ipc,
-            "network": self.network,
-            "user": self.user,
-            "workdir": self.workdir,
-            "shm_size": self.shm_size,
-            "memory": self.memory,
-            "cpus": self.cpus,
-            "secrets_via": self.secrets_via,
-            "labels": dict(self.labels),
-            "trackers": {
-                "framework": self.trackers.framework,
-                "enabled": list(self.trackers.enabled),
-                "overrides": list(self.trackers.overrides),
-                "mlflow_run_name": self.trackers.run_name,
-            },
-            "notices": list(self.notices),
-            "config_files": list(self.config_files),
+        doc = self.record()
+        doc.pop("stop_timeout", None)
+        doc["env"] = {d.name: (MASK if d.secret else d.value) for d in self.forwarded}
+        doc["secrets"] = [d.name for d in self.forwarded if d.secret]
+        doc["skipped"] = [{"name": d.name, "reason": d.skip_reason} for d in self.skipped]
+        doc["env_sources"] = {d.name: {"reason": d.reason, "source": d.source} for d in self.forwarded}
+        doc["labels"] = dict(self.labels)
+        doc["trackers"] = {
+            "framework": self.trackers.framework,
+            "enabled": list(self.trackers.enabled),
+            "overrides": list(self.trackers.overrides),
+            "mlflow_run_name": self.trackers.run_name,
         }
+        return doc
+
+
+# The tracker fields a node needs to rebuild the plan (problems/warnings stay on the submitting host).
+_TRACKER_RECORD = ("framework", "enabled", "settings", "overrides", "run_name", "wandb_mode", "config_hash")
+
+
+def _jsonable(value):
+    if is_dataclass(value):
+        return {f.name: _jsonable(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, (tuple, list)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, Secret):
+        return MASK
+    return value
 
 
 @dataclass
@@ -153,58 +176,12 @@ class Planned:
     plan: LaunchPlan | None
     problems: list[Problem] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    scope_secrets: list[Secret] = field(default_factory=list)  # every secret value the masker must know
+    scope: SecretScope = field(default_factory=SecretScope)  # every secret value in scope, and the one masker
 
     def require(self) -> LaunchPlan:
         if self.problems or self.plan is None:
             raise ConfigError(self.problems)
         return self.plan
-
-
-@dataclass(frozen=True)
-class LaunchFlags:
-    """LAUNCH options from the command line (highest layer)."""
-
-    image: str | None = None
-    env: tuple[str, ...] = ()
-    volume: tuple[str, ...] = ()
-    device: tuple[str, ...] = ()
-    gpu: str | None = None
-    name: str | None = None
-    workdir: str | None = None
-    shm_size: str | None = None
-    memory: str | None = None
-    cpus: str | None = None
-    network: str | None = None
-    ipc: str | None = None
-    user: str | None = None
-
-    def config_layer(self) -> dict:
-        """The flags as a config layer, so they merge and validate like a file."""
-        options: dict = {}
-        for key, value in (
-            ("image", self.image), ("name", self.name), ("workdir", self.workdir), ("shm-size", self.shm_size),
-            ("memory", self.memory), ("network", self.network), ("ipc", self.ipc), ("user", self.user),
-        ):
-            if value is not None:
-                options[key] = value
-        if self.cpus is not None:
-            options["cpus"] = _number(self.cpus)
-        if self.volume:
-            options["volume"] = list(self.volume)
-        if self.device:
-            options["device"] = list(self.device)
-        layer: dict = {"container": {"options": options}} if options else {}
-        if self.gpu is not None:
-            layer.setdefault("container", {})["gpu"] = self.gpu
-        return layer
-
-
-def _number(text: str):
-    try:
-        return float(text) if "." in text else int(text)
-    except ValueError:
-        return text  # the schema reports it
 
 
 def _as_list(value) -> list[str]:
@@ -280,22 +257,26 @@ def build_plan(
     flags: LaunchFlags = LaunchFlags(),
     name: str | None = None,
     extra_env: Sequence[tuple[str, str]] = (),
+    extra_secrets: Sequence[tuple[str, Secret]] = (),
 ) -> Planned:
-    """Decide everything about a launch. Pure: reads its arguments only.
+    """Decide everything about a launch. Writes nothing and calls no engine or network;
+    it reads its arguments and, for validation, whether volume sources and optional
+    devices exist on this host.
 
     ``extra_env`` are values the runner computes itself (a Slurm node's rank,
-    a tracker run id): forwarded as-is, never secrets.
+    a tracker run id): forwarded as-is, never secrets. ``extra_secrets`` are
+    secrets known by other means (resolved references): in scope, masked.
     """
     problems: list[Problem] = []
     warnings: list[str] = list(env_file.warnings)
     notices: list[str] = []
+    options = config.get("container", "options", default={}) or {}
+    job_name = str(name or flags.name or options.get("name") or default_name())
 
     def lookup(key: str) -> str | None:
         return host_env.get(key, env_file.values.get(key))
 
-    options = config.get("container", "options", default={}) or {}
-    job_name = name or flags.name or options.get("name") or default_name()
-    trackers = analyze_trackers(config, job_lookup(literal_values(config, flags.env), lookup), command, default_run_name=str(job_name))
+    trackers = analyze_trackers(config, job_lookup(literal_values(config, flags.env), lookup), command, default_run_name=job_name)
     problems += trackers.problems
     warnings += trackers.warnings
     notices += trackers.notices
@@ -303,11 +284,55 @@ def build_plan(
     resolution = resolve_env(config, host_env, env_file.values, env_file.path, flags.env, trackers.wanted)
     problems += resolution.problems
     warnings += resolution.warnings
-    decisions = list(resolution.decisions)
     computed = {key for key, _ in extra_env}
-    decisions = [d for d in decisions if d.name not in computed]
+    decisions = [d for d in resolution.decisions if d.name not in computed]
     decisions += [EnvDecision(key, True, False, "computed", "runner", value) for key, value in extra_env]
 
+    settings = _container_settings(config, flags, notices, problems)
+    classifier = Classifier.from_config(config)
+    scope = secret_scope(
+        [host_env, env_file.values], classifier.is_secret,
+        public=[(d.name, d.value) for d in decisions if isinstance(d.value, str)],
+        extra=[*((d.name, d.value) for d in decisions if isinstance(d.value, Secret)), *extra_secrets],
+    )
+    decisions, carried = _carry_embedded_secrets(decisions, scope)
+    if carried:
+        notices.append(f"these public variables hold a secret value and travel as secrets (masked, through the stdin shim): {', '.join(carried)}")
+    unset = [d.name for d in decisions if d.skip_reason == "unset" and d.reason == "allowlist"]
+    if unset:
+        notices.append(f"not set on this host, not forwarded: {', '.join(unset)}")
+    if not command:
+        problems.append(Problem("no command given", hint="put the job's command after --, e.g. primus-runner up -- python train.py"))
+
+    plan = LaunchPlan(
+        command=tuple(command) + trackers.overrides,
+        name=job_name,
+        env=tuple(decisions),
+        trackers=trackers,
+        notices=tuple(notices),
+        config_files=tuple(config.files),
+        labels=((LABEL, "true"), (LABEL_JOB, job_name), (LABEL_VERSION, __version__)),
+        **settings,
+    )
+    problems += _image_problems(plan.image, config)
+    return Planned(plan, problems, warnings, scope)
+
+
+def _carry_embedded_secrets(decisions: list[EnvDecision], scope: SecretScope) -> tuple[list[EnvDecision], list[str]]:
+    """A public variable whose value contains a secret (``PRIMUS_AUTH="Bearer $HF_TOKEN"``, a
+    URL with a password) is forwarded as a secret: never in ``docker inspect`` or a file."""
+    carried = []
+    result = []
+    for d in decisions:
+        if d.forwarded and not d.secret and isinstance(d.value, str) and scope.masker.contains_secret(d.value.encode("utf-8", "surrogateescape")):
+            d = replace(d, secret=True, value=Secret(d.value))
+            carried.append(d.name)
+        result.append(d)
+    return result, carried
+
+
+def _container_settings(config: Config, flags: LaunchFlags, notices: list[str], problems: list[Problem]) -> dict:
+    """The ``container:`` section and the flags as ``LaunchPlan`` fields."""
     options = config.get("container", "options", default={}) or {}
     gpu = flags.gpu or config.get("container", "gpu", default="rocm")
     devices, gpu_request, group_add = _resolve_devices(config, gpu, notices)
@@ -317,36 +342,15 @@ def build_plan(
             continue  # another flavor's GPU group (video/render): absent from images without a GPU stack
         if group not in group_add:
             group_add.append(group)
-
     mounts = []
     for index, spec in enumerate(_as_list(options.get("volume"))):
         mount = _volume(spec, config.where(("container", "options", "volume", index)), problems)
         if mount:
             mounts.append(mount)
-
-    if not command:
-        problems.append(Problem("no command given", hint="put the job's command after --, e.g. primus-runner up -- python train.py"))
-    full_command = tuple(command) + trackers.overrides
-
-    classifier = Classifier.from_config(config)
-    scope = [d.value for d in decisions if d.secret and isinstance(d.value, Secret)]
-    for source in (host_env, env_file.values):
-        scope += [Secret(v) for k, v in source.items() if v and classifier.is_secret(k)]
-        scope += [pw for v in source.values() if v and "@" in v for pw in url_passwords(v)]
-    scope += [pw for d in decisions if isinstance(d.value, str) and "@" in d.value for pw in url_passwords(d.value)]
-
-    unset = [d.name for d in decisions if d.skip_reason == "unset" and d.reason == "allowlist"]
-    if unset:
-        notices.append(f"not set on this host, not forwarded: {', '.join(unset)}")
-
-    cpus = options.get("cpus")
-    plan = LaunchPlan(
+    text = lambda key: str(options[key]) if options.get(key) is not None else None  # noqa: E731
+    return dict(
         image=str(options.get("image") or ""),
-        command=full_command,
-        name=str(job_name),
         gpu=gpu,
-        env=tuple(decisions),
-        trackers=trackers,
         mounts=tuple(mounts),
         devices=tuple(devices),
         gpu_request=gpu_request,
@@ -357,25 +361,23 @@ def build_plan(
         privileged=_as_bool(options.get("privileged", False)),
         ipc=options.get("ipc"),
         network=options.get("network"),
-        user=str(options["user"]) if options.get("user") is not None else None,
+        user=text("user"),
         workdir=options.get("workdir"),
-        shm_size=str(options["shm-size"]) if options.get("shm-size") is not None else None,
-        memory=str(options["memory"]) if options.get("memory") is not None else None,
-        cpus=float(cpus) if cpus is not None else None,
+        shm_size=text("shm-size"),
+        memory=text("memory"),
+        cpus=float(options["cpus"]) if options.get("cpus") is not None else None,
         secrets_via=config.get("container", "secrets_via", default="stdin"),
         stop_timeout=float(config.get("container", "stop_timeout", default=10)),
-        labels=((LABEL, "true"), (LABEL_JOB, str(job_name)), (LABEL_VERSION, __version__)),
-        notices=tuple(notices),
-        config_files=tuple(config.files),
     )
-    if not plan.image:
-        problems.append(Problem("no image set", hint="set container.options.image or pass --image"))
-    elif not IMAGE_RE.fullmatch(plan.image):
-        problems.append(
-            Problem(
-                f"image {plan.image!r} is not a valid image reference",
-                where=config.where(("container", "options", "image")),
-                hint="use [REGISTRY/]NAME[:TAG][@DIGEST] in lower case, e.g. rocm/primus:v26.5",
-            )
-        )
-    return Planned(plan, problems, warnings, scope)
+
+
+def _image_problems(image: str, config: Config) -> list[Problem]:
+    if not image:
+        return [Problem("no image set", hint="set container.options.image or pass --image")]
+    if not IMAGE_RE.fullmatch(image):
+        return [Problem(
+            f"image {image!r} is not a valid image reference",
+            where=config.where(("container", "options", "image")),
+            hint="use [REGISTRY/]NAME[:TAG][@DIGEST] in lower case, e.g. rocm/primus:v26.5",
+        )]
+    return []

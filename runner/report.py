@@ -38,14 +38,11 @@ def check_path(path: str) -> None:
         raise UsageError(f"--report {path}: directory {parent} is not writable", hint="choose a writable location")
 
 
-def _iso(moment: datetime | float | int | None) -> str | None:
+def _iso(moment: float | None) -> str | None:
+    """A ``time.time()`` stamp (what the pipeline records) as ISO 8601, UTC."""
     if moment is None:
         return None
-    if isinstance(moment, (int, float)):
-        moment = datetime.fromtimestamp(moment, tz=timezone.utc)
-    elif moment.tzinfo is None:
-        moment = moment.astimezone()
-    return moment.isoformat(timespec="milliseconds")
+    return datetime.fromtimestamp(moment, tz=timezone.utc).isoformat(timespec="milliseconds")
 
 
 def _leak(item: Any) -> dict:
@@ -59,8 +56,8 @@ def _leak(item: Any) -> dict:
 def build_report(
     *,
     plan: "LaunchPlan",
-    started: datetime | float | None,
-    ended: datetime | float | None,
+    started: float | None,
+    ended: float | None,
     exit_code: int | None,
     links: Mapping[str, str] | None = None,
     leaks: Iterable[Any] = (),
@@ -78,8 +75,7 @@ def build_report(
     start_s, end_s = _iso(started), _iso(ended)
     duration = None
     if started is not None and ended is not None:
-        to_ts = lambda m: m if isinstance(m, (int, float)) else m.timestamp()  # noqa: E731
-        duration = round(to_ts(ended) - to_ts(started), 3)
+        duration = round(ended - started, 3)
     leak_list = [_leak(item) for item in leaks]
     return {
         "schema_version": SCHEMA_VERSION,

@@ -1,1 +1,20 @@
-"""Backends consume a ``LaunchPlan``; each is one module (docker, slurm)."""
+"""Engines: each turns a ``LaunchPlan`` into its own request and runs it (``base.Engine``).
+
+``docker`` (Docker and Podman through one Engine API client) and ``slurm``
+(one container per node through a node agent). ``engine_for`` is the registry.
+"""
+
+from __future__ import annotations
+
+
+def engine_for(name: str):
+    """The engine named ``name``; imported on demand so a command loads only its own."""
+    if name == "docker":
+        from runner.engines.docker import DockerEngine
+
+        return DockerEngine()
+    if name == "slurm":
+        from runner.engines.slurm import SlurmEngine
+
+        return SlurmEngine()
+    raise ValueError(f"unknown engine {name!r}")

@@ -150,16 +150,18 @@ def test_missing_image_exits_3_with_the_build_hint(ws):
     assert b"Traceback" not in result.stderr
 
 
-def test_image_without_shell_falls_back_to_env_with_a_warning(ws, canary, noshell_image):
+def test_image_without_shell_is_refused_not_a_silent_env_fallback(ws, canary, noshell_image):
+    """With the default secrets_via: stdin, an image the shim cannot run in is an error with
+    the fix (exit 2), never a silent copy of the values into Config.Env; nothing is left."""
     name = unique()
     result = ws.run("up", "--keep", "--name", name, "--image", noshell_image, "--", "/busybox-bin/env")
     try:
-        assert result.returncode == 0, result.stderr.decode()
-        assert b"no /bin/sh" in result.stderr and b"docker inspect" in result.stderr
-        assert b"HF_TOKEN=***" in result.stdout  # the job got it (masked on the way out)
+        assert result.returncode == 2, result.stderr.decode()
+        assert b"no /bin/sh" in result.stderr and b"secrets_via: env" in result.stderr
+        assert b"Traceback" not in result.stderr
         assert_no_leak(result.stdout + result.stderr, canary, "up's output")
-        env = inspect(name)["Config"]["Env"]
-        assert f"HF_TOKEN={canary['HF_TOKEN']}" in env  # the documented cost of the fallback
+        with pytest.raises(subprocess.CalledProcessError):  # no container may be left
+            inspect(name)
     finally:
         force_remove(name)
 

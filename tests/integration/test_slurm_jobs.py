@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from engines import assert_no_leak
-from runner.engines import slurm
+from runner.engines.slurm import jobs
+from runner.engines.slurm import script as slurm_script
 
 pytestmark = [pytest.mark.slurm, pytest.mark.docker]
 
@@ -58,7 +59,7 @@ def runner(work: Path, env: dict, *args: str, **kw) -> subprocess.CompletedProce
 
 def job_containers(docker_client, job_id: str, running_only: bool = False) -> list[dict]:
     # The low-level list: no per-container inspect that races with removal.
-    found = docker_client.api.containers(all=True, filters={"label": f"{slurm.LABEL_SLURM_JOB}={job_id}"})
+    found = docker_client.api.containers(all=True, filters={"label": f"{slurm_script.LABEL_SLURM_JOB}={job_id}"})
     return [c for c in found if c["State"] == "running"] if running_only else found
 
 
@@ -120,8 +121,8 @@ def test_two_node_job_sees_its_env_and_secrets_leak_nowhere(project, docker_clie
         for item in running:
             attrs = docker_client.api.inspect_container(item["Id"])
             assert_no_leak(json.dumps([attrs["Config"].get("Env"), attrs["Args"], attrs["Config"].get("Cmd"), attrs["Config"].get("Labels")]), canary, "docker inspect")
-        assert sorted(c["Labels"][slurm.LABEL_NODE_RANK] for c in running) == ["0", "1"]
-        job = running[0]["Labels"][slurm.LABEL_SLURM_JOB]
+        assert sorted(c["Labels"][slurm_script.LABEL_NODE_RANK] for c in running) == ["0", "1"]
+        job = running[0]["Labels"][slurm_script.LABEL_SLURM_JOB]
         assert sorted(c["Names"][0] for c in running) == [f"/primus-{job}-0", f"/primus-{job}-1"]
         stdout, stderr = proc.communicate(timeout=300)
     finally:
@@ -210,18 +211,18 @@ def test_killing_the_step_hard_leaves_no_container(project, docker_client):
     assert len(agents) == 2, "one agent per node"
     for pid in agents:
         os.kill(pid, 9)  # no chance to clean up: the batch script's cleanup step must do it
-    wait_until(lambda: (s := slurm.job_state(job_id)) is not None and s.done and s.slurm_state != "COMPLETING", 90, "the job to end")
+    wait_until(lambda: (s := jobs.job_state(job_id)) is not None and s.done and s.slurm_state != "COMPLETING", 90, "the job to end")
     assert job_containers(docker_client, job_id) == []
 
 
 def test_cleanup_step_on_named_nodes_removes_a_jobs_containers(slurm_cluster, docker_client, busybox_image):
     """The path ``cancel`` takes for nodes on other hosts: a cleanup job on those nodes."""
     fake_job = "999000111"
-    labels = {"io.primus-runner.managed": "true", slurm.LABEL_SLURM_JOB: fake_job}
+    labels = {"io.primus-runner.managed": "true", slurm_script.LABEL_SLURM_JOB: fake_job}
     for rank in (0, 1):
-        docker_client.containers.run(busybox_image, ["sleep", "300"], detach=True, stop_signal="SIGKILL", labels={**labels, slurm.LABEL_NODE_RANK: str(rank)}, name=f"primus-{fake_job}-{rank}")
+        docker_client.containers.run(busybox_image, ["sleep", "300"], detach=True, stop_signal="SIGKILL", labels={**labels, slurm_script.LABEL_NODE_RANK: str(rank)}, name=f"primus-{fake_job}-{rank}")
     try:
-        assert slurm.cleanup_on_nodes(fake_job, list(slurm_cluster.nodes), wait=True, timeout=240) == 0
+        assert jobs.cleanup_on_nodes(fake_job, list(slurm_cluster.nodes), wait=True, timeout=240) == 0
         assert job_containers(docker_client, fake_job) == []
     finally:
         for c in job_containers(docker_client, fake_job):
@@ -234,4 +235,4 @@ def test_status_of_an_unknown_job_is_exit_2(slurm_cluster, tmp_path):
 
 
 def test_check_engine_slurm_answers(slurm_cluster):
-    assert isinstance(slurm.check_engine(), list)
+    assert isinstance(jobs.check_engine(), list)

@@ -239,7 +239,7 @@ def test_handshake_tags_never_hold_a_value_and_kill_marks_killed(tmp_path, canar
     host = {**canary, "MLFLOW_TRACKING_URI": mlflow_server, "MLFLOW_TRACKING_USERNAME": "alice"}
     planned = build_plan(load_config(), ["true"], host, EnvFile(None), LaunchFlags(gpu="none"), name=unique("hs"))
     scope = getattr(planned, "scope", None)  # the secret scope (Planned.scope) or, before it, the list of values
-    out = Output(masker=scope.masker if scope is not None else Masker(planned.scope_secrets))
+    out = Output(masker=scope.masker if scope is not None else planned.scope.masker)
     for code, expected in ((143, "KILLED"), (130, "KILLED"), (1, "FAILED")):
         hs = tracker_runs.begin(planned.plan, out)
         run_id = hs.env["MLFLOW_RUN_ID"]

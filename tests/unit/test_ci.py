@@ -146,10 +146,9 @@ def test_node_agent_never_prints_masks(monkeypatch, capsys):
     monkeypatch.setattr(ci, "_enabled", True)
     monkeypatch.setattr(ci, "_registered", set())
 
-    class Args:
-        cmd, config, env_file = "node-agent", None, None
+    from runner.options import Sources
 
-    ci.early_masks(Args(), None)
+    ci.early_masks("node-agent", Sources(), False, None)
     ci.register_masks([ENV_CANARY])
     assert capsys.readouterr() == ("", "")
 
@@ -224,7 +223,7 @@ def test_step_summary_has_names_links_exit_code_and_no_value(tmp_path, monkeypat
     from runner.secrets import Masker
 
     links = {"mlflow": f"http://user:{FILE_CANARY}@127.0.0.1:5000/#/experiments/1/runs/abc", "wandb": "/tmp/wandb/run-1"}
-    assert ci.write_summary(planned.require(), 3, links, Masker(planned.scope_secrets))
+    assert ci.write_summary(planned.require(), 3, links, planned.scope.masker)
     text = summary.read_text()
     assert text.startswith("earlier step\n")  # appended, not replaced
     for needle in ("primus-test/busybox:latest", "`PLAIN`", "`HF_TOKEN`", "exit code | 3", "http://127.0.0.1:5000/#/experiments/1/runs/abc", "/tmp/wandb/run-1"):

@@ -102,7 +102,7 @@ def need_shell(name: str) -> None:
 
 def test_zsh_script_parses_and_registers():
     need_shell("zsh")
-    text = script("zsh")
+    text = script("zsh", build_parser())
     assert subprocess.run(["zsh", "-n"], input=text, text=True, capture_output=True).returncode == 0
     result = subprocess.run(
         ["zsh", "-f", "-c", f"autoload -U compinit; compinit -u -D; source <({CLI} completion zsh); print -r -- $_comps[primus-runner]"],
@@ -119,7 +119,7 @@ def test_zsh_script_parses_and_registers():
 )
 def test_fish_completes(line, expected):
     need_shell("fish")
-    text = script("fish")
+    text = script("fish", build_parser())
     assert subprocess.run(["fish", "-n"], input=text, text=True, capture_output=True).returncode == 0
     result = subprocess.run(
         ["fish", "--no-config", "-c", f"{CLI} completion fish | source; complete -C '{line}'"],

@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from runner.engines.docker import parse_bytes
+from runner.engines.docker.container import parse_bytes
 from runner.engine_api import Demux
-from runner.engines.docker_shim import SHIM, encode_payload, shim_entrypoint
+from runner.engines.docker.shim import SHIM, encode_payload, shim_entrypoint
 from runner.errors import ConfigError
 from runner.secrets import Secret
 

@@ -54,9 +54,9 @@ def write(path, planned, **kw):
     from runner.secrets import Masker
 
     args = dict(
-        plan=planned.require(), started=datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc), ended=time.time(),
+        plan=planned.require(), started=datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc).timestamp(), ended=time.time(),
         exit_code=0, links={"mlflow": f"http://ci:{CANARY}@127.0.0.1:5000/#/experiments/1/runs/r1"},
-        leaks=[], masker=Masker(planned.scope_secrets), backend="docker",
+        leaks=[], masker=planned.scope.masker, backend="docker",
     )
     args.update(kw)
     report.write_report(path, **args)
@@ -72,7 +72,7 @@ def test_report_validates_and_holds_no_secret_value(tmp_path, planned):
     validate(doc)
     assert doc["plan"]["env"]["HF_TOKEN"] == "***"
     assert doc["plan"]["env"]["PLAIN"] == "visible"
-    assert doc["plan"]["secrets"] == ["HF_TOKEN"]
+    assert sorted(doc["plan"]["secrets"]) == ["COPY_OF_VALUE", "HF_TOKEN"]  # a public name carrying a secret travels as one
     assert doc["exit_code"] == 0 and doc["status"] == "succeeded"
     assert doc["started"] == "2026-01-02T03:04:05.000+00:00"
     assert doc["trackers"]["links"]["mlflow"] == "http://127.0.0.1:5000/#/experiments/1/runs/r1"

@@ -6,11 +6,10 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
-
 import pytest
 
-from runner.engines import slurm
+from runner.engines.slurm import agent, jobs
+from runner.engines.slurm import script as slurm_script
 from runner.config import load_config
 from runner.envfile import EnvFile
 from runner.errors import ConfigError
@@ -44,15 +43,15 @@ def work(tmp_path, monkeypatch):
 
 
 def args(**kw):
-    base = dict(nodes=None, partition=None, time=None, account=None, gpus_per_node=None)
-    base.update(kw)
-    return SimpleNamespace(**base)
+    from runner.options import SlurmFlags
+
+    return SlurmFlags(**kw)
 
 
 def make_plan(gpu="none", command=("sh", "-c", "echo hi")):
     host = {"FOO": "foo-value", "HF_TOKEN": CANARY, "UNLISTED_TOKEN": NOT_LISTED, "NODE_RANK": "7"}
     env_file = EnvFile("/x/.env", {"MY_API_KEY": FILE_CANARY})
-    per_node = [(n, "(per node)") for n in slurm.COMPUTED]
+    per_node = [(n, "(per node)") for n in slurm_script.COMPUTED]
     planned = build_plan(load_config(), list(command), host, env_file, LaunchFlags(gpu=gpu), extra_env=per_node)
     return planned
 
@@ -65,23 +64,23 @@ def assert_no_value(text: str):
 
 def test_cli_over_config(work):
     config = load_config()
-    s = slurm.settings_from(config, args())
+    s = slurm_script.settings_from(config, args())
     assert (s.nodes, s.partition, s.account, s.master_port, s.sbatch_args) == (3, "debug", "proj1", 2345, ("--exclusive",))
-    s = slurm.settings_from(config, args(nodes=2, partition="gpu", time="10", gpus_per_node=4))
+    s = slurm_script.settings_from(config, args(nodes=2, partition="gpu", time="10", gpus_per_node=4))
     assert (s.nodes, s.partition, s.time, s.gpus_per_node) == (2, "gpu", "10", 4)
 
 
 def test_script_has_names_only_and_an_explicit_export_list(work):
     planned = make_plan()
     plan = planned.require()
-    script = slurm.render_script(plan, slurm.settings_from(load_config(), args(nodes=2)), work / "job")
+    script = slurm_script.render_script(plan, slurm_script.settings_from(load_config(), args(nodes=2)), work / "job")
     assert_no_value(script)
     assert "set -x" not in script and "ALL" not in script
     export = next(line for line in script.splitlines() if line.startswith("#SBATCH --export="))
     names = export.split("=", 1)[1].split(",")
     assert set(names) == {"FOO", "HF_TOKEN", "MY_API_KEY", "LIT", "PATH"}
     assert "ALL" not in names and "UNLISTED_TOKEN" not in names
-    assert not set(slurm.COMPUTED) & set(names), "per-node values are computed on the node, never exported"
+    assert not set(slurm_script.COMPUTED) & set(names), "per-node values are computed on the node, never exported"
     assert "#SBATCH --nodes=2" in script and "#SBATCH --partition=debug" in script and "#SBATCH --account=proj1" in script
     assert "#SBATCH --exclusive" in script
     assert "--gpus-per-node" not in script  # --gpu none requests no GPUs
@@ -93,35 +92,35 @@ def test_script_has_names_only_and_an_explicit_export_list(work):
 
 def test_script_is_valid_bash(work):
     plan = make_plan().require()
-    script = slurm.render_script(plan, slurm.settings_from(load_config(), args()), work / "dir with space")
+    script = slurm_script.render_script(plan, slurm_script.settings_from(load_config(), args()), work / "dir with space")
     assert subprocess.run(["bash", "-n"], input=script, text=True).returncode == 0
     assert '#SBATCH --output="' in script
 
 
 def test_gpus_requested_for_a_gpu_flavor(work):
     plan = make_plan(gpu="rocm").require()
-    script = slurm.render_script(plan, slurm.settings_from(load_config(), args(gpus_per_node=8)), work)
+    script = slurm_script.render_script(plan, slurm_script.settings_from(load_config(), args(gpus_per_node=8)), work)
     assert "#SBATCH --gpus-per-node=8" in script
 
 
 def test_plan_document_has_names_only_and_round_trips(work):
     plan = make_plan().require()
-    settings = slurm.settings_from(load_config(), args(nodes=2))
-    doc = slurm.plan_document(plan, settings, work / "job", kill_wait=10)
+    settings = slurm_script.settings_from(load_config(), args(nodes=2))
+    doc = slurm_script.plan_document(plan, settings, work / "job", kill_wait=10)
     text = json.dumps(doc)
     assert_no_value(text)
     assert "foo-value" not in text and "hello" not in text, "values of any kind come from the node's environment"
-    assert {e["name"]: e["secret"] for e in doc["env"]} == {"FOO": False, "HF_TOKEN": True, "MY_API_KEY": True, "LIT": False}
+    assert {e["name"]: e["secret"] for e in doc["plan"]["env"]} == {"FOO": False, "HF_TOKEN": True, "MY_API_KEY": True, "LIT": False}
 
     node_env = {"FOO": "foo-value", "HF_TOKEN": CANARY, "MY_API_KEY": FILE_CANARY, "LIT": "hello"}
-    rebuilt, masker, missing = slurm.plan_from_document(json.loads(text), node_env)
+    rebuilt, scope, missing = agent.plan_from_document(json.loads(text), node_env)
     assert missing == []
     assert rebuilt.public_env() == {"FOO": "foo-value", "LIT": "hello"}
     assert {k: v.reveal() for k, v in rebuilt.secret_env().items()} == {"HF_TOKEN": CANARY, "MY_API_KEY": FILE_CANARY}
     assert (rebuilt.image, rebuilt.command, rebuilt.gpu, rebuilt.labels) == (plan.image, plan.command, plan.gpu, plan.labels)
-    assert masker.mask(f"x {CANARY} y") == "x *** y"
+    assert scope.masker.mask(f"x {CANARY} y") == "x *** y"
 
-    _, _, missing = slurm.plan_from_document(json.loads(text), {"FOO": "1"})
+    _, _, missing = agent.plan_from_document(json.loads(text), {"FOO": "1"})
     assert set(missing) == {"HF_TOKEN", "MY_API_KEY", "LIT"}
 
 
@@ -129,9 +128,9 @@ def test_write_private_refuses_a_secret(work):
     from runner.secrets import Masker
 
     with pytest.raises(ConfigError):
-        slurm._write_private(work / "f", f"echo {CANARY}", Masker([CANARY]))
+        jobs.write_private(work / "f", f"echo {CANARY}", Masker([CANARY]))
     assert not (work / "f").exists()
-    slurm._write_private(work / "g", "names only", Masker([CANARY]))
+    jobs.write_private(work / "g", "names only", Masker([CANARY]))
     assert (work / "g").stat().st_mode & 0o777 == 0o600
 
 
@@ -139,12 +138,12 @@ def test_write_private_refuses_a_secret(work):
 def test_sbatch_args_may_not_widen_the_export(work, bad):
     (work / ".primus.yaml").write_text(YAML.replace('["--exclusive"]', json.dumps(bad)))
     with pytest.raises(ConfigError):
-        slurm.settings_from(load_config(), args())
+        slurm_script.settings_from(load_config(), args())
 
 
 def test_directive_injection_is_refused(work):
     with pytest.raises(ConfigError):
-        slurm.settings_from(load_config(), args(partition="debug\n#SBATCH --export=ALL"))
+        slurm_script.settings_from(load_config(), args(partition="debug\n#SBATCH --export=ALL"))
 
 
 SCONTROL = (
@@ -156,18 +155,18 @@ SCONTROL = (
 
 
 def test_parse_scontrol_job_line():
-    fields = slurm.parse_job(SCONTROL)
+    fields = jobs.parse_job(SCONTROL)
     assert fields["JobState"] == "FAILED" and fields["NodeList"] == "n[1-2]"
     assert fields["TRES"] == "cpu=2,mem=1M,node=2,billing=2"
     assert fields["Command"] == "/tmp/a b/job.sbatch" and fields["WorkDir"] == "/tmp/a b"
-    assert slurm.exit_code_of(fields) == 7
+    assert jobs.exit_code_of(fields) == 7
 
 
 @pytest.mark.parametrize(
     "exit_code,expected", [("0:0", 0), ("7:0", 7), ("0:15", 143), ("0:9", 137), ("", None)]
 )
 def test_exit_code_of(exit_code, expected):
-    assert slurm.exit_code_of({"ExitCode": exit_code}) == expected
+    assert jobs.exit_code_of({"ExitCode": exit_code}) == expected
 
 
 @pytest.mark.parametrize(
@@ -175,17 +174,17 @@ def test_exit_code_of(exit_code, expected):
                   ("FAILED", "failed"), ("NODE_FAIL", "failed"), ("CANCELLED", "cancelled"), ("TIMEOUT", "timeout")]
 )
 def test_state_names(raw, state):
-    assert slurm.STATES[raw] == state
+    assert jobs.STATES[raw] == state
 
 
 def test_final_exit_code_falls_back_to_the_agents_files(tmp_path):
     (tmp_path / "exit-5-0").write_text("0\n")
     (tmp_path / "exit-5-1").write_text("9\n")
-    assert slurm.final_exit_code(None, tmp_path, "5") == 9
-    cancelled = slurm.JobState("5", "cancelled", 0, "CANCELLED", {})
-    assert slurm.final_exit_code(cancelled, tmp_path, "5") == 143
-    failed = slurm.JobState("5", "failed", 3, "FAILED", {})
-    assert slurm.final_exit_code(failed, tmp_path, "5") == 3
+    assert jobs.final_exit_code(None, tmp_path, "5") == 9
+    cancelled = jobs.JobState("5", "cancelled", 0, "CANCELLED", {})
+    assert jobs.final_exit_code(cancelled, tmp_path, "5") == 143
+    failed = jobs.JobState("5", "failed", 3, "FAILED", {})
+    assert jobs.final_exit_code(failed, tmp_path, "5") == 3
 
 
 def test_dry_run_prints_no_value(work, monkeypatch):
@@ -215,7 +214,7 @@ def test_unknown_job_id_is_a_usage_error():
 
 
 def test_check_warns_when_slurm_stores_job_environments():
-    warn = slurm.accounting_warnings("KillWait                = 10 sec\nAccountingStoreFlags    = job_comment,job_env,job_script\n")
+    warn = jobs.accounting_warnings("KillWait                = 10 sec\nAccountingStoreFlags    = job_comment,job_env,job_script\n")
     assert len(warn) == 1 and "job_env" in warn[0] and "job_script" in warn[0]
-    assert slurm.accounting_warnings("AccountingStoreFlags    = job_script\n")[0].startswith("Slurm stores batch scripts")
-    assert slurm.accounting_warnings("AccountingStoreFlags    = (null)\n") == []
+    assert jobs.accounting_warnings("AccountingStoreFlags    = job_script\n")[0].startswith("Slurm stores batch scripts")
+    assert jobs.accounting_warnings("AccountingStoreFlags    = (null)\n") == []

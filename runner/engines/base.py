@@ -1,0 +1,111 @@
+"""The engine protocol: what every way of running a plan (Docker or Podman, Slurm,
+and the next ones) implements, so the run pipeline never changes for a new one.
+
+Modelled on TorchX's schedulers: ``request(plan)`` is pure and returns the
+engine's own request object, whose ``render()`` is exactly what ``--dry-run``
+prints; ``launch`` only executes a request; ``watch`` follows it to its end.
+The steps around a launch (tracker handshake, CI groups, summary, report,
+audit, exit code) live once, in ``runner.pipeline``.
+
+Adding an engine: see the checklist in docs/architecture.md.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Protocol
+
+if TYPE_CHECKING:
+    from runner.audit import Finding
+    from runner.options import RunOptions
+    from runner.plan import LaunchPlan
+    from runner.secrets import SecretScope
+    from runner.ui import Output
+
+TAIL_LIMIT = 64 << 20  # masked output kept for the tracker handshake's log upload
+
+
+class Request(Protocol):
+    """An engine's own, fully resolved launch request (container config, batch script …)."""
+
+    plan: "LaunchPlan"
+
+    def render(self) -> str:
+        """The dry-run text: everything that would be sent, names only, never a value."""
+
+    def to_dict(self) -> dict:
+        """The dry-run JSON."""
+
+
+@dataclass
+class Launched:
+    """A launched job: its id and name, and the engine's own state for ``watch``."""
+
+    id: str
+    name: str
+    state: Any = None
+    still_running: bool = False  # the runner stopped following; the job goes on (its tracker run too)
+
+
+class Tail:
+    """The last ``limit`` bytes of the job's masked output (for the tracker's log upload)."""
+
+    def __init__(self, limit: int = TAIL_LIMIT):
+        self.limit = limit
+        self._parts: deque[bytes] = deque()
+        self._size = 0
+
+    def add(self, data: bytes) -> None:
+        self._parts.append(data)
+        self._size += len(data)
+        while self._size - len(self._parts[0]) >= self.limit:
+            self._size -= len(self._parts.popleft())
+
+    def bytes(self) -> bytes:
+        return b"".join(self._parts)[-self.limit:]
+
+
+@dataclass
+class RunContext:
+    """What the pipeline hands an engine for one launch."""
+
+    options: "RunOptions"
+    scope: "SecretScope"
+    out: "Output"
+    config: Any  # runner.config.Config: the engine's own section (slurm:)
+    tail: Tail = field(default_factory=Tail)
+
+
+class Engine(Protocol):
+    name: str  # "docker", "slurm": the report's backend field
+    audit_after: bool  # audit the finished job's files (True) or the started job (False)
+    computed_env: tuple[str, ...]  # names the engine computes per launch (planned as such, never taken from the host)
+
+    def preflight(self, ctx: RunContext) -> None:
+        """Fail (``EngineUnavailable``) before a tracker run is created for a launch that cannot happen."""
+
+    def request(self, plan: "LaunchPlan", ctx: RunContext) -> Request:
+        """Pure: the engine's request for this plan."""
+
+    def launch(self, request: Request, ctx: RunContext) -> Launched:
+        """Start the job. On failure nothing it created is left behind."""
+
+    def announce(self, launched: Launched, ctx: RunContext, detached: bool) -> None:
+        """Tell the user what started (a container name, a job id and where its output goes)."""
+
+    def group_title(self, launched: Launched, request: Request) -> str:
+        """The CI log group the job's output goes into."""
+
+    def dry_run(self, request: Request, ctx: RunContext) -> None:
+        """Print what ``--dry-run`` shows for this engine."""
+
+    def watch(self, launched: Launched, ctx: RunContext, on_running: "Callable[[], None] | None" = None) -> int:
+        """Stream the job's masked output until it ends, clean up, return its exit code.
+        ``on_running`` is called once the job runs (an engine that audits the running job)."""
+
+    def audit(self, launched: Launched, ctx: RunContext) -> "list[Finding]":
+        """Look for secret values where the job or the runner could have left them."""
+
+    def finished(self, launched: Launched, ctx: RunContext, exit_code: int) -> dict:
+        """Engine facts for the report and ``--json`` after a watched run (job id, state …)."""

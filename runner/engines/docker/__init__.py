@@ -1,0 +1,84 @@
+"""The Docker engine (Docker and Podman, through one Engine API client).
+
+A ``LaunchPlan`` becomes one container (``container``): created with public env
+only and the runner's labels, secrets passed through the stdin shim (``shim``),
+output streamed through the masker as it arrives, exit code returned, container
+removed; interruption at any moment stops and removes it (``run``). ``ps``,
+``logs`` and ``down`` act on the runner's own containers (``commands``).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from runner.engines.base import Launched, RunContext
+from runner.engines.docker.commands import engine
+from runner.engines.docker.container import DockerRequest
+from runner.engines.docker.run import Attached, launch, make_request, watch
+from runner.plan import LaunchPlan
+
+
+class DockerEngine:
+    """One container on the local engine (``up``); also what each Slurm node agent runs."""
+
+    name = "docker"
+    audit_after = False  # audit the running container (its inspect data)
+    computed_env: tuple[str, ...] = ()
+
+    def __init__(self, extra_labels: dict[str, str] | None = None):
+        self.extra_labels = dict(extra_labels or {})
+
+    def preflight(self, ctx: RunContext) -> None:
+        engine().ping()
+
+    def request(self, plan: LaunchPlan, ctx: RunContext) -> DockerRequest:
+        # No raw copy of the output in the daemon's logs unless the container is kept or detached.
+        keep_logs = ctx.options.keep or ctx.options.detach
+        return make_request(plan, self.extra_labels, daemon_log=keep_logs)
+
+    def dry_run(self, request: DockerRequest, ctx: RunContext) -> None:
+        from runner.render import show_plan
+
+        show_plan(request.plan, ctx.out)  # the contract: `up --dry-run` is `plan`
+
+    def launch(self, request: DockerRequest, ctx: RunContext) -> Launched:
+        if request.secret_names and not request.use_shim:
+            ctx.out.warn(
+                f"container.secrets_via is 'env': the values of {', '.join(request.secret_names)} go into the container's "
+                "environment, visible to anyone who can run `docker inspect` on it (set it to stdin to avoid this)"
+            )
+        run = launch(engine(), request, ctx.scope.masker, ctx.out, detach=ctx.options.detach,
+                     ensure_image=self._ensure_image(ctx))
+        return Launched(run.cid, request.plan.name, run)
+
+    def _ensure_image(self, ctx: RunContext) -> Callable[[str], None] | None:
+        if not ctx.options.build:
+            return None
+
+        def build(image: str) -> None:
+            from runner import images
+
+            flavor = ctx.options.flags.gpu or ctx.config.get("container", "gpu", default=None)
+            images.ensure_image(image, ctx.out, flavor=flavor if flavor in ("rocm", "cuda") else None,
+                                sources=ctx.options.sources, masker=ctx.scope.masker)
+
+        return build
+
+    def announce(self, launched: Launched, ctx: RunContext, detached: bool) -> None:
+        if detached:
+            ctx.out.result(launched.name)
+
+    def group_title(self, launched: Launched, request: DockerRequest) -> str:
+        return f"job output: {launched.name} ({request.plan.image})"
+
+    def watch(self, launched: Launched, ctx: RunContext, on_running: Callable[[], None] | None = None) -> int:
+        run: Attached = launched.state
+        return watch(run, ctx.scope.masker, ctx.out, keep=ctx.options.keep, tail=ctx.tail, on_running=on_running)
+
+    def audit(self, launched: Launched, ctx: RunContext) -> list:
+        from runner.audit import audit_container
+
+        return audit_container(launched.id, ctx.scope)
+
+    def finished(self, launched: Launched, ctx: RunContext, exit_code: int) -> dict:
+        return {}

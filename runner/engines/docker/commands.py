@@ -1,0 +1,141 @@
+"""``ps``, ``logs``, ``down``: the runner's own containers only, found by label."""
+
+from __future__ import annotations
+
+import re
+import sys
+
+from runner.engine_api import ApiError, Demux, Engine
+from runner.errors import RuntimeFailure, UsageError
+from runner.options import ContainerSelection
+from runner.plan import LABEL
+from runner.ui import Output
+
+_engine: Engine | None = None
+
+
+def engine() -> Engine:
+    """The process's Engine API client (one per process: one version negotiation)."""
+    global _engine
+    if _engine is None:
+        _engine = Engine()
+    return _engine
+
+
+def remove_containers(filters: dict[str, str]) -> int:
+    """Stop and remove the runner's containers matching these labels (ANDed with the managed label)."""
+    eng = engine()
+    labels = [f"{LABEL}=true"] + [f"{k}={v}" for k, v in filters.items()]
+    count = 0
+    for item in eng.containers(labels):
+        if item.get("State") == "running":
+            eng.stop(item["Id"])
+        eng.remove(item["Id"])
+        count += 1
+    return count
+
+
+def _name(item: dict) -> str:
+    names = item.get("Names") or [item.get("Id", "")[:12]]
+    return names[0].lstrip("/")
+
+
+def _exit_code(status: str) -> int | None:
+    match = re.match(r"Exited \((-?\d+)\)", status or "")
+    return int(match.group(1)) if match else None
+
+
+def cmd_ps(sel: ContainerSelection, out: Output) -> int:
+    from datetime import datetime, timezone
+
+    rows = []
+    for item in engine().containers([f"{LABEL}=true"]):
+        rows.append({
+            "name": _name(item),
+            "id": item["Id"][:12],
+            "image": item.get("Image"),
+            "status": item.get("State"),
+            "exit_code": _exit_code(item.get("Status", "")),
+            "created": datetime.fromtimestamp(item.get("Created", 0), timezone.utc).isoformat(),
+            "detail": item.get("Status"),
+        })
+    if out.json_mode:
+        out.json(rows)
+        return 0
+    if not rows:
+        out.info("no primus-runner containers")
+        return 0
+    header = ("NAME", "ID", "IMAGE", "STATUS", "CREATED")
+    table = [header] + [(r["name"], r["id"], r["image"], r["detail"], r["created"][:19].replace("T", " ")) for r in rows]
+    widths = [max(len(str(row[i])) for row in table) for i in range(len(header))]
+    for row in table:
+        out.result("  ".join(str(cell).ljust(w) for cell, w in zip(row, widths)).rstrip())
+    return 0
+
+
+def _owned(eng: Engine, name: str, out: Output) -> dict | None:
+    """The container ``name`` if it is the runner's; otherwise an error is printed and None."""
+    try:
+        info = eng.inspect(name)
+    except ApiError as exc:
+        if exc.status == 404:
+            out.error(f"no container named {name}", "list the runner's containers with `primus-runner ps`")
+            return None
+        raise RuntimeFailure(f"cannot inspect {name}: {exc.message}") from None
+    if ((info.get("Config") or {}).get("Labels") or {}).get(LABEL) != "true":
+        out.error(
+            f"{name} is not a primus-runner container (no label {LABEL}=true); it is left alone",
+            "manage it with docker directly",
+        )
+        return None
+    return info
+
+
+def cmd_logs(sel: ContainerSelection, out: Output) -> int:
+    from urllib.parse import quote
+
+    from runner.engines.docker.run import Sink
+    from runner.launch import load_context
+
+    masker = load_context(sel.sources).scope.masker  # the secrets in scope of this directory's config and env
+    out.use_masker(masker)
+    eng = engine()
+    info = _owned(eng, sel.names[0], out)
+    if info is None:
+        return 1
+    stdout = Sink(sys.stdout.buffer, masker, None)
+    stderr = Sink(sys.stderr.buffer, masker, None)
+    sinks = {1: stdout, 2: stderr}
+    demux = Demux()
+    params = {"stdout": 1, "stderr": 1, "follow": 1 if sel.follow else 0}
+    try:
+        for piece in eng.stream(f"/containers/{quote(info['Id'])}/logs", params):
+            for stream, data in demux.feed(piece):
+                sinks[stream].write(data)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stdout.close()
+        stderr.close()
+    return 0
+
+
+def cmd_down(sel: ContainerSelection, out: Output) -> int:
+    eng = engine()
+    if sel.all:
+        count = remove_containers({})
+        out.info(f"removed {count} primus-runner container{'s' if count != 1 else ''}")
+        return 0
+    if not sel.names:
+        raise UsageError("name the containers to remove, or use --all", hint="primus-runner ps lists them")
+    failed = False
+    for name in sel.names:
+        info = _owned(eng, name, out)
+        if info is None:
+            failed = True
+            continue
+        if (info.get("State") or {}).get("Running"):
+            eng.stop(info["Id"])
+        eng.remove(info["Id"])
+        out.info(f"removed {name}")
+    return 1 if failed else 0

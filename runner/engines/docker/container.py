@@ -1,0 +1,148 @@
+"""A ``LaunchPlan`` as a Docker Engine API container: the create body, its labels, and the
+last check that nothing in it holds a secret value (what ``docker inspect`` would show).
+
+Pure: nothing here talks to the daemon.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from runner.errors import ConfigError, Problem
+from runner.plan import LABEL, LABEL_JOB, LaunchPlan
+from runner.secrets import Masker
+
+LABEL_RUN = "io.primus-runner.run"  # unique per launch: finds the container even without its id
+
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([bkmgt]?)b?\s*$", re.IGNORECASE)
+
+
+def parse_bytes(text: str) -> int:
+    """Docker's size strings (``16m``, ``64g``, ``1024``) as bytes; ``ConfigError`` otherwise."""
+    match = _SIZE.match(str(text))
+    if not match:
+        raise ConfigError(Problem(f"size '{text}' is not a number with an optional unit (b, k, m, g)", hint="e.g. 16g"))
+    number, unit = match.groups()
+    return int(float(number) * 1024 ** "bkmgt".index((unit or "b").lower()))
+
+
+def _ulimit(spec: str) -> dict:
+    try:
+        name, _, limits = spec.partition("=")
+        soft, _, hard = limits.partition(":")
+        return {"Name": name, "Soft": int(soft), "Hard": int(hard or soft)}
+    except ValueError:
+        raise ConfigError(Problem(f"ulimit '{spec}' is not NAME=SOFT[:HARD]")) from None
+
+
+def _device(spec: str) -> dict:
+    parts = spec.split(":")
+    host = parts[0]
+    inner = parts[1] if len(parts) > 1 and parts[1] else host
+    perms = parts[2] if len(parts) > 2 else "rwm"
+    return {"PathOnHost": host, "PathInContainer": inner, "CgroupPermissions": perms}
+
+
+def container_config(plan: LaunchPlan, labels: dict[str, str], entrypoint: list[str] | None, secret_env: list[str], stdin: bool,
+                     daemon_log: bool = True) -> dict:
+    """The Engine API create body. ``secret_env`` is non-empty only in the env fallback.
+
+    ``daemon_log=False`` (an attached run that removes its container): the daemon keeps
+    no copy of the job's raw, unmasked output on disk; the runner streams it masked.
+    """
+    env = [f"{k}={v}" for k, v in plan.public_env().items()] + secret_env
+    host: dict = {
+        "Init": True,  # tini as PID 1: SIGTERM reaches the job, zombies are reaped
+        "Privileged": plan.privileged,
+        "CapAdd": list(plan.cap_add) or None,
+        "GroupAdd": list(plan.group_add) or None,
+        "SecurityOpt": list(plan.security_opt) or None,
+        "Ulimits": [_ulimit(u) for u in plan.ulimits] or None,
+        "Devices": [_device(d) for d in plan.devices] or None,
+        "Binds": [f"{m.source}:{m.target}:{m.mode}" for m in plan.mounts] or None,
+        "IpcMode": plan.ipc or None,
+        "NetworkMode": plan.network or None,
+        "LogConfig": None if daemon_log else {"Type": "none", "Config": {}},
+    }
+    if plan.gpu_request == "nvidia":
+        host["DeviceRequests"] = [{"Driver": "", "Count": -1, "Capabilities": [["gpu"]]}]
+    if plan.shm_size:
+        host["ShmSize"] = parse_bytes(plan.shm_size)
+    if plan.memory:
+        host["Memory"] = parse_bytes(plan.memory)
+    if plan.cpus:
+        host["NanoCpus"] = int(plan.cpus * 1e9)
+    config: dict = {
+        "Image": plan.image,
+        "Cmd": list(plan.command),
+        "Env": env,
+        "Labels": labels,
+        "AttachStdin": stdin,
+        "OpenStdin": stdin,
+        "StdinOnce": stdin,
+        "AttachStdout": True,
+        "AttachStderr": True,
+        "Tty": False,
+        "StopTimeout": int(plan.stop_timeout),
+        "HostConfig": {k: v for k, v in host.items() if v is not None},
+    }
+    if entrypoint is not None:
+        config["Entrypoint"] = entrypoint
+    if plan.user:
+        config["User"] = plan.user
+    if plan.workdir:
+        config["WorkingDir"] = plan.workdir
+    return config
+
+
+def labels_for(plan: LaunchPlan, extra: dict[str, str], run_id: str) -> dict[str, str]:
+    labels = dict(plan.labels)
+    labels.setdefault(LABEL, "true")
+    labels.setdefault(LABEL_JOB, plan.name)
+    labels.update(extra)
+    labels[LABEL_RUN] = run_id
+    return labels
+
+
+@dataclass(frozen=True)
+class DockerRequest:
+    """One container: the create body (public values only) and how secrets reach it."""
+
+    plan: LaunchPlan
+    config: dict  # the Engine API create body; secrets are never in it unless secrets_via is env
+    use_shim: bool  # secrets through the stdin shim (the default)
+    secret_names: tuple[str, ...] = ()
+    labels: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"engine": "docker", "name": self.plan.name, "create": self.config, "secrets": list(self.secret_names),
+                "secrets_via": "stdin shim" if self.use_shim else "env"}
+
+    def render(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+
+def check_clean(config: dict, masker: Masker) -> None:
+    """Refuse a container config that would show a secret value in ``docker inspect``
+    (``Cmd``, ``Entrypoint``, ``Env``, ``Labels``, ``WorkingDir``, mounts …): the same
+    defence in depth as the Slurm engine's check of the files it writes."""
+    if not masker:
+        return
+    places = []
+    for key in ("Cmd", "Entrypoint", "Env", "Labels", "WorkingDir", "User", "Image"):
+        if key in config and masker.contains_secret(json.dumps(config[key]).encode()):
+            places.append(key)
+    if masker.contains_secret(json.dumps(config.get("HostConfig", {})).encode()):
+        places.append("HostConfig (mounts, devices, options)")
+    if not places:
+        return
+    names = sorted({name for name, _, _ in masker.matches(json.dumps(config).encode())})
+    fix = ("quote the variable so the job's shell expands it inside the container, e.g. "
+           "-- sh -c 'python train.py --hf-token \"$HF_TOKEN\"' (and allowlist HF_TOKEN)")
+    raise ConfigError(Problem(
+        f"the container config would show the value of {', '.join(names)} in `docker inspect` ({', '.join(places)})",
+        hint=fix if "Cmd" in places else "pass secrets by name (container.options.env: [NAME]) so they travel through the stdin shim",
+    ))

@@ -1,0 +1,403 @@
+"""Running one container: create, attach, start, hand over the secrets, stream, wait, clean up.
+
+Signals are handled for the whole life of a launch (``_SignalGuard``): deferred
+around calls that must complete (once the daemon has a container the runner
+must know its id), raised while waiting for the job; either way the container
+is stopped and removed (unless kept) and the exit code is 130/143.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets as _random
+import signal
+import socket
+from dataclasses import dataclass
+from typing import BinaryIO, Callable
+from urllib.parse import quote
+
+from runner.engine_api import ApiError, Demux, Engine
+from runner.engines.base import Tail
+from runner.engines.docker import shim
+from runner.engines.docker.container import DockerRequest, check_clean, container_config, labels_for
+from runner.errors import ConfigError, EngineUnavailable, Interrupted, Problem, RuntimeFailure
+from runner.plan import LaunchPlan
+from runner.secrets import Masker
+from runner.ui import Output
+
+READ_SIZE = 1 << 20
+EXIT_SIGNAL = {signal.SIGINT: 130, signal.SIGTERM: 143}
+
+
+# ---------------------------------------------------------------- signals
+class _Interrupted(BaseException):
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+class _SignalGuard:
+    """SIGINT/SIGTERM for the length of a launch.
+
+    Signals are *deferred* around calls that must complete (create, start: once
+    the daemon has a container the runner must know its id) and *raise* only
+    while waiting for the job (reading output, wait), or at the next checkpoint.
+    During cleanup they are recorded, never raised.
+    """
+
+    def __init__(self) -> None:
+        self.got: int | None = None
+        self.armed = False
+        self._old: dict = {}
+
+    def install(self) -> "_SignalGuard":
+        try:
+            for sig in EXIT_SIGNAL:
+                self._old[sig] = signal.signal(sig, self._handler)
+        except ValueError:  # not the main thread: the caller handles signals
+            self._old = {}
+        return self
+
+    def restore(self) -> None:
+        self.armed = False
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+        self._old = {}
+
+    def _handler(self, signum, frame) -> None:
+        if self.got is None:
+            self.got = signum
+        if self.armed:
+            self.armed = False
+            raise _Interrupted(signum)
+
+    def check(self) -> None:
+        if self.got is not None:
+            raise _Interrupted(self.got)
+
+    def arm(self) -> None:
+        self.check()
+        self.armed = True
+
+    def disarm(self) -> None:
+        self.armed = False
+
+
+# ---------------------------------------------------------------- output
+class Sink:
+    """One output stream of the job: masked, then written in large writes."""
+
+    def __init__(self, target: BinaryIO | int, masker: Masker, tail: Tail | None):
+        self._stream = masker.stream()
+        self._tail = tail
+        self._fd: int | None = None
+        self._file: BinaryIO | None = None
+        if isinstance(target, int):
+            self._fd = target
+        else:
+            try:
+                target.flush()
+                self._fd = target.fileno()
+            except (AttributeError, OSError, ValueError):
+                self._file = target
+
+    def write(self, data: bytes) -> None:
+        self._emit(self._stream.feed(data))
+
+    def close(self) -> None:
+        self._emit(self._stream.flush())
+        if self._file is not None:
+            self._file.flush()
+
+    def _emit(self, data: bytes) -> None:
+        if not data:
+            return
+        if self._tail is not None:
+            self._tail.add(data)
+        if self._file is not None:
+            self._file.write(data)
+            return
+        view = memoryview(data)
+        while view:
+            try:
+                written = os.write(self._fd, view)
+            except BrokenPipeError:
+                return
+            view = view[written:]
+
+
+def _pump(sock: socket.socket, leftover: bytes, out: Sink, err: Sink) -> None:
+    """Read the attach stream until EOF, demultiplex, mask and write as bytes arrive."""
+    demux = Demux()
+    sinks = {1: out, 2: err}
+    if leftover:
+        for stream, data in demux.feed(leftover):
+            sinks[stream].write(data)
+    buf = bytearray(READ_SIZE)
+    view = memoryview(buf)
+    recv_into = sock.recv_into
+    while True:
+        n = recv_into(view)
+        if not n:
+            return
+        for stream, data in demux.feed(view[:n]):
+            sinks[stream].write(data)
+
+
+def pump(sock: socket.socket, leftover: bytes, out: Sink, err: Sink) -> None:
+    """Read the attach stream until EOF, demultiplex, mask and write as bytes arrive."""
+    demux = Demux()
+    sinks = {1: out, 2: err}
+    if leftover:
+        for stream, data in demux.feed(leftover):
+            sinks[stream].write(data)
+    buf = bytearray(READ_SIZE)
+    view = memoryview(buf)
+    recv_into = sock.recv_into
+    while True:
+        n = recv_into(view)
+        if not n:
+            return
+        for stream, data in demux.feed(view[:n]):
+            sinks[stream].write(data)
+
+
+# ---------------------------------------------------------------- requests
+def make_request(plan: LaunchPlan, extra_labels: dict[str, str], daemon_log: bool) -> DockerRequest:
+    """The create body for ``plan`` (pure). With the shim, ``Entrypoint`` is completed at
+    launch with the image's own entrypoint, which the shim then ``exec``s."""
+    secrets = plan.secret_env()
+    use_shim = bool(secrets) and plan.secrets_via == "stdin"
+    entrypoint = shim.shim_entrypoint() if use_shim else None
+    secret_env = [] if use_shim or not secrets else shim.env_fallback(secrets)
+    labels = labels_for(plan, extra_labels, _random.token_hex(8))
+    config = container_config(plan, labels, entrypoint, secret_env, use_shim, daemon_log)
+    return DockerRequest(plan, config, use_shim, tuple(sorted(secrets)), labels)
+
+
+def _inspect_image(eng: Engine, image: str, ensure_image: Callable[[str], None] | None) -> dict:
+    for attempt in (0, 1):
+        try:
+            return eng.request("GET", f"/images/{quote(image, safe='')}/json")
+        except ApiError as exc:
+            if exc.status != 404:
+                raise RuntimeFailure(f"cannot inspect image {image}: {exc.message}") from None
+            if ensure_image is None or attempt:
+                raise missing_image(image) from None
+            ensure_image(image)
+    raise missing_image(image)
+
+
+def missing_image(image: str) -> RuntimeFailure:
+    return RuntimeFailure(
+        f"image {image} not found locally",
+        hint=f"build it with `primus-runner build --tag {image}` (or `up --build`), or `docker pull {image}`",
+    )
+
+
+def _create(eng: Engine, request: DockerRequest, masker: Masker, ensure_image: Callable[[str], None] | None) -> str:
+    plan = request.plan
+    if request.use_shim:  # the shim execs the image's own entrypoint
+        image = _inspect_image(eng, plan.image, ensure_image)
+        image_entrypoint = list((image.get("Config") or {}).get("Entrypoint") or [])
+        request.config["Entrypoint"] = shim.shim_entrypoint() + image_entrypoint
+    check_clean(request.config if request.use_shim or not request.secret_names else _public_part(request.config), masker)
+    for attempt in (0, 1):
+        try:
+            cid = eng.create(plan.name, request.config)
+            break
+        except ApiError as exc:
+            if exc.status == 404 and attempt == 0 and "image" in exc.message.lower():
+                if ensure_image is None:
+                    raise missing_image(plan.image) from None
+                ensure_image(plan.image)
+                continue
+            if exc.status == 409:
+                raise RuntimeFailure(
+                    f"a container named {plan.name} already exists",
+                    hint=f"pick another --name, or remove it: primus-runner down {plan.name}",
+                ) from None
+            raise RuntimeFailure(f"the container could not be created: {exc.message}",
+                                 hint=daemon_hint(exc.message) or "check the launch options with `primus-runner plan`") from None
+    else:
+        raise missing_image(plan.image)
+    if request.use_shim and eng.head(f"/containers/{cid}/archive", {"path": "/bin/sh"}) == 404:
+        eng.remove(cid)
+        raise ConfigError(Problem(
+            f"image {plan.image} has no /bin/sh, so the secrets shim cannot hand {', '.join(request.secret_names)} to the job",
+            hint="add /bin/sh (busybox) to the image, or set container.secrets_via: env to accept the values in "
+                 "the container's environment (visible to `docker inspect`)",
+        ))
+    return cid
+
+
+def _public_part(config: dict) -> dict:
+    """With ``secrets_via: env`` (an explicit choice) the secret values are in Env by design:
+    check everything else."""
+    return {k: v for k, v in config.items() if k != "Env"}
+
+
+@dataclass
+class Attached:
+    """A started container the runner is attached to (``watch`` follows it)."""
+
+    eng: Engine
+    request: DockerRequest
+    cid: str
+    sock: socket.socket | None
+    leftover: bytes
+    guard: _SignalGuard
+
+
+def launch(eng: Engine, request: DockerRequest, masker: Masker, out: Output, *, detach: bool,
+           ensure_image: Callable[[str], None] | None = None) -> Attached:
+    """Create and start; send the secrets through the shim. Nothing is left behind on failure
+    or interruption (130/143 via ``Interrupted``)."""
+    guard = _SignalGuard().install()
+    cid = None
+    sock = None
+    try:
+        cid = _create(eng, request, masker, ensure_image)
+        guard.check()
+        if request.use_shim or not detach:
+            sock, leftover = eng.attach(cid, stdin=request.use_shim)
+        else:
+            leftover = b""
+        try:
+            eng.start(cid)
+        except ApiError as exc:
+            raise RuntimeFailure(f"the container could not be started: {exc.message}",
+                                 hint=daemon_hint(exc.message) or "check the command, devices and mounts with `primus-runner plan`") from None
+        if request.use_shim:
+            sock.sendall(shim.encode_payload(request.plan.secret_env()))
+            sock.shutdown(socket.SHUT_WR)  # the job's stdin EOF (StdinOnce)
+        if detach:
+            if sock is not None:
+                sock.close()  # the daemon still reads what was sent, then the EOF
+            guard.restore()
+            return Attached(eng, request, cid, None, b"", guard)
+        return Attached(eng, request, cid, sock, leftover, guard)
+    except BaseException as exc:
+        guard.restore()
+        if sock is not None:
+            sock.close()
+        if cid is not None:
+            eng.reset()
+            try:
+                eng.remove(cid)
+            except (ApiError, EngineUnavailable, OSError):
+                pass
+        if isinstance(exc, _Interrupted):
+            raise Interrupted(EXIT_SIGNAL[exc.signum], f"interrupted ({signal.Signals(exc.signum).name}) while starting "
+                              f"{request.plan.name}; the container was removed") from None
+        raise
+
+
+def watch(run: Attached, masker: Masker, out: Output, *, keep: bool, tail: Tail | None,
+          on_running: Callable[[], None] | None = None, stdout: BinaryIO | None = None) -> int:
+    """Stream (masked) until the job ends, wait, clean up; the job's exit code.
+
+    137 with a message when the job was OOM-killed; 130/143 when the runner got
+    SIGINT/SIGTERM (the container is stopped, then removed unless ``keep``).
+    """
+    import sys
+
+    eng, plan, guard, cid, sock = run.eng, run.request.plan, run.guard, run.cid, run.sock
+    out_sink = Sink(stdout if stdout is not None else sys.stdout.buffer, masker, tail)
+    err_sink = Sink(sys.stderr.buffer, masker, tail)
+    code: int | None = None
+    gone = False  # the daemon went away mid-run: the error says how to clean up, no second warning
+    try:
+        if on_running is not None:
+            on_running()
+        guard.arm()
+        pump(sock, run.leftover, out_sink, err_sink)
+        code = eng.wait(cid)
+        guard.disarm()
+        _explain_137(eng, cid, plan, code, out)
+    except _Interrupted as exc:
+        guard.disarm()
+        code = EXIT_SIGNAL[exc.signum]
+        eng.reset()  # the interrupted request may have left the connection mid-response
+        _stop(eng, cid, plan)
+        _drain(sock, out_sink, err_sink)
+        out.error(f"interrupted ({signal.Signals(exc.signum).name}): container {plan.name} stopped and {'kept' if keep else 'removed'}")
+    except (EngineUnavailable, ConnectionError) as exc:
+        gone = True  # dockerd died or restarted under a running job: exit 1 (engine unavailable), not a traceback
+        reason = exc.message if isinstance(exc, EngineUnavailable) else f"{exc.__class__.__name__}: {exc}"
+        raise EngineUnavailable(
+            f"the engine at {eng.host} went away while job {plan.name} was running; its exit code is unknown ({reason})",
+            hint=f"restart the daemon, then `primus-runner down {plan.name}` removes the container if it is still there",
+        ) from None
+    finally:
+        guard.restore()
+        if sock is not None:
+            sock.close()
+        for sink in (out_sink, err_sink):
+            try:
+                sink.close()
+            except OSError:
+                pass
+        if not keep:
+            _remove_quietly(eng, cid, plan, out, warn=not gone)
+    return code if code is not None else 3
+
+
+def _explain_137(eng: Engine, cid: str, plan: LaunchPlan, code: int, out: Output) -> None:
+    if code != 137:
+        return
+    if (eng.inspect(cid).get("State") or {}).get("OOMKilled"):
+        out.error(f"the job was killed: out of memory (memory limit {plan.memory or 'of the host'})", "raise --memory or reduce the job's memory use")
+    else:  # a kill from outside (docker kill/stop, the kernel) would otherwise be silent
+        out.error(f"the job ended with 137: container {plan.name} was killed (SIGKILL) from outside the runner or by itself")
+
+
+def _remove_quietly(eng: Engine, cid: str, plan: LaunchPlan, out: Output, warn: bool) -> None:
+    for attempt in (0, 1):
+        try:
+            eng.remove(cid)
+            return
+        except (ApiError, EngineUnavailable, OSError) as exc:
+            eng.reset()
+            if attempt and warn:
+                out.warn(f"could not remove container {plan.name}: {exc}; remove it with `primus-runner down {plan.name}`")
+
+
+def _stop(eng: Engine, cid: str, plan: LaunchPlan) -> None:
+    """Stop with the plan's grace period (SIGTERM, then SIGKILL)."""
+    try:
+        eng.stop(cid, plan.stop_timeout)
+    except (ApiError, EngineUnavailable, OSError):
+        eng.reset()
+        try:
+            eng.kill(cid)
+        except (ApiError, EngineUnavailable, OSError):
+            pass
+
+
+def _drain(sock: socket.socket | None, stdout: Sink, stderr: Sink) -> None:
+    """The job's last words after a stop (the stream ends when it exits)."""
+    if sock is None:
+        return
+    try:
+        sock.settimeout(2.0)
+        pump(sock, b"", stdout, stderr)
+    except (OSError, socket.timeout):
+        pass
+
+
+# What a daemon's refusal means in config terms (hosts differ: rootless, sandboxed, no GPU stack).
+_DAEMON_HINTS = (
+    ("apply caps: operation not permitted", "this Docker host refuses privileged mode or these capabilities: set container.options.privileged: false (and trim cap-add)"),
+    ("error setting rlimit", "this Docker host refuses the ulimit: lower container.options.ulimit (at most `ulimit -Hn` of the daemon) or set it to []"),
+    ("unable to find group", "the image has no such group: remove it from container.options.group-add (or use --gpu none, which drops the ROCm groups)"),
+    ("error gathering device information", "a device in the plan does not exist on this host: use --gpu none or the right flavor (primus-runner check lists devices)"),
+    ("could not select device driver", "the NVIDIA container toolkit is not set up for this daemon: install nvidia-container-toolkit, or use --gpu rocm|none"),
+)
+
+
+def daemon_hint(message: str) -> str | None:
+    text = message.lower()
+    return next((hint for needle, hint in _DAEMON_HINTS if needle in text), None)
+
+

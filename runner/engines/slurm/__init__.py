@@ -1,0 +1,91 @@
+"""The Slurm engine: one container per node through the node agent (``agent``).
+
+``request`` renders the batch script and the exact ``--export`` names
+(``script``, pure); ``launch`` writes them (names only, 0600) and calls
+``sbatch``; ``watch`` follows the job's masked output files (``jobs``).
+Containers must not outlive the job: SIGTERM from ``scancel`` reaches the
+agent, whose Docker run loop removes the container; when a step is killed
+hard the batch script runs a cleanup step on every node, and ``cancel``
+removes the job's containers by label after Slurm reports the job gone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from runner.engines.base import Launched, RunContext
+from runner.engines.slurm import jobs
+from runner.engines.slurm.script import COMPUTED, SlurmRequest, export_names, render_script, settings_from
+from runner.plan import LaunchPlan
+
+
+class SlurmEngine:
+    name = "slurm"
+    audit_after = True  # audit the job's output files once it has ended
+    computed_env = COMPUTED  # per node, by the agent: planned as such, never taken from this host
+
+    def preflight(self, ctx: RunContext) -> None:
+        jobs.tool("sbatch")
+        jobs.tool("srun")
+
+    def request(self, plan: LaunchPlan, ctx: RunContext, job_dir: Path | None = None) -> SlurmRequest:
+        settings = settings_from(ctx.config, ctx.options.slurm)
+        job_dir = job_dir or jobs.job_dir_for(settings, plan.name, create=False)
+        return SlurmRequest(plan, settings, job_dir, render_script(plan, settings, job_dir), tuple(export_names(plan)))
+
+    def dry_run(self, request: SlurmRequest, ctx: RunContext) -> None:
+        if ctx.out.json_mode:
+            ctx.out.json(request.to_dict())
+        else:
+            ctx.out.result(request.render())
+
+    def launch(self, request: SlurmRequest, ctx: RunContext) -> Launched:
+        job_dir = jobs.job_dir_for(request.settings, request.plan.name, create=True)
+        request = self.request(request.plan, ctx, job_dir)  # the script names the directory actually made
+        job_id = jobs.sbatch(request, ctx.scope.masker)
+        return Launched(job_id, request.plan.name, {"request": request, "final": None})
+
+    def announce(self, launched: Launched, ctx: RunContext, detached: bool) -> None:
+        request: SlurmRequest = launched.state["request"]
+        output = request.job_dir / f"slurm-{launched.id}.out"
+        where = f"submitted job {launched.id} on {request.settings.nodes} node(s); output: {output}"
+        if not detached:
+            if not ctx.out.json_mode:
+                ctx.out.info(where)
+            return
+        if ctx.out.json_mode:
+            ctx.out.json({"job_id": launched.id})
+            return
+        ctx.out.result(launched.id)
+        ctx.out.info(where)
+        ctx.out.info(f"follow it: primus-runner status {launched.id}; stop it: primus-runner cancel {launched.id}")
+
+    def group_title(self, launched: Launched, request: SlurmRequest) -> str:
+        return f"job {launched.id} output: {request.plan.name} on {request.settings.nodes} node(s)"
+
+    def watch(self, launched: Launched, ctx: RunContext, on_running=None) -> int:
+        request: SlurmRequest = launched.state["request"]
+        try:
+            final = jobs.wait_for(launched.id, request.job_dir, ctx.out)
+        except KeyboardInterrupt:
+            ctx.out.warn(f"stopped following job {launched.id}; it keeps running (primus-runner cancel {launched.id} stops it)")
+            launched.still_running = True
+            return 130
+        launched.state["final"] = final
+        ctx.tail.add(jobs.output_tail(request.job_dir / f"slurm-{launched.id}.out"))
+        return jobs.final_exit_code(final, request.job_dir, launched.id)
+
+    def audit(self, launched: Launched, ctx: RunContext) -> list:
+        from runner.audit import audit_paths
+
+        request: SlurmRequest = launched.state["request"]
+        paths = [request.job_dir] + ([Path(ctx.options.report)] if ctx.options.report else [])
+        findings = audit_paths(paths, ctx.scope)
+        if not findings:
+            ctx.out.info(f"audit: no secret value in {request.job_dir}")
+        return findings
+
+    def finished(self, launched: Launched, ctx: RunContext, exit_code: int) -> dict:
+        final = launched.state["final"]
+        return {"job_id": launched.id, "state": final.state if final else "unknown", "exit_code": exit_code}

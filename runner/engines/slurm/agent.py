@@ -1,0 +1,121 @@
+"""The node agent: ``srun`` starts it once per node (``python -m runner node-agent PLAN``).
+
+It rebuilds the plan from the plan file (names) and its own environment (values,
+which Slurm copied from sbatch's environment), adds ``NNODES``/``NODE_RANK``/
+``MASTER_ADDR``/``MASTER_PORT``/``GPUS_PER_NODE``, and runs one container through
+the Docker engine (same stdin shim, masking and labels), so the job's output
+files only ever receive masked text. Its masker comes from the same
+``secret_scope`` as the submitting host's: the forwarded secrets and the
+passwords inside URLs of forwarded public values.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from dataclasses import replace
+from pathlib import Path
+
+from runner.engines.slurm.jobs import master_address, require_job_id
+from runner.engines.slurm.script import LABEL_NODE_RANK, LABEL_SLURM_JOB, PLAN_FORMAT
+from runner.errors import ConfigError, Problem, UsageError
+from runner.plan import LaunchPlan
+from runner.secrets import Secret, SecretScope, secret_scope
+from runner.ui import Output
+
+
+def plan_from_document(doc: dict, environ: dict[str, str]) -> tuple[LaunchPlan, SecretScope, list[str]]:
+    """The plan on this node: names from the file, values from the environment.
+
+    Returns (plan, the node's secret scope, names missing from the environment).
+    """
+    if doc.get("format") != PLAN_FORMAT:
+        raise ConfigError(Problem(f"not a primus-runner Slurm plan file (format {doc.get('format')!r})"))
+    record = doc["plan"]
+    values: dict[str, str | Secret] = {}
+    missing = []
+    for entry in record["env"]:
+        value = environ.get(entry["name"])
+        if value is None:
+            missing.append(entry["name"])
+        else:
+            values[entry["name"]] = Secret(value) if entry["secret"] else value
+    plan = LaunchPlan.from_record(record, values)
+    scope = secret_scope(
+        public=[(d.name, d.value) for d in plan.forwarded if not d.secret],
+        extra=list(plan.secret_env().items()),
+    )
+    return plan, scope, missing
+
+
+def cleanup(job: str, out: Output) -> int:
+    """``node-agent --cleanup JOB``: remove this Slurm job's containers on this node."""
+    from runner.engines.docker.commands import remove_containers
+
+    removed = remove_containers({LABEL_SLURM_JOB: require_job_id(job)})
+    if removed:
+        out.info(f"node {os.environ.get('SLURMD_NODENAME', socket.gethostname())}: removed {removed} container(s) of job {job}")
+    return 0
+
+
+def run_node(plan_file: str, out: Output) -> int:
+    environ = dict(os.environ)
+    job_id = environ.get("SLURM_JOB_ID")
+    if not job_id:
+        raise UsageError("node-agent runs inside a Slurm job step (started by srun from the batch script)", "use primus-runner submit")
+    try:
+        doc = json.loads(Path(plan_file).read_text())
+    except (OSError, ValueError) as exc:
+        raise ConfigError(Problem(f"cannot read the plan file {plan_file}: {exc}", hint="the job directory must be on a file system every node sees"))
+    plan, scope, missing = plan_from_document(doc, environ)
+    out.use_masker(scope.masker)
+    secret_names = {e["name"] for e in doc["plan"]["env"] if e["secret"]}
+    node = environ.get("SLURMD_NODENAME", "?")
+    lost = [n for n in missing if n in secret_names]
+    if lost:
+        raise ConfigError(Problem(f"these secrets did not reach node {node}: {', '.join(lost)}", hint="Slurm must propagate the --export list; check sbatch's environment"))
+    if missing:
+        out.warn(f"not set on this node, not forwarded: {', '.join(missing)}")
+
+    rank = environ.get("SLURM_NODEID", "0")
+    slurm = doc["slurm"]
+    computed = {
+        "NNODES": environ.get("SLURM_NNODES", str(slurm["nodes"])),
+        "NODE_RANK": rank,
+        "MASTER_ADDR": master_address(environ.get("SLURM_JOB_NODELIST") or environ.get("SLURM_NODELIST") or socket.gethostname()),
+        "MASTER_PORT": str(slurm["master_port"]),
+        "GPUS_PER_NODE": str(slurm["gpus_per_node"]),
+    }
+    name = f"primus-{job_id}-{rank}"
+    labels = tuple((k, name if k.endswith(".job") else v) for k, v in plan.labels)
+    stop_timeout = plan.stop_timeout
+    if slurm.get("kill_wait"):  # finish our cleanup before Slurm's SIGKILL
+        stop_timeout = max(1.0, min(stop_timeout, float(slurm["kill_wait"]) - 3))
+    plan = replace(plan.with_env(computed, "slurm"), name=name, labels=labels, stop_timeout=stop_timeout)
+
+    code = _run_container(plan, scope, out, {LABEL_SLURM_JOB: job_id, LABEL_NODE_RANK: rank})
+    try:
+        fd = os.open(Path(doc["job_dir"]) / f"exit-{job_id}-{rank}", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(f"{code}\n")
+    except OSError:
+        pass
+    return code
+
+
+def _run_container(plan: LaunchPlan, scope: SecretScope, out: Output, labels: dict[str, str]) -> int:
+    """The node's container through the Docker engine: launched and watched like ``up``."""
+    from runner.engines.base import RunContext
+    from runner.engines.docker import DockerEngine
+    from runner.errors import Interrupted
+    from runner.options import RunOptions
+
+    engine = DockerEngine(extra_labels=labels)
+    ctx = RunContext(RunOptions(command=plan.command), scope, out, config=None)
+    try:
+        launched = engine.launch(engine.request(plan, ctx), ctx)
+    except Interrupted as exc:
+        out.error(exc.message)
+        return exc.exit_code
+    return engine.watch(launched, ctx)

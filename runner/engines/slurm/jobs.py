@@ -1,0 +1,399 @@
+"""Talking to Slurm: submit, follow, status, cancel, clean up; node facts for the agent."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from runner.engines.base import TAIL_LIMIT
+from runner.engines.slurm.script import COMPUTED, LABEL_SLURM_JOB, PLAN_FILE, SCRIPT_FILE, SlurmRequest, SlurmSettings, agent_command, plan_document
+from runner.errors import ConfigError, EngineUnavailable, Problem, RuntimeFailure, UsageError
+from runner.secrets import Masker, Secret
+from runner.ui import Output
+
+STATES = {
+    "PENDING": "pending", "CONFIGURING": "pending", "REQUEUED": "pending", "REQUEUE_HOLD": "pending",
+    "REQUEUE_FED": "pending", "RESV_DEL_HOLD": "pending",
+    "RUNNING": "running", "COMPLETING": "running", "SUSPENDED": "running", "STOPPED": "running",
+    "RESIZING": "running", "SIGNALING": "running", "STAGE_OUT": "running",
+    "COMPLETED": "completed",
+    "FAILED": "failed", "NODE_FAIL": "failed", "BOOT_FAIL": "failed", "OUT_OF_MEMORY": "failed", "DEADLINE": "failed",
+    "CANCELLED": "cancelled", "PREEMPTED": "cancelled", "REVOKED": "cancelled",
+    "TIMEOUT": "timeout",
+}
+DONE = {"completed", "failed", "cancelled", "timeout"}
+_JOB_ID = re.compile(r"^\d+(_\d+)?$")
+
+
+# --------------------------------------------------------------------------- slurm calls
+def tool(name: str) -> str:
+    path = shutil.which(name)
+    if not path:
+        raise EngineUnavailable(f"{name} not found: Slurm's client tools are not installed here", "install slurm-client or load your site's Slurm module")
+    return path
+
+
+# What Slurm's clients print when slurmctld is down or unreachable (not a refusal of the job).
+_UNREACHABLE = re.compile(r"Unable to contact slurm controller|Socket timed out|Connection refused|Zero Bytes were transmitted")
+
+
+def _run(cmd: list[str], timeout: float = 30, env: dict | None = None, umask: int = -1) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, umask=umask)
+    except subprocess.TimeoutExpired as exc:
+        raise EngineUnavailable(f"{cmd[0]} did not answer within {timeout:.0f} s", "check that slurmctld is running (scontrol ping)") from exc
+
+
+def check_engine() -> list[str]:
+    """Raise ``EngineUnavailable`` when Slurm cannot take a job; return warnings."""
+    for name in ("sbatch", "srun", "sinfo", "scontrol"):
+        tool(name)
+    probe = _run(["sinfo", "-h", "-o", "%P"], timeout=20)
+    if probe.returncode != 0:
+        raise EngineUnavailable(f"slurmctld does not answer: {probe.stderr.strip()}", "start slurmctld or check SLURM_CONF")
+    warnings = []
+    config = _run(["scontrol", "show", "config"], timeout=20)
+    return warnings + accounting_warnings(config.stdout)
+
+
+def accounting_warnings(show_config: str) -> list[str]:
+    """Warn when Slurm keeps batch scripts or job environments (secret values!) in its accounting."""
+    warnings = []
+    flags = re.search(r"^AccountingStoreFlags\s*=\s*(.*)$", show_config, re.M)
+    if flags:
+        stored = [f for f in ("job_script", "job_env") if f in flags.group(1)]
+        if stored:
+            warnings.append(
+                f"Slurm stores {' and '.join(stored)} in its accounting (AccountingStoreFlags={flags.group(1).strip()}): "
+                "batch scripts hold names only, but job environments (secret values included) are kept in the accounting database"
+                if "job_env" in stored
+                else f"Slurm stores batch scripts in its accounting (AccountingStoreFlags={flags.group(1).strip()}); the runner's scripts hold names only"
+            )
+    return warnings
+
+
+def kill_wait() -> int | None:
+    try:
+        out = _run(["scontrol", "show", "config"], timeout=10).stdout
+    except EngineUnavailable:
+        return None
+    m = re.search(r"^KillWait\s*=\s*(\d+)", out, re.M)
+    return int(m.group(1)) if m else None
+
+
+def parse_job(text: str) -> dict[str, str]:
+    """``scontrol show job -o`` (one line of Key=Value) as a dict."""
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    keys = list(re.finditer(r"(?:^|\s)([A-Za-z][A-Za-z0-9_/:]*)=", line))
+    fields = {}
+    for i, m in enumerate(keys):
+        end = keys[i + 1].start() if i + 1 < len(keys) else len(line)
+        fields[m.group(1)] = line[m.end():end].strip()
+    return fields
+
+
+def exit_code_of(fields: dict[str, str]) -> int | None:
+    """Slurm's ``ExitCode=code:signal`` as one shell-style number (128+signal when signalled)."""
+    m = re.match(r"^(\d+):(\d+)$", fields.get("ExitCode", ""))
+    if not m:
+        return None
+    code, signal = int(m.group(1)), int(m.group(2))
+    return code if code or not signal else 128 + signal
+
+
+@dataclass(frozen=True)
+class JobState:
+    job_id: str
+    state: str  # pending | running | completed | failed | cancelled | timeout
+    exit_code: int | None
+    slurm_state: str
+    fields: dict
+
+    @property
+    def done(self) -> bool:
+        return self.state in DONE
+
+
+def job_state(job_id: str) -> JobState | None:
+    """The job as slurmctld (or, after MinJobAge, accounting) knows it; None when unknown."""
+    result = _run([tool("scontrol"), "show", "job", "-o", job_id], timeout=20)
+    if result.returncode == 0 and result.stdout.strip():
+        fields = parse_job(result.stdout)
+        raw = fields.get("JobState", "UNKNOWN").split()[0]
+        state = STATES.get(raw, "failed" if raw not in ("UNKNOWN",) else "running")
+        return JobState(job_id, state, exit_code_of(fields) if state in DONE else None, raw, fields)
+    if "Invalid job id" not in (result.stderr or "") and result.returncode != 0:
+        what = "slurmctld does not answer" if _UNREACHABLE.search(result.stderr or "") else "scontrol show job failed"
+        raise EngineUnavailable(f"{what}: {result.stderr.strip()}", "check that slurmctld is running (scontrol ping)")
+    if shutil.which("sacct"):  # finished jobs, when the cluster keeps accounting
+        acct = _run(["sacct", "-j", job_id, "-X", "-n", "-P", "-o", "State,ExitCode"], timeout=20)
+        line = acct.stdout.strip().splitlines()[0] if acct.returncode == 0 and acct.stdout.strip() else ""
+        if line:
+            raw, _, code = line.partition("|")
+            raw = raw.split()[0]
+            state = STATES.get(raw, "failed")
+            return JobState(job_id, state, exit_code_of({"ExitCode": code}) if state in DONE else None, raw, {})
+    return None
+
+
+def require_job_id(job: str) -> str:
+    if not _JOB_ID.match(job):
+        raise UsageError(f"'{job}' is not a Slurm job id", "pass the number submit printed, e.g. primus-runner status 1234")
+    return job
+
+
+# --------------------------------------------------------------------------- files
+def write_private(path: Path, text: str, masker: Masker) -> None:
+    """Write a 0600 file, refusing if a secret value slipped into it (defence in depth)."""
+    data = text.encode()
+    if masker.contains_secret(data):
+        raise ConfigError(Problem(f"refusing to write {path}: it would contain a secret value (is one in the command line?)"))
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+
+
+def job_dir_for(settings: SlurmSettings, name: str, create: bool) -> Path:
+    base = Path(settings.output_dir).expanduser() if settings.output_dir else Path.cwd() / "primus-runs"
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+    path = (base / f"{stamp}-{safe}").absolute()
+    if not create:
+        return path
+    base.mkdir(parents=True, exist_ok=True)
+    for i in range(1000):
+        candidate = path if i == 0 else path.with_name(f"{path.name}-{i}")
+        try:
+            candidate.mkdir(mode=0o700)
+            return candidate
+        except FileExistsError:
+            continue
+    raise RuntimeFailure(f"cannot create a job directory under {base}")
+
+
+
+
+# --------------------------------------------------------------------------- submit
+def sbatch(request: SlurmRequest, masker: Masker) -> str:
+    """Write the job's files (0600 in a 0700 directory) and submit; the job id.
+
+    sbatch's own environment carries the values; the explicit list decides what travels.
+    """
+    sbatch_path = tool("sbatch")
+    tool("srun")
+    write_private(request.job_dir / PLAN_FILE, json.dumps(plan_document(request.plan, request.settings, request.job_dir, kill_wait()), indent=2), masker)
+    write_private(request.job_dir / SCRIPT_FILE, request.script, masker)
+    env = {k: v for k, v in os.environ.items() if k not in ("SBATCH_EXPORT", "SLURM_EXPORT_ENV", "SBATCH_EXPORT_FILE")}
+    for decision in request.plan.forwarded:
+        if decision.name in COMPUTED:
+            continue
+        value = decision.value
+        env[decision.name] = value.reveal() if isinstance(value, Secret) else str(value)  # the one unwrap: into sbatch's env
+    result = _run(request.command(sbatch_path), timeout=60, env=env, umask=0o077)
+    del env
+    if result.returncode != 0:
+        reason = result.stderr.strip() or result.stdout.strip()
+        if _UNREACHABLE.search(reason):  # nothing was submitted: exit 1 (engine unavailable), no job directory left
+            shutil.rmtree(request.job_dir, ignore_errors=True)
+            raise EngineUnavailable(f"slurmctld does not answer, the job was not submitted: {reason}", "start slurmctld or check SLURM_CONF (scontrol ping)")
+        raise RuntimeFailure(f"sbatch refused the job: {reason}", f"the script is {request.job_dir / SCRIPT_FILE}; check partition, time and account")
+    return result.stdout.strip().split(";")[0]
+
+
+def wait_for(job_id: str, job_dir: Path, out: Output) -> JobState | None:
+    """Follow the job to its end, streaming its (already masked) output, masked again."""
+    output_file = job_dir / f"slurm-{job_id}.out"
+    stream = out.masker.stream()
+    sink = sys.stderr.buffer if out.json_mode else sys.stdout.buffer
+    position, delay, state = 0, 0.1, None
+
+    def pump() -> bool:
+        nonlocal position
+        try:
+            with open(output_file, "rb") as fh:
+                fh.seek(position)
+                chunk = fh.read()
+        except FileNotFoundError:
+            return False
+        if chunk:
+            position += len(chunk)
+            sink.write(stream.feed(chunk))
+            sink.flush()
+        return bool(chunk)
+
+    while True:
+        state = job_state(job_id)
+        grew = pump()
+        if state is None or state.done:
+            break
+        delay = 0.1 if grew else min(delay * 1.5, 1.0)
+        time.sleep(delay)
+    pump()
+    sink.write(stream.flush())
+    sink.flush()
+    return state
+
+
+def final_exit_code(state: JobState | None, job_dir: Path, job_id: str) -> int:
+    """The job's code: Slurm's ExitCode, else the agents' exit files (the failing rank's code)."""
+    codes = []
+    for path in sorted(job_dir.glob(f"exit-{job_id}-*")):
+        try:
+            codes.append(int(path.read_text().strip()))
+        except ValueError:
+            pass
+    failing = next((c for c in codes if c not in (0, 130, 143)), next((c for c in codes if c), 0))
+    if state is None:
+        return failing if codes else 1
+    code = state.exit_code or 0
+    if state.state == "cancelled" and not code:
+        return 143
+    if state.state in ("failed", "timeout") and not code:
+        return failing or 1
+    return code
+
+
+def output_tail(path: Path, limit: int = TAIL_LIMIT) -> bytes:
+    """The last ``limit`` bytes of the job's (masked) output, for the tracker's log upload."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(max(0, path.stat().st_size - limit))
+            return fh.read()
+    except OSError:
+        return b""
+
+
+def cmd_status(job: str, out: Output) -> int:
+    job_id = require_job_id(job)
+    tool("scontrol")
+    state = job_state(job_id)
+    if state is None:
+        raise UsageError(f"Slurm does not know job {job_id}", "finished jobs are forgotten after MinJobAge unless the cluster keeps accounting (sacct)")
+    if out.json_mode:
+        out.json({"job_id": job_id, "state": state.state, "exit_code": state.exit_code})
+    else:
+        tail = f" (exit {state.exit_code})" if state.exit_code is not None else ""
+        nodes = state.fields.get("NodeList")
+        where = f" on {nodes}" if nodes and nodes != "(null)" else ""
+        out.result(f"job {job_id}: {state.state}{tail}{where}")
+    return 0
+
+
+def cmd_cancel(job: str, out: Output) -> int:
+    job_id = require_job_id(job)
+    state = job_state(job_id)
+    if state is None:
+        raise UsageError(f"Slurm does not know job {job_id}", "check the id with squeue")
+    nodes = state.fields.get("NodeList", "")
+    if not state.done:
+        result = _run([tool("scancel"), job_id], timeout=30)
+        if result.returncode != 0:
+            raise RuntimeFailure(f"scancel {job_id} failed: {result.stderr.strip()}")
+        # Remove containers only once Slurm has stopped the agents, or one could start after us.
+        grace = kill_wait() or 30
+        deadline = time.monotonic() + grace + 30
+        delay = 0.1
+        while time.monotonic() < deadline:
+            state = job_state(job_id)
+            if state is None or (state.done and state.slurm_state != "COMPLETING"):
+                break
+            time.sleep(delay)
+            delay = min(delay * 1.5, 1.0)
+    removed = remove_job_containers(job_id, nodes)
+    out.info(f"job {job_id} cancelled; {removed} container(s) removed")
+    return 0
+
+
+def _remote_nodes(nodes: str) -> list[str]:
+    """Nodes of the allocation whose slurmd runs on another host than this one."""
+    if not nodes or nodes == "(null)":
+        return []
+    here = {socket.gethostname(), socket.getfqdn()}
+    remote = []
+    for node in hostnames(nodes):
+        host = _node_field(node, "NodeHostName") or node
+        if host not in here:
+            remote.append(node)
+    return remote
+
+
+def remove_job_containers(job_id: str, nodes: str = "") -> int:
+    """Remove the job's containers here, and on the other nodes through a cleanup step."""
+    removed = 0
+    try:
+        from runner.engines.docker.commands import remove_containers
+
+        removed = remove_containers({LABEL_SLURM_JOB: job_id})
+    except EngineUnavailable:
+        pass
+    remote = _remote_nodes(nodes)
+    if remote:
+        cleanup_on_nodes(job_id, remote, wait=False)
+    return removed
+
+
+def cleanup_on_nodes(job_id: str, nodes: list[str], wait: bool = True, timeout: float = 300) -> int:
+    """Run ``node-agent --cleanup JOB`` once on each node (after a cancel, ``srun --jobid`` is impossible).
+
+    ``cancel`` does not wait for it: on a busy cluster the cleanup job may queue.
+    """
+    agent = " ".join(shlex.quote(a) for a in agent_command())
+    wrap = f"srun --ntasks-per-node=1 {agent} node-agent --cleanup {job_id}"
+    result = _run(
+        [tool("sbatch"), "--parsable", *(["--wait"] if wait else []), f"--nodelist={','.join(nodes)}", f"--nodes={len(nodes)}",
+         "--ntasks-per-node=1", "--time=5", "--job-name=primus-cleanup", "--export=PATH", "--output=/dev/null", f"--wrap={wrap}"],
+        timeout=timeout,
+    )
+    return result.returncode
+
+
+# --------------------------------------------------------------------------- node agent
+def hostnames(nodelist: str) -> list[str]:
+    if shutil.which("scontrol"):
+        result = _run(["scontrol", "show", "hostnames", nodelist], timeout=20)
+        if result.returncode == 0 and result.stdout.split():
+            return result.stdout.split()
+    from runner.nodelist import expand
+
+    return expand(nodelist)
+
+
+def _node_field(node: str, key: str) -> str | None:
+    if not shutil.which("scontrol"):
+        return None
+    result = _run(["scontrol", "show", "node", "-o", node], timeout=20)
+    if result.returncode != 0:
+        return None
+    return parse_job(result.stdout).get(key) or None
+
+
+def master_address(nodelist: str) -> str:
+    """The first node of the allocation as an address every node can reach.
+
+    Slurm's NodeAddr is how slurmctld itself reaches the node, so it is the
+    best answer (several nodes may share one NodeHostname, as on a test
+    cluster); a name is resolved to an IP so every container sees the same.
+    """
+    first = hostnames(nodelist)[0]
+    addr = _node_field(first, "NodeAddr") or first
+    try:
+        socket.inet_aton(addr)
+        return addr
+    except OSError:
+        pass
+    try:
+        return socket.getaddrinfo(addr, None, socket.AF_INET)[0][4][0]
+    except OSError:
+        return addr
+
+
