@@ -105,6 +105,7 @@ class RunOptions:
     audit: bool = False
     report: str | None = None
     slurm: SlurmFlags = SlurmFlags()
+    pull: str | None = None  # missing | always | never; None: container.pull from config (default missing)
 
 
 @dataclass(frozen=True)
