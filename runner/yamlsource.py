@@ -127,7 +127,7 @@ def _compose(events, source: str):
         kind = type(event)
         if kind is yaml.AliasEvent:
             if event.anchor not in anchors:
-                raise ConfigError(Problem(f"undefined alias '{event.anchor}'", where=f"{source}:{event.start_mark.line + 1}"))
+                raise ConfigError(Problem("an alias (*name) that no anchor (&name) defines before it", where=f"{source}:{event.start_mark.line + 1}"))
             attach(anchors[event.anchor])
         elif kind is yaml.ScalarEvent:
             tag = event.tag

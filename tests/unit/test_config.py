@@ -99,7 +99,7 @@ def test_unknown_key_names_file_line_and_suggests(isolated):
 @pytest.mark.parametrize(
     "yaml_text, line, words",
     [
-        ("container:\n  options:\n    cpus: abc\n", 3, ["cpus", "abc"]),
+        ("container:\n  options:\n    cpus: abc\n", 3, ["cpus", "a string"]),
         ("container:\n  options:\n    privileged: maybe\n", 3, ["privileged"]),
         ("slurm:\n  nodes: two\n", 2, ["nodes", "integer"]),
         ("trackers:\n  framework: jax\n", 2, ["framework", "megatron"]),
@@ -113,6 +113,8 @@ def test_wrong_types_are_reported_with_line(isolated, yaml_text, line, words):
     assert problem.where.endswith(f":{line}")
     for word in words:
         assert word in problem.message
+    for value in ("abc", "maybe", "two", "jax"):  # the type is named, never a value from the file
+        assert value not in problem.message
 
 
 def test_every_problem_of_every_layer_at_once(isolated):
