@@ -129,8 +129,9 @@ class Engine:
         elif self.host.startswith("tcp://"):
             self._unix = None
             hostport = self.host[len("tcp://"):].rstrip("/")
-            self._addr = hostport.rsplit(":", 1)[0], int(hostport.rsplit(":", 1)[1]) if ":" in hostport else 2375
             self._tls = location.tls
+            default_port = 2376 if self._tls else 2375  # Docker's TLS and plain ports
+            self._addr = hostport.rsplit(":", 1)[0], int(hostport.rsplit(":", 1)[1]) if ":" in hostport else default_port
         else:
             raise EngineUnavailable(
                 f"{location.source}={self.host} is not supported by primus-runner (unix:// or tcp:// only)",
