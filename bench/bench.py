@@ -176,7 +176,8 @@ def _bench_requirement_changed(base: str, env: dict) -> None:
                 dockerfile.write_text(re.sub(r"--mount=type=cache,\S+\s*\\\n\s*", "", dockerfile.read_text()))
             (cwd / ".primus.yaml").write_text(f"images:\n  dir: {recipes}\n")
             requirements = recipes / "common" / "requirements.txt"
-            requirements.write_text(requirements.read_text() + "six==1.16.0\n")
+            # A line unique to this run: no layer cached by an earlier run may answer for the rebuild.
+            requirements.write_text(requirements.read_text() + f"# bench {time.time_ns()}\nsix==1.16.0\n")
             cmd = RUNNER + ["--json", "build", "--base", base, "--tag", f"primus-bench/requirement-{case}:bench", "--build-arg", "TRACKERS=mlflow-skinny six"]
             subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, check=True)  # warm: every wheel fetched once
             requirements.write_text(requirements.read_text().replace("six==1.16.0", "six==1.17.0"))
