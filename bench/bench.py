@@ -358,8 +358,9 @@ def bench_pull() -> None:
         print(f"up --pull always: not measured ({up_error}); docker pull + docker run --rm median {statistics.median(raws):.2f} s", flush=True)
 
 
-def _mlflow_server(workdir: str) -> tuple[str, subprocess.Popen]:
-    """A throw-away proxied MLflow server (the suite's /opt/primus-mlflow) on a free loopback port."""
+def _mlflow_server(workdir: str, proxied: bool = True) -> tuple[str, subprocess.Popen]:
+    """A throw-away MLflow server (the suite's /opt/primus-mlflow) on a free loopback port; proxied artifacts,
+    or a local directory the client writes to."""
     import socket
     import urllib.request
 
@@ -369,8 +370,8 @@ def _mlflow_server(workdir: str) -> tuple[str, subprocess.Popen]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
     env.update(MLFLOW_DISABLE_TELEMETRY="true", MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false", PYTHONWARNINGS="ignore")
     cmd = ["/opt/primus-mlflow/bin/mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
-           "--backend-store-uri", f"sqlite:///{workdir}/mlflow.db", "--serve-artifacts", "--artifacts-destination", f"{workdir}/artifacts",
-           "--allowed-hosts", f"127.0.0.1:{port},127.0.0.1"]
+           "--backend-store-uri", f"sqlite:///{workdir}/mlflow.db", "--allowed-hosts", f"127.0.0.1:{port},127.0.0.1"]
+    cmd += ["--serve-artifacts", "--artifacts-destination", f"{workdir}/artifacts"] if proxied else ["--no-serve-artifacts", "--default-artifact-root", f"{workdir}/artifacts"]
     proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     uri = f"http://127.0.0.1:{port}"
     for _ in range(360):
@@ -384,35 +385,40 @@ def _mlflow_server(workdir: str) -> tuple[str, subprocess.Popen]:
 
 
 def bench_mlflow() -> None:
-    """Issue 15: `plan` and `up -- true` with MLflow on (a local proxied server, the `mlflow` extra installed, log
-    upload on) beside MLflow off, interleaved, median of 5: the difference is the cost of the handshake."""
+    """Issue 15: `plan` and `up -- true` with MLflow on (the `mlflow` extra installed, log upload on) beside MLflow off,
+    interleaved, median of 5: the difference is the cost of the handshake. Two servers: proxied artifacts (REST only)
+    and a local artifact directory (the log goes through MlflowClient, whose import a `true` job cannot hide)."""
     import importlib.util
     import signal
 
     runs = 5
-    extra = importlib.util.find_spec("mlflow") is not None
-    with _bench_dir() as cwd, tempfile.TemporaryDirectory() as server_dir:
-        uri, server = _mlflow_server(server_dir)
-        try:
-            off_env = dict(os.environ, NO_COLOR="1")
-            on_env = dict(off_env, MLFLOW_TRACKING_URI=uri)
-            on_cfg = Path(cwd, "on.yaml")
-            on_cfg.write_text(_BENCH_CONFIG + "trackers:\n  framework: generic\n  disable_mlflow: false\n  mlflow_upload_logs: true\n")
-            sides = {
-                "plan": (RUNNER + ["plan", "--", "true"], RUNNER + ["--config", str(on_cfg), "plan", "--", "true"]),
-                "up -- true": (RUNNER + ["up", "--image", BUSYBOX, "--", "true"], RUNNER + ["--config", str(on_cfg), "up", "--image", BUSYBOX, "--", "true"]),
-            }
-            for label, (off, on) in sides.items():
-                timed(off, 1, env=off_env, cwd=cwd), timed(on, 1, env=on_env, cwd=cwd)  # warm caches
-                offs, ons = [], []
-                for _ in range(runs):
-                    offs += timed(off, 1, env=off_env, cwd=cwd)
-                    ons += timed(on, 1, env=on_env, cwd=cwd)
-                report(f"{label} MLflow on (extra {'installed' if extra else 'missing'}) median of {runs}", statistics.median(ons) * 1000, "ms",
-                       statistics.median(offs) * 1000, "MLflow off")
-        finally:
-            os.killpg(server.pid, signal.SIGTERM)
-            server.wait(10)
+    extra = "installed" if importlib.util.find_spec("mlflow") is not None else "missing"
+    off_env = dict(os.environ, NO_COLOR="1")
+    with _bench_dir() as cwd:
+        on_cfg = Path(cwd, "on.yaml")
+        on_cfg.write_text(_BENCH_CONFIG + "trackers:\n  framework: generic\n  disable_mlflow: false\n  mlflow_upload_logs: true\n")
+        sides = {
+            "plan -- true": (RUNNER + ["plan", "--", "true"], RUNNER + ["--config", str(on_cfg), "plan", "--", "true"]),
+            "up -- true": (RUNNER + ["up", "--image", BUSYBOX, "--", "true"], RUNNER + ["--config", str(on_cfg), "up", "--image", BUSYBOX, "--", "true"]),
+        }
+        for store, proxied in (("proxied store", True), ("local store", False)):
+            with tempfile.TemporaryDirectory() as server_dir:
+                uri, server = _mlflow_server(server_dir, proxied)
+                on_env = dict(off_env, MLFLOW_TRACKING_URI=uri)
+                try:
+                    for label, (off, on) in sides.items():
+                        if label.startswith("plan") and not proxied:
+                            continue  # plan contacts no server: once is enough
+                        timed(off, 1, env=off_env, cwd=cwd), timed(on, 1, env=on_env, cwd=cwd)  # warm caches
+                        offs, ons = [], []
+                        for _ in range(runs):
+                            offs += timed(off, 1, env=off_env, cwd=cwd)
+                            ons += timed(on, 1, env=on_env, cwd=cwd)
+                        report(f"{label} MLflow on ({store}, extra {extra}) median of {runs}", statistics.median(ons) * 1000, "ms",
+                               statistics.median(offs) * 1000, "MLflow off")
+                finally:
+                    os.killpg(server.pid, signal.SIGTERM)
+                    server.wait(10)
 
 
 def bench_masker_long() -> None:

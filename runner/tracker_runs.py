@@ -4,14 +4,13 @@ Two ways to speak MLflow, one flow (``_Rest`` and ``_Client`` answer the same
 calls):
 
 - ``_Rest``: the REST API over ``urllib``. No optional extra, no import cost;
-  creates the experiment and run against a plain HTTP(S) server, where a few
-  milliseconds matter because the job waits for ``MLFLOW_RUN_ID``.
-- ``_Client``: ``mlflow.MlflowClient`` (the ``mlflow`` extra). It knows every
-  artifact store (proxied, filesystem, S3, GCS, Azure) and every Databricks
-  sign-in, so it closes the run and uploads the log, and does the whole
-  handshake for Databricks. Importing it costs seconds, so ``begin()`` starts
-  the import in a background thread (``prefetch``) and only Databricks waits
-  for it before launch.
+  everything a plain HTTP(S) tracking server with a proxied artifact store
+  needs (experiment, run, tags, status, the log through the proxy).
+- ``_Client``: ``mlflow.MlflowClient`` (the ``mlflow`` extra), for what REST
+  cannot reach: every other artifact store (filesystem, S3, GCS, Azure) and
+  every Databricks sign-in. Importing it costs seconds, so for a store it
+  starts in a background thread as soon as the run exists (``prefetch``) and
+  is joined after the job; only Databricks waits for it before launch.
 
 Credentials are ``Secret``s from the plan. They are unwrapped where they are
 used (grep ``reveal``): ``_authorization`` builds the ``Authorization`` header,
@@ -551,9 +550,14 @@ def _handshake_api(plan: LaunchPlan, *, timeout: float = BEGIN_TIMEOUT):
     return _Rest(ep, timeout)
 
 
-def _closing_api(plan: LaunchPlan, opened, out: Output):
-    """The client (any artifact store) when the extra is there, else the API that opened the run."""
-    if isinstance(opened, _Client) or not _client_available():
+def _needs_client(artifact_uri: str, upload: bool) -> bool:
+    """The REST path reaches the tracking server and its artifact proxy; any other store needs the client."""
+    return upload and urllib.parse.urlsplit(artifact_uri).scheme != "mlflow-artifacts"
+
+
+def _closing_api(plan: LaunchPlan, opened, needs_client: bool, out: Output):
+    """The API that closes the run: the one that opened it, or the client when the log goes to a store REST cannot reach."""
+    if isinstance(opened, _Client) or not needs_client or not _client_available():
         return opened
     try:
         _LOADER.client_class()
@@ -756,7 +760,6 @@ def _mlflow_begin(plan: LaunchPlan, out: Output, hs: Handshake) -> Callable[[int
     if api is None:
         out.notice("MLflow: the tracking URI is not an HTTP server; the job creates its own run (no run handshake)")
         return None
-    prefetch(plan)  # the client closes the run and uploads the log: import it while the job starts and runs
     tags = {k: out.masker.mask(v) for k, v in run_tags(plan).items()}  # names only; masked all the same
     experiment_name, experiment_id, run_id, artifact_uri = _open_run(plan, api, tags)
     hs.env["MLFLOW_RUN_ID"] = run_id
@@ -766,10 +769,13 @@ def _mlflow_begin(plan: LaunchPlan, out: Output, hs: Handshake) -> Callable[[int
     hs.links["mlflow"] = url = _run_url(plan, api.display, experiment_id, run_id)
     out.info(f"MLflow run '{plan.trackers.run_name or plan.name}': {url}")
     upload = bool(plan.trackers.settings.get("mlflow_upload_logs"))
+    needs_client = _needs_client(artifact_uri, upload)
+    if needs_client:
+        prefetch(plan)  # the log goes to a store only the client writes to: import it while the job starts and runs
 
     def finish(exit_code: int, masked_output: bytes) -> None:
         """Close the run from the exit code, upload the (masked) output; never raises: the job already ran."""
-        closer = _closing_api(plan, api, out)
+        closer = _closing_api(plan, api, needs_client, out)
         _close_run(closer, run_id, final_status(exit_code), out)
         if upload:
             try:
