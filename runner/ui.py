@@ -89,4 +89,7 @@ def _mask_strings(obj: Any, masker: Masker) -> Any:
         return {(masker.mask(k) if isinstance(k, str) else k): _mask_strings(v, masker) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [_mask_strings(v, masker) for v in obj]
+    if isinstance(obj, (int, float)) and not isinstance(obj, bool):
+        masked = masker.mask(str(obj))  # a number that is a secret's value becomes the string "***"
+        return obj if masked == str(obj) else masked
     return obj
