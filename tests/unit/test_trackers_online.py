@@ -349,3 +349,18 @@ def test_client_env_holds_the_plans_values_only_during_the_call(work, monkeypatc
         assert "MLFLOW_TRACKING_TOKEN" not in os.environ  # not the plan's: the client sees what the job sees
     assert "AWS_SECRET_ACCESS_KEY" not in os.environ
     assert os.environ["MLFLOW_TRACKING_TOKEN"] == "host-value-kept"
+
+
+def test_databricks_oauth_or_profile_without_the_extra_names_the_extra(work, monkeypatch):
+    from runner.errors import EngineUnavailable
+
+    monkeypatch.setattr(tracker_runs, "_client_available", lambda: False)
+    (work / ".databrickscfg").write_text("[team]\nhost = https://team.cloud\ntoken = canary-dbcfg-5a1e0c9d\n")
+    for host in ({"MLFLOW_TRACKING_URI": "databricks://team"},
+                 {"MLFLOW_TRACKING_URI": "databricks", "DATABRICKS_HOST": "https://h", "DATABRICKS_CLIENT_ID": "c", "DATABRICKS_CLIENT_SECRET": "canary-oauth-7d2c"}):
+        planned = planned_for(work, "  disable_mlflow: false\n", host)
+        [result] = tracker_runs.online_check(planned.plan, timeout=5)
+        assert result["status"] == "not-installed" and "primus-runner[mlflow]" in result["detail"], result
+        with pytest.raises(EngineUnavailable) as info:
+            tracker_runs.begin(planned.plan, Output(masker=Masker()))
+        assert info.value.exit_code == 1 and "primus-runner[mlflow]" in info.value.hint
