@@ -364,3 +364,29 @@ def test_databricks_oauth_or_profile_without_the_extra_names_the_extra(work, mon
         with pytest.raises(EngineUnavailable) as info:
             tracker_runs.begin(planned.plan, Output(masker=Masker()))
         assert info.value.exit_code == 1 and "primus-runner[mlflow]" in info.value.hint
+
+
+def test_https_never_downgrades_to_http_on_a_redirect(work, tmp_path, stand_in):
+    """An https server (its own CA) that redirects to plain http on the same host: the token is not sent in clear."""
+    import ssl
+    import subprocess
+
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    plain = stand_in(200, {"experiments": []})
+    front = Redirector(plain.url)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    front.server.socket = context.wrap_socket(front.server.socket, server_side=True)
+    try:
+        host = {"MLFLOW_TRACKING_URI": front.url.replace("http://", "https://"), "MLFLOW_TRACKING_TOKEN": REDIRECT_TOKEN,
+                "MLFLOW_TRACKING_SERVER_CERT_PATH": str(cert)}
+        planned = planned_for(work, "  disable_mlflow: false\n", host)
+        [result] = tracker_runs.online_check(planned.plan, timeout=5)
+    finally:
+        front.close()
+    assert front.requests, "the https server was reached"
+    for request in plain.requests:
+        assert "Authorization" not in request["headers"], "the token followed an https -> http redirect"
+    assert result["status"] == "unreachable" and "http://127.0.0.1" in result["detail"], result
