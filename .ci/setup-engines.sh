@@ -349,4 +349,15 @@ if [ -n "${mlflow_pid:-}" ]; then
     log "mlflow server: installed ($(mlflow_version))"
 fi
 
+# ---------------------------------------------------------------- second-round engines
+# Each script is idempotent and cheap when its service already answers.
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+log "secret stores (pass, gnupg, moto)"
+bash "$here/setup-secret-stores.sh" || die "setup-secret-stores.sh failed"
+log "registry with a password"
+bash "$here/setup-registry.sh" || die "setup-registry.sh failed"
+# After the registry: Podman reads its insecure-registry setting when its service starts.
+log "podman (rootful API service, rootless user)"
+bash "$here/setup-podman.sh" || die "setup-podman.sh failed"
+
 log "engines ready"

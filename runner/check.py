@@ -9,16 +9,61 @@ from runner.options import CheckOptions
 from runner.ui import Output
 
 
+def _check_refs(opts: CheckOptions, out: Output, problems: list[Problem]) -> tuple[list[dict], dict]:
+    """Resolve every ``secrets:`` reference once: the report (found or not, never a value)
+    and the values for the plan."""
+    from runner import ci
+    from runner.launch import load_context
+
+    try:
+        config = load_context(opts.sources).config
+    except ConfigError:
+        return [], {}  # prepare reports the config's problems
+    if not config.get("secrets"):
+        return [], {}
+    from runner.secret_refs import parse_refs, resolve_and_report
+
+    refs, ref_problems = parse_refs(config)
+    problems += ref_problems
+    lookup = lambda name: os.environ.get(name, load_context(opts.sources).env_file.values.get(name))  # noqa: E731
+    values, report = resolve_and_report(refs, lookup, opts.timeout, mask=ci.early_scope(opts.sources).masker.mask)
+    where = {ref.name: ref.where for ref in refs}
+    for item in report:
+        if not item["found"]:
+            problems.append(Problem(f"secret {item['name']} ({item['source']}): {item['error']}", where=where.get(item["name"])))
+    return report, values
+
+
+def _registry_and_builder(prepared, problems: list[Problem], details: dict) -> list[str]:
+    """The image's registry credential, validated without pulling, and the image builder."""
+    from runner.errors import RunnerError
+    from runner.images import builder_status
+    from runner.registry import check_registry
+
+    notes = []
+    try:
+        notes.append(check_registry(prepared.plan.image, prepared.lookup, timeout=10))
+    except RunnerError as exc:
+        problems.append(Problem(exc.message, hint=exc.hint))
+    builder = builder_status()
+    details["builder"] = builder
+    notes.append(f"builder: {builder.get('builder')}" + (f" (needs: {builder['needs']})" if builder.get('needs') else ""))
+    return notes
+
+
 def run_check(opts: CheckOptions, out: Output) -> int:
     from runner.launch import prepare
 
     problems: list[Problem] = []
     warnings: list[str] = []
     engine_error: str | None = None
+    details: dict = {}  # the engine found: kind, host, version, API version
+    notes: list[str] = []
     online: list[dict] = []
     prepared = None
+    refs, resolved = _check_refs(opts, out, problems)
     try:
-        prepared = prepare(out, opts.sources, opts.command or ("true",), opts.flags, quiet=True)
+        prepared = prepare(out, opts.sources, opts.command or ("true",), opts.flags, quiet=True, resolved=resolved)
     except ConfigError as exc:
         problems += exc.problems
     if prepared is not None:
@@ -44,9 +89,15 @@ def run_check(opts: CheckOptions, out: Output) -> int:
         else:
             from runner.engines.docker.commands import engine
 
-            engine().ping()
+            preference = prepared.config.get("container", "engine", default="auto") if prepared else None
+            found = engine(preference).describe()  # which engine, where, its version and the API version in use
+            details.update(found)
+            notes.append(f"engine: {found['engine']} {found.get('version') or ''} at {found['host']} "
+                         f"({found['source']}), API {found['api_version']}")
     except EngineUnavailable as exc:
         engine_error = f"{exc.message}" + (f" ({exc.hint})" if exc.hint else "")
+    if prepared is not None and prepared.planned.plan is not None and opts.engine != "slurm":
+        notes += _registry_and_builder(prepared, problems, details)
     if opts.online and prepared is not None and prepared.planned.plan is not None:
         from runner import tracker_runs
 
@@ -61,10 +112,12 @@ def run_check(opts: CheckOptions, out: Output) -> int:
             "ok": ok,
             "problems": [{"message": p.message + (f" ({p.hint})" if p.hint else ""), "where": p.where} for p in problems],
             "warnings": warnings,
-            "engine": {"name": opts.engine, "reachable": engine_error is None, "error": engine_error},
+            "engine": {"name": opts.engine, "reachable": engine_error is None, "error": engine_error, **details},
         }
         if opts.online:
             report["trackers"] = online
+        if refs:
+            report["secrets"] = refs
         out.json(report)
     else:
         for warning in warnings:
@@ -78,6 +131,10 @@ def run_check(opts: CheckOptions, out: Output) -> int:
             out.error(engine_error)
         for item in online:
             out.info(f"{item['tracker']}: {item['status']} - {item['detail']}")
+        for item in refs:
+            out.info(f"secret {item['name']} ({item['source']}): {'found' if item['found'] else 'NOT FOUND'}")
+        for note in notes:
+            out.info(note)
         if ok:
             out.info("check: ok")
     if problems:

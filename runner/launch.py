@@ -52,6 +52,48 @@ class Prepared:
     def scope(self) -> SecretScope:
         return self.planned.scope
 
+    def lookup(self, name: str) -> str | None:
+        """A variable's value as the runner sees it: the environment first, then the env file."""
+        value = os.environ.get(name)
+        return value if value is not None else self.env_file.values.get(name)
+
+
+def _secret_refs(config: Config) -> dict:
+    """The ``secrets:`` references by name (their syntax errors stop the command, exit 2)."""
+    if not config.get("secrets"):
+        return {}
+    from runner.errors import ConfigError
+    from runner.secret_refs import parse_refs
+
+    refs, problems = parse_refs(config)
+    if problems:
+        raise ConfigError(problems)
+    return {ref.name: ref for ref in refs}
+
+
+def _with_resolved_refs(planned: Planned, refs: dict, config: Config, command, host_env: dict, env_file: EnvFile,
+                        flags: LaunchFlags, extra_env, resolved: dict | None) -> Planned:
+    """Resolve the references this launch needs (the names it forwards or was asked for), in
+    parallel and in memory only, and plan again with their values: a reference wins over
+    the environment."""
+    from runner.secret_refs import resolve
+
+    considered = {d.name for d in planned.plan.env}
+    needed = [ref for name, ref in refs.items() if name in considered]
+    if not needed:
+        return planned
+    if resolved is None:
+        lookup = lambda name: host_env.get(name, env_file.values.get(name))  # noqa: E731
+        resolved = resolve(needed, lookup, mask=planned.scope.masker.mask)
+    else:
+        needed = [ref for ref in needed if ref.name in resolved]
+    # An in-memory hand-over to the planner, like os.environ itself: it wraps each value in a
+    # Secret again, and nothing here is written, logged or put on a command line.
+    values = {**host_env, **{name: secret.reveal() for name, secret in resolved.items()}}
+    sources = {ref.name: ref.source for ref in needed}
+    return build_plan(config, command, values, env_file, flags, extra_env=extra_env,
+                      extra_secrets=list(resolved.items()), sources=sources)
+
 
 def prepare(
     out: Output,
@@ -62,13 +104,25 @@ def prepare(
     extra_env: Sequence[tuple[str, str]] = (),
     quiet: bool = False,
     user_files: bool = True,
+    resolved: dict | None = None,
 ) -> Prepared:
+    """Config, env file, flags → the plan and its secret scope; installs the scope's masker.
+
+    Secret references the launch needs are resolved here, once; ``resolved`` gives values
+    a caller already resolved itself (``check`` resolves and reports every reference)."""
     env_file = load_env_file(sources.env_file)
     layer = flags.config_layer()
     if extra_layer:  # a command's own layer (demo): below the flags
         layer = _merge(extra_layer, layer, (), {}, {})
     config = load_config(sources.config_file, layer or None, user_files=user_files)
-    planned = build_plan(config, command, dict(os.environ), env_file, flags, extra_env=extra_env)
+    host_env = dict(os.environ)
+    refs = _secret_refs(config)
+    if refs:  # a name given a reference is a secret whatever its name
+        layer = _merge(layer or {}, {"passthrough": {"secrets": sorted(refs)}}, (), {}, {})
+        config = load_config(sources.config_file, layer, user_files=user_files)
+    planned = build_plan(config, command, host_env, env_file, flags, extra_env=extra_env)
+    if refs and planned.plan is not None:
+        planned = _with_resolved_refs(planned, refs, config, command, host_env, env_file, flags, extra_env, resolved)
     out.use_masker(planned.scope.masker)
     from runner import ci
 

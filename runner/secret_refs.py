@@ -219,6 +219,17 @@ def check_refs(
 ) -> list[dict]:
     """For ``check``: each reference resolved and reported, never its value:
     ``[{"name", "source", "found", "error", "unreachable"}]``."""
+    return resolve_and_report(refs, lookup, timeout, mask=mask)[1]
+
+
+def resolve_and_report(
+    refs: Sequence[SecretRef],
+    lookup: Lookup,
+    timeout: float = 10.0,
+    *,
+    mask: Mask | None = None,
+) -> tuple[dict[str, Secret], list[dict]]:
+    """``check``'s one resolution: the values found (for planning) and ``check_refs``'s report."""
     outcomes = _resolve_all(refs, lookup, timeout)
     masking = _masking(refs, outcomes, mask)
     report = []
@@ -236,7 +247,7 @@ def check_refs(
                 "unreachable": isinstance(failure, _Unreachable),
             }
         )
-    return report
+    return {ref.name: o.value for ref, o in zip(refs, outcomes) if o.value is not None}, report
 
 
 def _masking(refs: Sequence[SecretRef], outcomes: list[_Outcome], mask: Mask | None) -> Mask:

@@ -75,6 +75,7 @@ class RunContext:
     out: "Output"
     config: Any  # runner.config.Config: the engine's own section (slurm:)
     tail: Tail = field(default_factory=Tail)
+    lookup: Callable[[str], "str | None"] = lambda name: None  # a variable's value: environment, then env file
 
 
 class Engine(Protocol):

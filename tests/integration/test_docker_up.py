@@ -119,7 +119,6 @@ def test_exit_code_is_the_jobs(ws, code):
     assert result.returncode == code, result.stderr.decode()
 
 
-@pytest.mark.engines("docker")  # Podman here reports no OOMKilled: tests/integration/test_podman.py covers it (Engine.exit_cause)
 def test_oom_killed_job_exits_137_with_a_message(ws):
     name = unique()
     result = ws.run("up", "--name", name, "--memory", "16m", "--", "dd", "if=/dev/zero", "of=/dev/null", "bs=64M", "count=1")
@@ -143,11 +142,18 @@ def test_unreachable_daemon_exits_1_with_the_fix(ws):
     assert b"Traceback" not in result.stderr
 
 
-def test_missing_image_exits_3_with_the_build_hint(ws):
-    result = ws.run("up", "--name", unique(), "--image", "primus-test/absent:nope", "--", "true")
-    assert result.returncode == 3
-    assert b"not found locally" in result.stderr and b"primus-runner build" in result.stderr
+def test_missing_image_with_pull_never_exits_2_with_the_fix(ws):
+    result = ws.run("up", "--pull", "never", "--name", unique(), "--image", "primus-test/absent:nope", "--", "true")
+    assert result.returncode == 2, result.stderr.decode()
+    assert b"not present locally" in result.stderr and b"--pull missing" in result.stderr
     assert b"Traceback" not in result.stderr
+
+
+def test_missing_image_is_pulled_and_an_unreachable_registry_exits_1(ws):
+    """The default policy is `missing`, like docker run: a registry that does not answer is exit 1."""
+    result = ws.run("up", "--name", unique(), "--image", "127.0.0.1:9/primus-test/absent:nope", "--", "true")
+    assert result.returncode == 1, result.stderr.decode()
+    assert b"127.0.0.1:9" in result.stderr and b"Traceback" not in result.stderr
 
 
 def test_image_without_shell_is_refused_not_a_silent_env_fallback(ws, canary, noshell_image):

@@ -29,7 +29,7 @@ class DockerEngine:
         self.extra_labels = dict(extra_labels or {})
 
     def preflight(self, ctx: RunContext) -> None:
-        engine().ping()
+        engine(ctx.config.get("container", "engine", default="auto") if ctx.config else None).ping()
 
     def request(self, plan: LaunchPlan, ctx: RunContext) -> DockerRequest:
         # No raw copy of the output in the daemon's logs unless the container is kept or detached.
@@ -47,13 +47,20 @@ class DockerEngine:
                 f"container.secrets_via is 'env': the values of {', '.join(request.secret_names)} go into the container's "
                 "environment, visible to anyone who can run `docker inspect` on it (set it to stdin to avoid this)"
             )
+        policy = self._pull_policy(ctx)
+        if policy == "always":  # before create, like `docker run --pull always`
+            self._pull(ctx, request.plan.image, policy, present=None)
         run = launch(engine(), request, ctx.scope.masker, ctx.out, detach=ctx.options.detach,
-                     ensure_image=self._ensure_image(ctx))
+                     ensure_image=self._ensure_image(ctx, policy))
         return Launched(run.cid, request.plan.name, run)
 
-    def _ensure_image(self, ctx: RunContext) -> Callable[[str], None] | None:
-        if not ctx.options.build:
-            return None
+    @staticmethod
+    def _pull_policy(ctx: RunContext) -> str:
+        configured = ctx.config.get("container", "pull", default=None) if ctx.config else None
+        return ctx.options.pull or configured or "missing"
+
+    def _ensure_image(self, ctx: RunContext, policy: str) -> Callable[[str], None]:
+        """What to do when the image is not local: build it (``--build``), else pull it under the policy."""
 
         def build(image: str) -> None:
             from runner import images
@@ -62,7 +69,16 @@ class DockerEngine:
             images.ensure_image(image, ctx.out, flavor=flavor if flavor in ("rocm", "cuda") else None,
                                 sources=ctx.options.sources, masker=ctx.scope.masker)
 
-        return build
+        def pull(image: str) -> None:
+            self._pull(ctx, image, "missing" if policy == "always" else policy, present=False)
+
+        return build if ctx.options.build else pull
+
+    @staticmethod
+    def _pull(ctx: RunContext, image: str, policy: str, present: bool | None) -> None:
+        from runner.engine_api.pull import pull_as_needed
+
+        pull_as_needed(engine(), image, policy=policy, lookup=ctx.lookup, out=ctx.out, present=present)
 
     def announce(self, launched: Launched, ctx: RunContext, detached: bool) -> None:
         if detached:

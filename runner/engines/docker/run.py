@@ -202,6 +202,11 @@ def _create(eng: Engine, request: DockerRequest, masker: Masker, ensure_image: C
         image_entrypoint = list((image.get("Config") or {}).get("Entrypoint") or [])
         request.config["Entrypoint"] = shim.shim_entrypoint() + image_entrypoint
     check_clean(request.config if request.use_shim or not request.secret_names else _public_part(request.config), masker)
+    if plan.gpu_request:  # how a GPU request is rendered depends on the engine (Docker: DeviceRequests; Podman: CDI)
+        from runner.engine_api.client import gpu_host_config
+
+        request.config["HostConfig"].pop("DeviceRequests", None)
+        request.config["HostConfig"].update(gpu_host_config(plan.gpu_request, eng.kind, eng.api_version))
     for attempt in (0, 1):
         try:
             cid = eng.create(plan.name, request.config)
@@ -344,11 +349,13 @@ def watch(run: Attached, masker: Masker, out: Output, *, keep: bool, tail: Tail 
 
 
 def _explain_137(eng: Engine, cid: str, plan: LaunchPlan, code: int, out: Output) -> None:
-    if code != 137:
-        return
-    if (eng.inspect(cid).get("State") or {}).get("OOMKilled"):
+    cause = eng.exit_cause(cid, code)
+    if cause == "oom":
         out.error(f"the job was killed: out of memory (memory limit {plan.memory or 'of the host'})", "raise --memory or reduce the job's memory use")
-    else:  # a kill from outside (docker kill/stop, the kernel) would otherwise be silent
+    elif cause == "oom-likely":  # an engine that cannot report OOM kills here (Podman on a hybrid cgroup layout)
+        out.error(f"the job was killed (SIGKILL) under its memory limit {plan.memory}: most likely out of memory "
+                  f"({eng.kind} does not report OOM kills on this host)", "raise --memory or reduce the job's memory use")
+    elif cause == "killed":  # a kill from outside (docker kill/stop, the kernel) would otherwise be silent
         out.error(f"the job ended with 137: container {plan.name} was killed (SIGKILL) from outside the runner or by itself")
 
 
@@ -392,6 +399,7 @@ _DAEMON_HINTS = (
     ("error setting rlimit", "this Docker host refuses the ulimit: lower container.options.ulimit (at most `ulimit -Hn` of the daemon) or set it to []"),
     ("unable to find group", "the image has no such group: remove it from container.options.group-add (or use --gpu none, which drops the ROCm groups)"),
     ("error gathering device information", "a device in the plan does not exist on this host: use --gpu none or the right flavor (primus-runner check lists devices)"),
+    ("statfs /dev/mqueue", "--ipc host needs the host's /dev/mqueue (rootless Podman binds it): use --ipc private (container.options.ipc)"),
     ("could not select device driver", "the NVIDIA container toolkit is not set up for this daemon: install nvidia-container-toolkit, or use --gpu rocm|none"),
 )
 
