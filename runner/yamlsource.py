@@ -7,6 +7,7 @@ against hostile input (size, alias expansion, depth) and every value keeps its
 
 from __future__ import annotations
 
+import copy
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -172,12 +173,28 @@ class _Builder:
         self.source = source
         self.lines = lines
         self.count = 0
+        self._merged: dict[int, tuple[dict, int]] = {}
         import yaml
 
         self._constructor = yaml.SafeLoader(stream="")
 
     def _where(self, node) -> str:
         return f"{self.source}:{node.start_mark.line + 1}"
+
+    def _merge_source(self, node, path: tuple, depth: int) -> dict:
+        """A mapping merged with ``<<``, built once per anchor; each use still counts every
+        value it brings, so a merge bomb reaches ``MAX_NODES`` at the cost of its distinct nodes."""
+        cached = self._merged.get(id(node))
+        if cached is None:
+            before = self.count
+            cached = self._merged[id(node)] = (self.build(node, path, depth), self.count - before)
+            return cached[0]
+        self.count += cached[1]
+        if self.count > MAX_NODES:
+            raise ConfigError(
+                Problem(f"YAML expands to more than {MAX_NODES:,} values (alias bomb?)", where=self._where(node))
+            )
+        return cached[0]
 
     def build(self, node, path: tuple, depth: int) -> Any:
         self.count += 1
@@ -197,8 +214,8 @@ class _Builder:
                     for source in sources:
                         if source.id != "mapping":
                             raise ConfigError(Problem("a merge key (<<) takes a mapping or a list of mappings", where=self._where(source)))
-                        for key, value in self.build(source, path, depth + 1).items():
-                            merged.setdefault(key, value)
+                        for key, value in self._merge_source(source, path, depth + 1).items():
+                            merged.setdefault(key, copy.deepcopy(value))
                     continue
                 key = self.build(key_node, path, depth + 1)
                 if not isinstance(key, (str, int, float, bool)) or key is None:
