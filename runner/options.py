@@ -126,3 +126,29 @@ class ContainerSelection:
     names: tuple[str, ...] = ()
     all: bool = False
     follow: bool = False
+    all_users: bool = False  # every user's runner containers, not only the invoking user's
+
+
+@dataclass(frozen=True)
+class ModeOptions:
+    """The Primus launcher's modes (``container``, ``slurm``, ``direct``) as the command line gave them.
+
+    ``primus_args`` are the Primus CLI's arguments (after ``--``); ``runner.launcher_modes``
+    turns them into the inner command and a ``RunOptions`` for an engine."""
+
+    mode: str  # container | slurm | direct
+    primus_args: tuple[str, ...]
+    sources: Sources = Sources()
+    flags: LaunchFlags = LaunchFlags()
+    dry_run: bool = False
+    debug: bool = False
+    clean: bool = False
+    all_users: bool = False
+    gpus: int | None = None  # the launcher's --gpus N (0: no GPU devices)
+    detach: bool = False
+    launcher: str = "srun"  # slurm: srun (attached, the job's code) | sbatch (submit, the job id)
+    entry: str = "container"  # slurm: the per-node entry, container | direct
+    slurm: SlurmFlags = SlurmFlags()
+    pull: str | None = None
+    direct_args: tuple[str, ...] = ()  # the launcher's direct options (--single, --patch …), for primus-cli-direct.sh
+    direct_args: tuple[str, ...] = ()  # the launcher's direct options (--single, --patch …), for primus-cli-direct.sh

@@ -42,6 +42,7 @@ IMAGE_RE = re.compile(
 LABEL = "io.primus-runner.managed"
 LABEL_JOB = "io.primus-runner.job"
 LABEL_VERSION = "io.primus-runner.version"
+LABEL_OWNER = "io.primus-runner.owner"  # the launching uid: ps/logs/down/--clean act on the caller's own
 
 
 @dataclass(frozen=True)
@@ -245,6 +246,12 @@ def _resolve_devices(config: Config, gpu: str, notices: list[str]) -> tuple[list
     return devices, flavor.get("device_request"), list(flavor.get("group_add", []))
 
 
+def _per_job(name, host_env: Mapping[str, str]) -> str | None:
+    """A config ``name`` with the launcher's per-job suffix (``NAME-<SLURM_JOB_ID or pid>``): two
+    runs of one config never collide. A ``--name`` from the command line is used as given."""
+    return f"{name}-{host_env.get('SLURM_JOB_ID') or os.getpid()}" if name else None
+
+
 def default_name() -> str:
     return f"primus-{_random.token_hex(4)}"
 
@@ -271,7 +278,7 @@ def build_plan(
     warnings: list[str] = list(env_file.warnings)
     notices: list[str] = []
     options = config.get("container", "options", default={}) or {}
-    job_name = str(name or flags.name or options.get("name") or default_name())
+    job_name = str(name or flags.name or _per_job(options.get("name"), host_env) or default_name())
 
     def lookup(key: str) -> str | None:
         return host_env.get(key, env_file.values.get(key))
@@ -311,7 +318,7 @@ def build_plan(
         trackers=trackers,
         notices=tuple(notices),
         config_files=tuple(config.files),
-        labels=((LABEL, "true"), (LABEL_JOB, job_name), (LABEL_VERSION, __version__)),
+        labels=((LABEL, "true"), (LABEL_JOB, job_name), (LABEL_VERSION, __version__), (LABEL_OWNER, str(os.getuid()))),
         **settings,
     )
     problems += _image_problems(plan.image, config)

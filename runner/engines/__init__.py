@@ -17,4 +17,8 @@ def engine_for(name: str):
         from runner.engines.slurm import SlurmEngine
 
         return SlurmEngine()
+    if name == "process":  # direct mode: a child process on this host, no container
+        from runner.engines.process import ProcessEngine
+
+        return ProcessEngine()
     raise ValueError(f"unknown engine {name!r}")

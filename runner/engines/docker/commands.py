@@ -1,14 +1,20 @@
-"""``ps``, ``logs``, ``down``: the runner's own containers only, found by label."""
+"""``ps``, ``logs``, ``down``: the runner's own containers only, found by label.
+
+By default only the invoking user's (``io.primus-runner.owner=<uid>``): on a shared GPU
+host one user's ``down --all`` must not stop another user's training. ``--all-users``
+widens that to every runner container (an administrator's cleanup).
+"""
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 
 from runner.engine_api import ApiError, Demux, Engine
 from runner.errors import RuntimeFailure, UsageError
 from runner.options import ContainerSelection
-from runner.plan import LABEL
+from runner.plan import LABEL, LABEL_OWNER
 from runner.ui import Output
 
 _engine: Engine | None = None
@@ -20,6 +26,11 @@ def engine() -> Engine:
     if _engine is None:
         _engine = Engine()
     return _engine
+
+
+def owner_filter(all_users: bool = False) -> dict[str, str]:
+    """The label filter of the invoking user's containers (nothing with ``all_users``)."""
+    return {} if all_users else {LABEL_OWNER: str(os.getuid())}
 
 
 def remove_containers(filters: dict[str, str]) -> int:
@@ -49,7 +60,8 @@ def cmd_ps(sel: ContainerSelection, out: Output) -> int:
     from datetime import datetime, timezone
 
     rows = []
-    for item in engine().containers([f"{LABEL}=true"]):
+    labels = [f"{LABEL}=true"] + [f"{k}={v}" for k, v in owner_filter(sel.all_users).items()]
+    for item in engine().containers(labels):
         rows.append({
             "name": _name(item),
             "id": item["Id"][:12],
@@ -58,12 +70,13 @@ def cmd_ps(sel: ContainerSelection, out: Output) -> int:
             "exit_code": _exit_code(item.get("Status", "")),
             "created": datetime.fromtimestamp(item.get("Created", 0), timezone.utc).isoformat(),
             "detail": item.get("Status"),
+            "owner": (item.get("Labels") or {}).get(LABEL_OWNER),
         })
     if out.json_mode:
         out.json(rows)
         return 0
     if not rows:
-        out.info("no primus-runner containers")
+        out.info("no primus-runner containers" + ("" if sel.all_users else " of yours (--all-users lists every user's)"))
         return 0
     header = ("NAME", "ID", "IMAGE", "STATUS", "CREATED")
     table = [header] + [(r["name"], r["id"], r["image"], r["detail"], r["created"][:19].replace("T", " ")) for r in rows]
@@ -73,8 +86,9 @@ def cmd_ps(sel: ContainerSelection, out: Output) -> int:
     return 0
 
 
-def _owned(eng: Engine, name: str, out: Output) -> dict | None:
-    """The container ``name`` if it is the runner's; otherwise an error is printed and None."""
+def _owned(eng: Engine, name: str, out: Output, all_users: bool = False) -> dict | None:
+    """The container ``name`` if it is the runner's (and the caller's, unless ``all_users``);
+    otherwise an error is printed and None."""
     try:
         info = eng.inspect(name)
     except ApiError as exc:
@@ -86,6 +100,13 @@ def _owned(eng: Engine, name: str, out: Output) -> dict | None:
         out.error(
             f"{name} is not a primus-runner container (no label {LABEL}=true); it is left alone",
             "manage it with docker directly",
+        )
+        return None
+    owner = ((info.get("Config") or {}).get("Labels") or {}).get(LABEL_OWNER)
+    if not all_users and owner != str(os.getuid()):
+        out.error(
+            f"{name} is another user's primus-runner container (owner uid {owner or 'unknown'}); it is left alone",
+            "add --all-users to act on every user's runner containers",
         )
         return None
     return info
@@ -100,7 +121,7 @@ def cmd_logs(sel: ContainerSelection, out: Output) -> int:
     masker = load_context(sel.sources).scope.masker  # the secrets in scope of this directory's config and env
     out.use_masker(masker)
     eng = engine()
-    info = _owned(eng, sel.names[0], out)
+    info = _owned(eng, sel.names[0], out, sel.all_users)
     if info is None:
         return 1
     stdout = Sink(sys.stdout.buffer, masker, None)
@@ -123,14 +144,15 @@ def cmd_logs(sel: ContainerSelection, out: Output) -> int:
 def cmd_down(sel: ContainerSelection, out: Output) -> int:
     eng = engine()
     if sel.all:
-        count = remove_containers({})
-        out.info(f"removed {count} primus-runner container{'s' if count != 1 else ''}")
+        count = remove_containers(owner_filter(sel.all_users))
+        whose = "" if sel.all_users else " of yours"
+        out.info(f"removed {count} primus-runner container{'s' if count != 1 else ''}{whose}")
         return 0
     if not sel.names:
         raise UsageError("name the containers to remove, or use --all", hint="primus-runner ps lists them")
     failed = False
     for name in sel.names:
-        info = _owned(eng, name, out)
+        info = _owned(eng, name, out, sel.all_users)
         if info is None:
             failed = True
             continue

@@ -1,0 +1,189 @@
+"""The process engine: a plan's command as a child process on this host, no container (``direct``).
+
+The child's environment is exactly what the env policy forwards (secrets
+included, revealed here and nowhere else) plus a fixed default ``PATH`` -- never
+the host's environment. Its output passes through the scope's masker; SIGINT and
+SIGTERM are forwarded to its process group, which is killed after the stop
+timeout, so nothing outlives the runner; the exit code is the child's.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from runner.engines.base import Launched, RunContext
+from runner.errors import ConfigError, EngineUnavailable, Problem
+from runner.plan import LaunchPlan
+from runner.secrets import MASK
+
+# What a container image's PATH usually is: the child needs one, and the host's may not be forwarded.
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+EXIT_SIGNAL = {signal.SIGINT: 130, signal.SIGTERM: 143}
+
+
+@dataclass(frozen=True)
+class ProcessRequest:
+    plan: LaunchPlan
+    argv: tuple[str, ...]
+    cwd: str
+    env_names: tuple[str, ...] = field(default=())
+
+    def render(self) -> str:
+        lines = [f"command  {' '.join(shlex.quote(a) for a in self.argv)}", f"workdir  {self.cwd}", "environment (only these):"]
+        for d in self.plan.forwarded:
+            lines.append(f"  {d.name}={MASK if d.secret else d.value}{' [secret]' if d.secret else ''}")
+        if "PATH" not in self.env_names:
+            lines.append(f"  PATH={DEFAULT_PATH}   (default)")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict:
+        return {
+            "command": list(self.argv), "workdir": self.cwd,
+            "env": {d.name: (MASK if d.secret else d.value) for d in self.plan.forwarded},
+            "secrets": [d.name for d in self.plan.forwarded if d.secret],
+        }
+
+
+class _Sink:
+    """One output stream of the child, masked before it is written."""
+
+    def __init__(self, fd: int, masker, tail):
+        self.fd, self.stream, self.tail = fd, masker.stream(), tail
+
+    def write(self, data: bytes) -> None:
+        self._emit(self.stream.feed(data))
+
+    def close(self) -> None:
+        self._emit(self.stream.flush())
+
+    def _emit(self, data: bytes) -> None:
+        if not data:
+            return
+        self.tail.add(data)
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(self.fd, view):]
+            except BrokenPipeError:
+                return
+
+
+class ProcessEngine:
+    name = "process"
+    audit_after = False
+    computed_env: tuple[str, ...] = ()
+
+    def preflight(self, ctx: RunContext) -> None:
+        pass  # the command is resolved in launch; a missing one is a clear error there
+
+    def request(self, plan: LaunchPlan, ctx: RunContext) -> ProcessRequest:
+        cwd = plan.workdir or os.getcwd()
+        return ProcessRequest(plan, tuple(plan.command), cwd, tuple(d.name for d in plan.forwarded))
+
+    def dry_run(self, request: ProcessRequest, ctx: RunContext) -> None:
+        if ctx.out.json_mode:
+            ctx.out.json(request.to_dict())
+        else:
+            ctx.out.result(request.render())
+
+    def launch(self, request: ProcessRequest, ctx: RunContext) -> Launched:
+        argv = list(request.argv)
+        if not argv:
+            raise ConfigError(Problem("no command given", hint="put the command after --"))
+        if any(ctx.scope.masker.contains_secret(a.encode("utf-8", "surrogateescape")) for a in argv):
+            raise ConfigError(Problem("the command line holds a secret value (visible in ps)",
+                                      hint="pass secrets as forwarded variables (container.options.env), never as arguments"))
+        found = shutil.which(argv[0]) if "/" not in argv[0] else argv[0]
+        if not found or not os.access(found, os.X_OK):
+            raise EngineUnavailable(f"{argv[0]} is not installed on this host",
+                                    hint="install Primus (or set PRIMUS_PATH to its checkout), or set direct.entry")
+        env = dict(request.plan.public_env())
+        env.setdefault("PATH", DEFAULT_PATH)
+        for name, secret in request.plan.secret_env().items():
+            env[name] = secret.reveal()  # the one place a value leaves the runner: the child's environment
+        proc = subprocess.Popen([found, *argv[1:]], cwd=request.cwd, env=env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        return Launched(str(proc.pid), request.plan.name, proc)
+
+    def announce(self, launched: Launched, ctx: RunContext, detached: bool) -> None:
+        ctx.out.debug(f"started process {launched.id}")
+
+    def group_title(self, launched: Launched, request: ProcessRequest) -> str:
+        return f"job output: {' '.join(request.argv[:4])} (process {launched.id})"
+
+    def watch(self, launched: Launched, ctx: RunContext, on_running: Callable[[], None] | None = None) -> int:
+        proc: subprocess.Popen = launched.state
+        got: list[int] = []
+        stop_timeout = _stop_timeout(ctx)
+
+        def forward(signum, frame):
+            if not got:
+                got.append(signum)
+            _signal_group(proc, signum)
+
+        old = {}
+        try:
+            for sig in EXIT_SIGNAL:
+                old[sig] = signal.signal(sig, forward)
+        except ValueError:  # not the main thread
+            old = {}
+        sinks = {proc.stdout: _Sink(sys.stdout.fileno(), ctx.scope.masker, ctx.tail),
+                 proc.stderr: _Sink(sys.stderr.fileno(), ctx.scope.masker, ctx.tail)}
+        sel = selectors.DefaultSelector()
+        for pipe in sinks:
+            sel.register(pipe, selectors.EVENT_READ)
+        if on_running:
+            on_running()
+        try:
+            deadline = None
+            while sel.get_map():
+                if got and deadline is None:
+                    deadline = time.monotonic() + stop_timeout
+                if deadline is not None and time.monotonic() > deadline:
+                    _signal_group(proc, signal.SIGKILL)
+                for key, _ in sel.select(timeout=0.5):
+                    data = os.read(key.fileobj.fileno(), 1 << 16)
+                    if data:
+                        sinks[key.fileobj].write(data)
+                    else:
+                        sel.unregister(key.fileobj)
+            code = proc.wait()
+        finally:
+            for sink in sinks.values():
+                sink.close()
+            sel.close()
+            if proc.poll() is None:  # the runner itself failed: nothing outlives it
+                _signal_group(proc, signal.SIGKILL)
+                proc.wait()
+            _signal_group(proc, signal.SIGKILL)  # the child's own children, if any are left
+            for sig, handler in old.items():
+                signal.signal(sig, handler)
+        if got:
+            return EXIT_SIGNAL[got[0]]
+        return 128 - code if code < 0 else code
+
+    def audit(self, launched: Launched, ctx: RunContext) -> list:
+        return []  # nothing stored: no container, no file
+
+    def finished(self, launched: Launched, ctx: RunContext, exit_code: int) -> dict:
+        return {}
+
+
+def _stop_timeout(ctx: RunContext) -> float:
+    return float(ctx.config.get("container", "stop_timeout", default=10) or 10)
+
+
+def _signal_group(proc: subprocess.Popen, signum: int) -> None:
+    try:
+        os.killpg(proc.pid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass

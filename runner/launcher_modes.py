@@ -1,0 +1,147 @@
+"""The Primus launcher's modes as commands: ``container``, ``slurm``, ``direct``.
+
+``primus-cli [--config F] [--debug] [--dry-run] MODE [options] -- <Primus args>``
+works with ``primus-runner`` in place of ``primus-cli``. Each mode becomes the
+house's own launch: ``RunOptions`` and an engine, through ``pipeline.run``.
+
+- ``container``: one container (the Docker engine), whose command is the Primus
+  direct launcher with the Primus args.
+- ``slurm sbatch``: submitted like ``submit``; ``slurm srun`` (the default) like
+  ``submit --wait``. Each node runs the container entry.
+- ``direct``: the Primus direct launcher as a child process on this host (the
+  process engine), with the same environment policy and masked output.
+
+The inner command is found as the launcher finds it: the Primus checkout is
+``$PRIMUS_PATH`` when set, else the current directory when it holds
+``runner/primus-cli-direct.sh``; with a checkout the command is
+``bash runner/primus-cli-direct.sh <args>`` run in it (a container mounts it at
+the same path); without one, ``primus-cli direct -- <args>``. ``container.entry``
+and ``direct.entry`` in the config replace that entry point.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from runner.errors import UsageError
+from runner.options import LaunchFlags, ModeOptions, RunOptions
+from runner.ui import Output
+
+DIRECT_SCRIPT = "runner/primus-cli-direct.sh"
+ENTRIES = ("container", "direct")
+
+
+def find_checkout(environ: Mapping[str, str], cwd: str) -> str | None:
+    """The Primus checkout: ``$PRIMUS_PATH``, else ``cwd`` when it holds the direct launcher."""
+    if environ.get("PRIMUS_PATH"):
+        return os.path.abspath(environ["PRIMUS_PATH"])
+    return os.path.abspath(cwd) if (Path(cwd) / DIRECT_SCRIPT).is_file() else None
+
+
+def inner_command(primus_args: Sequence[str], checkout: str | None, entry: Sequence[str] | None,
+                  on_host: bool, direct_args: Sequence[str] = ()) -> tuple[tuple[str, ...], str | None]:
+    """The command that runs the Primus args, and the directory it runs in.
+
+    In a container the checkout is mounted at its own path, so the relative script
+    path works there as on the host; on this host (``direct``) the script path is absolute
+    so the command does not depend on the runner's working directory. ``direct_args`` (the
+    launcher's ``--single``, ``--patch`` …) go to the direct launcher before ``--``."""
+    args = (*direct_args, "--", *primus_args) if direct_args else tuple(primus_args)
+    if entry:
+        return tuple(entry) + args, checkout
+    if checkout:
+        script = os.path.join(checkout, DIRECT_SCRIPT) if on_host else DIRECT_SCRIPT
+        return ("bash", script, *args), checkout
+    return ("primus-cli", "direct", *direct_args, "--", *primus_args), None
+
+
+def split_entry(command: Sequence[str]) -> tuple[str, list[str]]:
+    """``slurm``'s part after the first ``--``: ``[container|direct [entry options] --] <Primus args>``.
+
+    Returns the entry and what follows its name (the entry's own options, ``--``
+    and the Primus args); anything that does not start with an entry name goes
+    through the container entry unchanged, as the launcher routes it."""
+    if command and command[0] in ENTRIES:
+        return command[0], list(command[1:])
+    return "container", ["--", *command] if command else []
+
+
+def mode_switches(opts: ModeOptions) -> tuple[bool, bool, dict]:
+    """``dry_run`` and ``debug``: the command line, or ``main.*`` / the mode's own section in
+    the merged config (``main.dry_run: true`` launches nothing). Also the entry point."""
+    from runner.config import load_config
+
+    config = load_config(opts.sources.config_file, opts.flags.config_layer() or None)
+    section = "direct" if opts.mode == "direct" or opts.entry == "direct" else "container"
+    flag = lambda key: bool(config.get("main", key, default=False) or config.get(section, key, default=False))  # noqa: E731
+    entry = config.get(section, "entry", default=None)
+    return opts.dry_run or flag("dry_run"), opts.debug or flag("debug"), {"entry": entry}
+
+
+def run_mode(opts: ModeOptions, out: Output) -> int:
+    """One launcher invocation, translated and run; the job's exit code (or the runner's)."""
+    from runner import pipeline
+    from runner.engines import engine_for
+
+    if opts.mode == "slurm" and opts.entry == "direct":
+        raise UsageError(
+            "slurm … -- direct … (Primus without a container on each node) is not supported yet",
+            hint="use the container entry: primus-runner slurm srun -N 2 -- container -- <Primus args>",
+        )
+    dry_run, debug, found = mode_switches(opts)
+    on_host = opts.mode == "direct"
+    checkout = find_checkout(os.environ, os.getcwd())
+    command, workdir = inner_command(opts.primus_args, checkout, found["entry"], on_host, opts.direct_args)
+    if not opts.primus_args:
+        raise UsageError("no Primus arguments given",
+                         hint=f"put them after --, e.g. primus-runner {opts.mode} -- train pretrain --config exp.yaml")
+    flags = _flags(opts, checkout, workdir, debug, on_host)
+    run = RunOptions(command=command, sources=opts.sources, flags=flags, dry_run=dry_run, pull=opts.pull,
+                     detach=opts.mode == "slurm" and opts.launcher == "sbatch", slurm=opts.slurm)
+    if opts.clean:
+        _clean(opts, out, dry_run)
+    engine = {"container": "docker", "slurm": "slurm", "direct": "process"}[opts.mode]
+    return pipeline.run(run, engine_for(engine), out)
+
+
+def _flags(opts: ModeOptions, checkout: str | None, workdir: str | None, debug: bool, on_host: bool) -> LaunchFlags:
+    flags = opts.flags
+    env = list(flags.env)
+    if debug:  # the launcher's --debug
+        env.append("PRIMUS_LOG_LEVEL=DEBUG")
+    volume = list(flags.volume)
+    if checkout and not on_host and not any(v.split(":")[0].rstrip("/") == checkout for v in volume):
+        volume.append(f"{checkout}:{checkout}")  # the checkout at the same path, as the launcher mounts it
+    gpu = flags.gpu
+    if opts.gpus == 0 and gpu is None:
+        gpu = "none"
+    return replace(flags, env=tuple(env), volume=tuple(volume), workdir=flags.workdir or workdir, gpu=gpu)
+
+
+def _clean(opts: ModeOptions, out: Output, dry_run: bool) -> None:
+    """``--clean``: the invoking user's runner containers (every user's with ``--all-users``),
+    never any other container, and nothing in a dry run."""
+    from runner.engines.docker.commands import engine, owner_filter, remove_containers
+    from runner.plan import LABEL
+
+    if dry_run:
+        labels = [f"{LABEL}=true"] + [f"{k}={v}" for k, v in owner_filter(opts.all_users).items()]
+        count = len(engine().containers(labels))
+        out.info(f"--clean (dry run): would remove {count} primus-runner container{'s' if count != 1 else ''}")
+        return
+    count = remove_containers(owner_filter(opts.all_users))
+    out.info(f"--clean: removed {count} primus-runner container{'s' if count != 1 else ''}")
+
+
+def slurm_value_problems(flag: str, value: str | None) -> str | None:
+    """A Slurm flag's value that would inject a directive or another option: the message, else None."""
+    import re
+
+    if value is None:
+        return None
+    if not re.fullmatch(r"[A-Za-z0-9_.:+,=@/%\[\]-]+", value) or value.startswith("-"):
+        return f"{flag} {value!r}: one word of letters, digits and _ . : + , = @ / % [ ] - (no spaces, no leading -)"
+    return None
