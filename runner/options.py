@@ -151,4 +151,3 @@ class ModeOptions:
     slurm: SlurmFlags = SlurmFlags()
     pull: str | None = None
     direct_args: tuple[str, ...] = ()  # the launcher's direct options (--single, --patch …), for primus-cli-direct.sh
-    direct_args: tuple[str, ...] = ()  # the launcher's direct options (--single, --patch …), for primus-cli-direct.sh
