@@ -85,6 +85,25 @@ def _global_options(p: argparse.ArgumentParser, default) -> None:
     g.add_argument("--verbose", action="store_true", help="more detail; tracebacks (masked) for internal errors", **flag)
 
 
+def _slurm_cluster_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("Slurm options (as sbatch takes them; each value is checked before anything is submitted)")
+    for flag, metavar in (("--nodelist", "NODES"), ("--exclude", "NODES"), ("--qos", "QOS"), ("--reservation", "NAME"),
+                          ("--gres", "LIST"), ("--constraint", "LIST"), ("--mem", "SIZE"), ("--mail-type", "TYPES"),
+                          ("--mail-user", "USER"), ("--dependency", "LIST"), ("--signal", "[B:]SIG[@S]")):
+        g.add_argument(flag, metavar=metavar)
+    g.add_argument("--cpus-per-task", type=int, metavar="N")
+    g.add_argument("--exclusive", action="store_true", help="the nodes are not shared with other jobs")
+    g.add_argument("--requeue", action="store_true", help="Slurm may requeue the job (preemption, node failure)")
+
+
+def _slurm_flags(args):
+    from runner.options import SlurmFlags
+
+    names = ("nodelist", "exclude", "qos", "reservation", "exclusive", "gres", "constraint", "mem", "cpus_per_task",
+             "mail_type", "mail_user", "dependency", "requeue", "signal")
+    return SlurmFlags(args.nodes, args.partition, args.time, args.account, args.gpus_per_node, **{n: getattr(args, n) for n in names})
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="primus-runner",
@@ -122,9 +141,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = cmd("ps", "list the runner's own containers (running and leftovers)", "primus-runner ps --json")
     p.add_argument("--all", "-a", action="store_true", help="accepted for familiarity: ps always lists running and stopped (leftover) runner containers")
 
-    p = cmd("logs", "print a runner container's output, masked", "primus-runner logs primus-1a2b3c4d -f")
-    p.add_argument("name")
+    p = cmd("logs", "print a runner container's output, or a Slurm job's from every node (rank by rank), masked",
+            "primus-runner logs primus-1a2b3c4d -f; primus-runner logs 1234 -f --node 1")
+    p.add_argument("name", help="a container name, or a Slurm job id")
     p.add_argument("--follow", "-f", action="store_true")
+    p.add_argument("--node", metavar="N", help="Slurm job: only this rank (0, 1, …) or node name")
+    p.add_argument("--tail", type=int, metavar="N", help="Slurm job: only the last N lines")
 
     p = cmd("down", "stop and remove the runner's containers (only the runner's own)", "primus-runner down --all")
     p.add_argument("names", nargs="*", metavar="NAME")
@@ -145,6 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--time", metavar="T")
     p.add_argument("--account", metavar="A")
     p.add_argument("--gpus-per-node", type=int, metavar="G")
+    _slurm_cluster_options(p)
     p.add_argument("--dry-run", action="store_true", help="print the batch script")
     p.add_argument("--wait", action="store_true", help="wait for the job, stream its output, return its exit code")
     p.add_argument("--audit", action="store_true", help="audit the job's output files after it ends (with --wait)")
@@ -241,13 +264,22 @@ def _early_masker(command: str | None, sources):
 def _run_options(args, sources):
     from runner.options import RunOptions, SlurmFlags
 
-    slurm = SlurmFlags(args.nodes, args.partition, args.time, args.account, args.gpus_per_node) if args.cmd == "submit" else SlurmFlags()
+    slurm = _slurm_flags(args) if args.cmd == "submit" else SlurmFlags()
     return RunOptions(
         command=tuple(args.command), sources=sources, flags=_flags(args), dry_run=getattr(args, "dry_run", False),
         detach=args.detach if args.cmd == "up" else (args.cmd == "submit" and not args.wait),
         keep=getattr(args, "keep", False), build=getattr(args, "build", False), audit=getattr(args, "audit", False),
         report=getattr(args, "report", None), slurm=slurm,
     )
+
+
+_SLURM_JOB = __import__("re").compile(r"^\d+(_\d+)?$")  # `logs 1234`: a Slurm job id; anything else names a container
+
+
+def _slurm_output_dir(sources):
+    from runner.config import load_config
+
+    return load_config(sources.config_file).get("slurm", "output_dir")
 
 
 def _dispatch(args, sources, out: Output, parser) -> int:
@@ -269,6 +301,10 @@ def _dispatch(args, sources, out: Output, parser) -> int:
         from runner.engines import engine_for
 
         return pipeline.run(_run_options(args, sources), engine_for("docker" if name == "up" else "slurm"), out)
+    if name == "logs" and _SLURM_JOB.match(args.name):
+        from runner.engines.slurm import jobs
+
+        return jobs.cmd_logs(args.name, out, follow=args.follow, node=args.node, tail=args.tail, output_dir=_slurm_output_dir(sources))
     if name in ("ps", "logs", "down"):
         from runner.engines.docker import commands
 

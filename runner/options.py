@@ -89,6 +89,22 @@ class SlurmFlags:
     time: str | None = None
     account: str | None = None
     gpus_per_node: int | None = None
+    output: str | None = None  # slurm mode's -o/--output: where the job's output file goes
+    # What shared clusters ask for; each is checked in runner.engines.slurm.script (one token, no directive).
+    nodelist: str | None = None
+    exclude: str | None = None
+    qos: str | None = None
+    reservation: str | None = None
+    exclusive: bool = False
+    gres: str | None = None
+    constraint: str | None = None
+    mem: str | None = None
+    cpus_per_task: int | None = None
+    mail_type: str | None = None
+    mail_user: str | None = None
+    dependency: str | None = None
+    requeue: bool = False
+    signal: str | None = None
 
 
 @dataclass(frozen=True)

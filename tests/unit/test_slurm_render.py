@@ -218,3 +218,78 @@ def test_check_warns_when_slurm_stores_job_environments():
     assert len(warn) == 1 and "job_env" in warn[0] and "job_script" in warn[0]
     assert jobs.accounting_warnings("AccountingStoreFlags    = job_script\n")[0].startswith("Slurm stores batch scripts")
     assert jobs.accounting_warnings("AccountingStoreFlags    = (null)\n") == []
+
+
+# --------------------------------------------------------------------------- cluster options (issue 16)
+def _dry_run(work, capsys, *flags: str) -> tuple[int, str, str]:
+    from runner import cli
+
+    code = cli.main(["submit", "--gpu", "none", "--dry-run", *flags, "--", "sh", "-c", "echo hi"])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+CLUSTER_FLAGS = [
+    (["--nodelist", "n[1-2],gpu7"], "#SBATCH --nodelist=n[1-2],gpu7"),
+    (["--exclude", "n3"], "#SBATCH --exclude=n3"),
+    (["--qos", "high"], "#SBATCH --qos=high"),
+    (["--reservation", "maint_1"], "#SBATCH --reservation=maint_1"),
+    (["--exclusive"], "#SBATCH --exclusive"),
+    (["--gres", "gpu:mi300x:8"], "#SBATCH --gres=gpu:mi300x:8"),
+    (["--constraint", "a100&[rack1|rack2]"], "#SBATCH --constraint=a100&[rack1|rack2]"),
+    (["--mem", "64G"], "#SBATCH --mem=64G"),
+    (["--cpus-per-task", "16"], "#SBATCH --cpus-per-task=16"),
+    (["--mail-type", "END,FAIL"], "#SBATCH --mail-type=END,FAIL"),
+    (["--mail-user", "me@example.org"], "#SBATCH --mail-user=me@example.org"),
+    (["--dependency", "afterok:1234:1235,singleton"], "#SBATCH --dependency=afterok:1234:1235,singleton"),
+    (["--requeue"], "#SBATCH --requeue"),
+    (["--signal", "B:USR1@90"], "#SBATCH --signal=B:USR1@90"),
+]
+
+
+@pytest.mark.parametrize("flags,directive", CLUSTER_FLAGS, ids=[f[0][0] for f in CLUSTER_FLAGS])
+def test_cluster_flag_reaches_the_batch_script(work, capsys, flags, directive):
+    (work / ".primus.yaml").write_text(YAML.replace('sbatch_args: ["--exclusive"]', "sbatch_args: []"))
+    _, plain, _ = _dry_run(work, capsys)
+    code, out, err = _dry_run(work, capsys, *flags)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert directive in lines, out
+    directives = [line for line in lines if line.startswith("#SBATCH ")]
+    # A directive sbatch reads: before the first command, one option per line.
+    assert lines.index(directive) < lines.index(next(line for line in lines if line.startswith("srun ")))
+    export = [line for line in directives if "--export" in line]
+    assert export == [line for line in plain.splitlines() if line.startswith("#SBATCH --export")] and len(export) == 1, "the flag did not change what travels"
+    assert [line for line in lines if line not in plain.splitlines() and "primus-" not in line] == [directive], "only its directive is new"
+    assert subprocess.run(["bash", "-n"], input=out, text=True).returncode == 0
+
+
+BAD_VALUES = [
+    ("--nodelist", "n1 --export=ALL"), ("--nodelist", "n1\n#SBATCH --export=ALL"), ("--exclude", "--export=ALL"),
+    ("--qos", "high,--export=ALL"), ("--qos", "a\nb"), ("--reservation", "r --get-user-env"), ("--gres", "gpu:1 --export=ALL"),
+    ("--constraint", 'a"b'), ("--constraint", "a #b"), ("--mem", "1G --export=ALL"), ("--mem", "lots"),
+    ("--mail-type", "END,--export=ALL"), ("--mail-type", "SOMETIMES"), ("--mail-user", "me@x --export=ALL"),
+    ("--mail-user", "a=b"), ("--dependency", "afterok:1 --export=ALL"), ("--dependency", "afterok:1,--export=ALL"),
+    ("--signal", "USR1 --export=ALL"), ("--signal", "B:USR1@90\n#SBATCH --export=ALL"), ("--cpus-per-task", "0"),
+]
+
+
+@pytest.mark.parametrize("flag,value", BAD_VALUES)
+def test_a_cluster_flag_value_that_would_inject_is_exit_2(work, capsys, flag, value):
+    code, out, err = _dry_run(work, capsys, f"{flag}={value}")
+    assert code == 2, out + err
+    assert "#SBATCH" not in out and not (work / "primus-runs").exists()
+    assert flag in err
+
+
+def test_cluster_flags_are_checked_before_a_tracker_run_or_sbatch(work, capsys):
+    """The engine's preflight validates them: a refused value creates no job directory and runs no sbatch."""
+    from runner.engines.base import RunContext
+    from runner.engines.slurm import SlurmEngine
+    from runner.options import RunOptions, SlurmFlags
+    from runner.secrets import secret_scope
+    from runner.ui import Output
+
+    ctx = RunContext(RunOptions(command=("true",), slurm=SlurmFlags(qos="x --export=ALL")), secret_scope(), Output(), load_config())
+    with pytest.raises(ConfigError):
+        SlurmEngine().preflight(ctx)

@@ -11,7 +11,7 @@ removes the job's containers by label after Slurm reports the job gone.
 
 from __future__ import annotations
 
-from dataclasses import replace
+import os
 from pathlib import Path
 
 from runner.engines.base import Launched, RunContext
@@ -26,13 +26,28 @@ class SlurmEngine:
     computed_env = COMPUTED  # per node, by the agent: planned as such, never taken from this host
 
     def preflight(self, ctx: RunContext) -> None:
+        settings_from(ctx.config, ctx.options.slurm)  # a refused flag value: exit 2 before a tracker run or sbatch
         jobs.tool("sbatch")
         jobs.tool("srun")
 
+    @staticmethod
+    def _lookup(ctx: RunContext):
+        return getattr(ctx, "lookup", None) or os.environ.get
+
+    @staticmethod
+    def _pull_policy(ctx: RunContext) -> str:
+        configured = ctx.config.get("container", "pull", default=None) if ctx.config else None
+        return getattr(ctx.options, "pull", None) or configured or "missing"
+
     def request(self, plan: LaunchPlan, ctx: RunContext, job_dir: Path | None = None) -> SlurmRequest:
+        from runner.registry import ENV_NAMES
+
         settings = settings_from(ctx.config, ctx.options.slurm)
         job_dir = job_dir or jobs.job_dir_for(settings, plan.name, create=False)
-        return SlurmRequest(plan, settings, job_dir, render_script(plan, settings, job_dir), tuple(export_names(plan)))
+        lookup = self._lookup(ctx)
+        agent_env = tuple(n for n in ENV_NAMES if lookup(n))  # the registry login the agents pull with
+        return SlurmRequest(plan, settings, job_dir, render_script(plan, settings, job_dir, agent_env), tuple(export_names(plan, agent_env)),
+                            agent_env=agent_env, pull=self._pull_policy(ctx))
 
     def dry_run(self, request: SlurmRequest, ctx: RunContext) -> None:
         if ctx.out.json_mode:
@@ -41,9 +56,18 @@ class SlurmEngine:
             ctx.out.result(request.render())
 
     def launch(self, request: SlurmRequest, ctx: RunContext) -> Launched:
+        from runner import registry
+        from runner.secrets import Secret
+
+        lookup = self._lookup(ctx)
+        if request.pull != "never":  # a refused login fails here (exit 2), not on every node after queueing
+            cred = registry.credentials_for(request.plan.image, lookup)
+            if cred is not None:
+                registry.check_login(cred, 10)
+        agent_values = {n: (Secret(lookup(n)) if n == "DOCKER_LOGIN_KEY" else lookup(n)) for n in request.agent_env}
         job_dir = jobs.job_dir_for(request.settings, request.plan.name, create=True)
         request = self.request(request.plan, ctx, job_dir)  # the script names the directory actually made
-        job_id = jobs.sbatch(request, ctx.scope.masker)
+        job_id = jobs.sbatch(request, ctx.scope.masker, agent_values)
         return Launched(job_id, request.plan.name, {"request": request, "final": None})
 
     def announce(self, launched: Launched, ctx: RunContext, detached: bool) -> None:
@@ -59,7 +83,7 @@ class SlurmEngine:
             return
         ctx.out.result(launched.id)
         ctx.out.info(where)
-        ctx.out.info(f"follow it: primus-runner status {launched.id}; stop it: primus-runner cancel {launched.id}")
+        ctx.out.info(f"follow it: primus-runner logs {launched.id} -f (status {launched.id}); stop it: primus-runner cancel {launched.id}")
 
     def group_title(self, launched: Launched, request: SlurmRequest) -> str:
         return f"job {launched.id} output: {request.plan.name} on {request.settings.nodes} node(s)"
@@ -67,12 +91,14 @@ class SlurmEngine:
     def watch(self, launched: Launched, ctx: RunContext, on_running=None) -> int:
         request: SlurmRequest = launched.state["request"]
         try:
-            final = jobs.wait_for(launched.id, request.job_dir, ctx.out)
+            final = jobs.wait_for(launched.id, request.job_dir, ctx.out, request.settings.nodes)
         except KeyboardInterrupt:
             ctx.out.warn(f"stopped following job {launched.id}; it keeps running (primus-runner cancel {launched.id} stops it)")
             launched.still_running = True
             return 130
         launched.state["final"] = final
+        for message in jobs.lost_agents(final, request.job_dir, launched.id):
+            ctx.out.error(message)
         ctx.tail.add(jobs.output_tail(request.job_dir / f"slurm-{launched.id}.out"))
         return jobs.final_exit_code(final, request.job_dir, launched.id)
 

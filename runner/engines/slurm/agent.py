@@ -25,7 +25,7 @@ from runner.secrets import Secret, SecretScope, secret_scope
 from runner.ui import Output
 
 
-def plan_from_document(doc: dict, environ: dict[str, str]) -> tuple[LaunchPlan, SecretScope, list[str]]:
+def plan_from_document(doc: dict, environ: dict[str, str], extra_secrets: tuple[str, ...] = ()) -> tuple[LaunchPlan, SecretScope, list[str]]:
     """The plan on this node: names from the file, values from the environment.
 
     Returns (plan, the node's secret scope, names missing from the environment).
@@ -44,7 +44,8 @@ def plan_from_document(doc: dict, environ: dict[str, str]) -> tuple[LaunchPlan, 
     plan = LaunchPlan.from_record(record, values)
     scope = secret_scope(
         public=[(d.name, d.value) for d in plan.forwarded if not d.secret],
-        extra=list(plan.secret_env().items()),
+        # The agent's own secrets (the registry key it pulls with) are masked too, never given to the container.
+        extra=list(plan.secret_env().items()) + [(n, Secret(environ[n])) for n in extra_secrets if environ.get(n)],
     )
     return plan, scope, missing
 
@@ -68,7 +69,7 @@ def run_node(plan_file: str, out: Output) -> int:
         doc = json.loads(Path(plan_file).read_text())
     except (OSError, ValueError) as exc:
         raise ConfigError(Problem(f"cannot read the plan file {plan_file}: {exc}", hint="the job directory must be on a file system every node sees"))
-    plan, scope, missing = plan_from_document(doc, environ)
+    plan, scope, missing = plan_from_document(doc, environ, extra_secrets=("DOCKER_LOGIN_KEY",))
     out.use_masker(scope.masker)
     secret_names = {e["name"] for e in doc["plan"]["env"] if e["secret"]}
     node = environ.get("SLURMD_NODENAME", "?")
@@ -87,6 +88,16 @@ def run_node(plan_file: str, out: Output) -> int:
         "MASTER_PORT": str(slurm["master_port"]),
         "GPUS_PER_NODE": str(slurm["gpus_per_node"]),
     }
+    exit_file = Path(doc["job_dir"]) / f"exit-{job_id}-{rank}"
+    if environ.get("SLURM_RESTART_COUNT", "0") not in ("", "0"):
+        # A requeued job runs again: the first run's code is stale, and a container its killed
+        # agent left behind would hold the name.
+        exit_file.unlink(missing_ok=True)
+        from runner.engines.docker.commands import remove_containers
+
+        remove_containers({LABEL_SLURM_JOB: job_id, LABEL_NODE_RANK: rank})
+    if "WANDB_RUN_ID" in plan.public_env() and "WANDB_RESUME" not in plan.public_env():
+        computed["WANDB_RESUME"] = "allow"  # a requeued run continues the same W&B run
     name = f"primus-{job_id}-{rank}"
     labels = tuple((k, name if k.endswith(".job") else v) for k, v in plan.labels)
     stop_timeout = plan.stop_timeout
@@ -94,14 +105,30 @@ def run_node(plan_file: str, out: Output) -> int:
         stop_timeout = max(1.0, min(stop_timeout, float(slurm["kill_wait"]) - 3))
     plan = replace(plan.with_env(computed, "slurm"), name=name, labels=labels, stop_timeout=stop_timeout)
 
-    code = _run_container(plan, scope, out, {LABEL_SLURM_JOB: job_id, LABEL_NODE_RANK: rank})
+    code = _pull(plan.image, doc.get("pull", "missing"), environ, out)
+    if code == 0:
+        code = _run_container(plan, scope, out, {LABEL_SLURM_JOB: job_id, LABEL_NODE_RANK: rank})
     try:
-        fd = os.open(Path(doc["job_dir"]) / f"exit-{job_id}-{rank}", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        fd = os.open(exit_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as fh:
             fh.write(f"{code}\n")
     except OSError:
         pass
     return code
+
+
+def _pull(image: str, policy: str, environ: dict, out: Output) -> int:
+    """The image on this node as the policy wants it, with the registry login sbatch's environment carried."""
+    from runner.engine_api import Engine
+    from runner.engine_api.pull import pull_as_needed
+    from runner.errors import RunnerError
+
+    try:
+        pull_as_needed(Engine(), image, policy=policy, lookup=environ.get, out=out)
+    except RunnerError as exc:
+        out.error(f"node {environ.get('SLURMD_NODENAME', '?')}: {exc.message}", exc.hint)
+        return exc.exit_code
+    return 0
 
 
 def _run_container(plan: LaunchPlan, scope: SecretScope, out: Output, labels: dict[str, str]) -> int:

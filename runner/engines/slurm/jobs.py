@@ -184,14 +184,16 @@ def job_dir_for(settings: SlurmSettings, name: str, create: bool) -> Path:
 
 
 # --------------------------------------------------------------------------- submit
-def sbatch(request: SlurmRequest, masker: Masker) -> str:
+def sbatch(request: SlurmRequest, masker: Masker, agent_values: dict | None = None) -> str:
     """Write the job's files (0600 in a 0700 directory) and submit; the job id.
 
     sbatch's own environment carries the values; the explicit list decides what travels.
+    ``agent_values``: the agent-only names of ``request.agent_env`` (registry login) and their values.
     """
     sbatch_path = tool("sbatch")
     tool("srun")
-    write_private(request.job_dir / PLAN_FILE, json.dumps(plan_document(request.plan, request.settings, request.job_dir, kill_wait()), indent=2), masker)
+    doc = plan_document(request.plan, request.settings, request.job_dir, kill_wait(), pull=request.pull)
+    write_private(request.job_dir / PLAN_FILE, json.dumps(doc, indent=2), masker)
     write_private(request.job_dir / SCRIPT_FILE, request.script, masker)
     env = {k: v for k, v in os.environ.items() if k not in ("SBATCH_EXPORT", "SLURM_EXPORT_ENV", "SBATCH_EXPORT_FILE")}
     for decision in request.plan.forwarded:
@@ -199,6 +201,10 @@ def sbatch(request: SlurmRequest, masker: Masker) -> str:
             continue
         value = decision.value
         env[decision.name] = value.reveal() if isinstance(value, Secret) else str(value)  # the one unwrap: into sbatch's env
+    for name in request.agent_env:
+        value = (agent_values or {}).get(name)
+        if value is not None:
+            env[name] = value.reveal() if isinstance(value, Secret) else str(value)  # the agent's registry login, same path
     result = _run(request.command(sbatch_path), timeout=60, env=env, umask=0o077)
     del env
     if result.returncode != 0:
@@ -210,38 +216,309 @@ def sbatch(request: SlurmRequest, masker: Masker) -> str:
     return result.stdout.strip().split(";")[0]
 
 
-def wait_for(job_id: str, job_dir: Path, out: Output) -> JobState | None:
-    """Follow the job to its end, streaming its (already masked) output, masked again."""
-    output_file = job_dir / f"slurm-{job_id}.out"
-    stream = out.masker.stream()
-    sink = sys.stderr.buffer if out.json_mode else sys.stdout.buffer
-    position, delay, state = 0, 0.1, None
+# Polling slurmctld: one ``scontrol show job -o JOB`` per poll, first after POLL_FIRST seconds,
+# doubling to POLL_MAX while nothing changes, back to POLL_FIRST on a change (docs/slurm.md).
+# Reading the job's output file is local and stays fast (FILE_POLL).
+POLL_FIRST, POLL_MAX, FILE_POLL = 1.5, 30.0, 0.25
 
-    def pump() -> bool:
-        nonlocal position
+
+class Backoff:
+    """The delay before the next query: ``POLL_FIRST`` after a change, doubling up to ``POLL_MAX``."""
+
+    def __init__(self, first: float = POLL_FIRST, cap: float = POLL_MAX):
+        self.first, self.cap, self.delay = first, cap, first
+
+    def next(self, changed: bool) -> float:
+        self.delay = self.first if changed else min(self.delay * 2, self.cap)
+        return self.delay
+
+
+def _clock(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    seconds = int(max(0, seconds))
+    h, rest = divmod(seconds, 3600)
+    return f"{h}:{rest // 60:02d}:{rest % 60:02d}" if h else f"{rest // 60}:{rest % 60:02d}"
+
+
+def _duration(text: str | None) -> float | None:
+    """Slurm's ``[D-]HH:MM:SS`` (RunTime) in seconds."""
+    m = re.match(r"^(?:(\d+)-)?(\d+):(\d{2}):(\d{2})$", text or "")
+    if not m:
+        return None
+    days, h, mi, sec = (int(g or 0) for g in m.groups())
+    return ((days * 24 + h) * 60 + mi) * 60 + sec
+
+
+def _since(stamp: str | None) -> float | None:
+    try:
+        return time.time() - datetime.strptime(stamp or "", "%Y-%m-%dT%H:%M:%S").timestamp()
+    except ValueError:
+        return None
+
+
+def describe(state: JobState) -> dict:
+    """What a person wants to know: Slurm's state with its reason, the nodes, the time, restarts."""
+    f = state.fields
+    reason = f.get("Reason") if f.get("Reason") not in (None, "", "None", "(null)") else None
+    nodes = f.get("NodeList") if f.get("NodeList") not in (None, "", "(null)") else None
+    restarts = int(f["Restarts"]) if f.get("Restarts", "").isdigit() else 0
+    elapsed = _since(f.get("SubmitTime")) if state.state == "pending" else _duration(f.get("RunTime"))
+    return {"slurm_state": state.slurm_state, "reason": reason, "nodes": nodes, "elapsed": elapsed, "restarts": restarts}
+
+
+def progress_text(job_id: str, state: JobState, elapsed: float | None = None) -> str:
+    d = describe(state)
+    elapsed = d["elapsed"] if elapsed is None else elapsed
+    text = f"job {job_id}: {d['slurm_state']}"
+    if state.state == "pending" and d["reason"]:
+        text += f" ({d['reason']})"
+    if state.state == "running" and d["nodes"]:
+        text += f" on {d['nodes']}"
+    if state.done and state.exit_code is not None:
+        text += f" (exit {state.exit_code})"
+    text += f", {'after' if state.done else 'for'} {_clock(elapsed)}"
+    if d["restarts"]:
+        text += f", restarted {d['restarts']} time(s)"
+    return text
+
+
+class _Progress:
+    """A live line on a terminal (rich, transient); one line per change elsewhere (CI logs)."""
+
+    def __init__(self, out: Output, job_id: str):
+        self.out, self.job_id, self.live, self.state, self.at, self.base = out, job_id, None, None, 0.0, None
+        if out.interactive:
+            from rich.live import Live
+            from rich.text import Text
+
+            self._text = Text
+            self.live = Live(Text(""), console=out.rich_console(stderr=True), transient=True, auto_refresh=False)
+            self.live.start()
+
+    def change(self, state: JobState) -> None:
+        self.state, self.at, self.base = state, time.monotonic(), describe(state)["elapsed"]
+        if self.live is None:
+            self.out.info(progress_text(self.job_id, state))
+        self.tick()
+
+    def tick(self) -> None:
+        if self.live is None or self.state is None:
+            return
+        elapsed = None if self.base is None else self.base + time.monotonic() - self.at
+        self.live.update(self._text(self.out.masker.mask(progress_text(self.job_id, self.state, elapsed)), style="dim"), refresh=True)
+
+    def write(self, text: str) -> bool:
+        """Job output above the live line when stdout is that terminal; False: write it yourself."""
+        if self.live is None or not sys.stdout.isatty():
+            return False
+        self.live.console.print(text, end="", markup=False, highlight=False, soft_wrap=True)
+        return True
+
+    def close(self, final: JobState | None) -> None:
+        if self.live is not None:
+            self.live.stop()
+        if final is not None and final.done:
+            self.out.info(progress_text(self.job_id, final))
+
+
+def _exit_files(job_dir: Path, job_id: str) -> int:
+    try:
+        return sum(1 for _ in job_dir.glob(f"exit-{job_id}-*"))
+    except OSError:
+        return 0
+
+
+def wait_for(job_id: str, job_dir: Path, out: Output, nodes: int = 0) -> JobState | None:
+    """Follow the job to its end: its output (rank-prefixed, masked again) and its state, polled with back-off."""
+    progress = _Progress(out, job_id)
+    sink = sys.stderr if out.json_mode else sys.stdout
+
+    def write(text: str) -> None:
+        if not progress.write(text):
+            sink.write(text)
+            sink.flush()
+
+    follower = Follower(job_dir / f"slurm-{job_id}.out", RankLines(out.masker, write, json_lines=False))
+    backoff, state, key, next_poll, exits = Backoff(), None, None, 0.0, 0
+    try:
+        while True:
+            now = time.monotonic()
+            found = _exit_files(job_dir, job_id)
+            if found != exits:  # an agent finished (or a requeued run began): the state changes soon
+                exits, next_poll = found, min(next_poll, now + 0.5)
+                backoff.delay = POLL_FIRST / 2
+            if now >= next_poll:
+                state = job_state(job_id)
+                if state is None or state.done:
+                    break
+                d = describe(state)
+                changed = (state.slurm_state, d["reason"], d["nodes"], d["restarts"]) != key
+                key = (state.slurm_state, d["reason"], d["nodes"], d["restarts"])
+                if changed:
+                    progress.change(state)
+                delay = backoff.next(changed)
+                if nodes and exits >= nodes:  # every agent is done: the job ends within moments
+                    delay = min(delay, POLL_FIRST)
+                next_poll = now + delay
+            grew = follower.pump()
+            progress.tick()
+            if not grew:
+                time.sleep(FILE_POLL)
+        follower.pump()
+        follower.close()
+    finally:
+        progress.close(state)
+    return state
+
+
+# --------------------------------------------------------------------------- the job's output, per rank
+# The agents run under `srun --label`: each line of the job's file is "RANK: text" (padded to the
+# widest rank); lines without a label come from the batch script itself.
+_LABEL = re.compile(rb"^ *(\d+): (.*)$", re.S)
+
+
+class RankLines:
+    """The job file's lines as ``[RANK] text`` (or JSON lines ``{"rank", "node", "line"}``), masked."""
+
+    def __init__(self, masker: Masker, write, json_lines: bool, rank: int | None = None, nodes: list[str] | None = None):
+        self.masker, self.write, self.json_lines, self.only, self.nodes = masker, write, json_lines, rank, nodes or []
+        self.pending = b""
+
+    def feed(self, chunk: bytes) -> None:
+        *lines, self.pending = (self.pending + chunk).split(b"\n")
+        for line in lines:
+            self.line(line)
+
+    def close(self) -> None:
+        if self.pending:
+            self.line(self.pending)
+            self.pending = b""
+
+    @staticmethod
+    def split(raw: bytes) -> tuple[int | None, bytes]:
+        m = _LABEL.match(raw)
+        return (int(m.group(1)), m.group(2)) if m else (None, raw)
+
+    def line(self, raw: bytes) -> None:
+        rank, body = self.split(raw)
+        if self.only is not None and rank != self.only:
+            return
+        text = self.masker.mask(body.decode("utf-8", "replace").rstrip("\r"))
+        if self.json_lines:
+            node = self.nodes[rank] if rank is not None and rank < len(self.nodes) else None
+            self.write(json.dumps({"rank": rank, "node": node, "line": text}) + "\n")
+        else:
+            self.write(f"[{'job' if rank is None else rank}] {text}\n")
+
+
+class Follower:
+    """Reads what was added to a file since the last call (a local read: cheap to repeat)."""
+
+    def __init__(self, path: Path, lines: RankLines, position: int = 0):
+        self.path, self.lines, self.position = path, lines, position
+
+    def pump(self) -> bool:
         try:
-            with open(output_file, "rb") as fh:
-                fh.seek(position)
-                chunk = fh.read()
+            with open(self.path, "rb") as fh:
+                if os.fstat(fh.fileno()).st_size < self.position:
+                    self.position = 0  # truncated (a requeued run without append): from the start
+                fh.seek(self.position)
+                chunk = fh.read(1 << 20)
         except FileNotFoundError:
             return False
         if chunk:
-            position += len(chunk)
-            sink.write(stream.feed(chunk))
-            sink.flush()
+            self.position += len(chunk)
+            self.lines.feed(chunk)
         return bool(chunk)
 
-    while True:
-        state = job_state(job_id)
-        grew = pump()
-        if state is None or state.done:
-            break
-        delay = 0.1 if grew else min(delay * 1.5, 1.0)
-        time.sleep(delay)
-    pump()
-    sink.write(stream.flush())
-    sink.flush()
-    return state
+    def close(self) -> None:
+        self.lines.close()
+
+
+def lost_agents(state: JobState | None, job_dir: Path, job_id: str) -> list[str]:
+    """For a failed job: the nodes whose agent wrote no exit code (killed, or the node failed)."""
+    if state is None or state.state not in ("failed", "timeout") or not state.fields.get("NodeList"):
+        return []
+    try:
+        nodes = hostnames(state.fields["NodeList"])
+    except EngineUnavailable:
+        return []
+    return [
+        f"job {job_id}: the node agent on {node} (rank {rank}) ended without an exit code: it was killed or {node} failed"
+        for rank, node in enumerate(nodes) if not (job_dir / f"exit-{job_id}-{rank}").exists()
+    ]
+
+
+def output_file_of(job_id: str, output_dir: Path | None) -> Path | None:
+    """The job's output file: Slurm's StdOut while it knows the job, else the runner's job directories."""
+    state = job_state(job_id) if shutil.which("scontrol") else None
+    stdout = (state.fields.get("StdOut") if state else None) or ""
+    if stdout and "%" not in stdout and Path(stdout).exists():
+        return Path(stdout)
+    for base in filter(None, (output_dir, Path.cwd() / "primus-runs")):
+        found = sorted(Path(base).glob(f"*/slurm-{job_id}.out"))
+        if found:
+            return found[-1]
+    return None
+
+
+def _tail(path: Path, lines: RankLines, count: int) -> int:
+    """Feed the last ``count`` lines (of the selected rank) to ``lines``; the file position after them."""
+    from collections import deque
+
+    kept: deque = deque(maxlen=count)
+    with open(path, "rb") as fh:
+        for raw in fh:
+            if raw.endswith(b"\n") and (lines.only is None or RankLines.split(raw[:-1])[0] == lines.only):
+                kept.append(raw[:-1])
+            elif not raw.endswith(b"\n"):
+                lines.pending = raw  # a line still being written
+        position = fh.tell()
+    for raw in kept:
+        lines.line(raw)
+    return position
+
+
+def cmd_logs(job: str, out: Output, follow: bool = False, node: str | None = None, tail: int | None = None,
+             output_dir: str | None = None) -> int:
+    """``logs JOB [-f] [--node N] [--tail N]``: the job's output from every node, rank by rank."""
+    job_id = require_job_id(job)
+    path = output_file_of(job_id, Path(output_dir).expanduser() if output_dir else None)
+    if path is None:
+        raise UsageError(f"no output file of job {job_id} found", "run logs from the directory you submitted from (or where slurm.output_dir points)")
+    state = job_state(job_id) if shutil.which("scontrol") else None
+    nodes = hostnames(state.fields["NodeList"]) if state and state.fields.get("NodeList") not in (None, "", "(null)") else []
+    rank = None
+    if node is not None:
+        rank = int(node) if node.isdigit() else (nodes.index(node) if node in nodes else None)
+        if rank is None:
+            raise UsageError(f"--node {node}: not a rank or a node of job {job_id}" + (f" ({', '.join(nodes)})" if nodes else ""), "pass a rank (0, 1, …) or a node name")
+    lines = RankLines(out.masker, lambda text: (sys.stdout.write(text), sys.stdout.flush()), json_lines=out.json_mode, rank=rank, nodes=nodes)
+    if tail is not None:
+        if tail < 0:
+            raise UsageError("--tail takes a number of lines (0 or more)")
+        position = _tail(path, lines, tail) if tail else path.stat().st_size
+        lines.pending = lines.pending if tail else b""
+    else:
+        position = 0
+    follower = Follower(path, lines, position)
+    follower.pump()
+    if follow:
+        backoff, key, next_poll = Backoff(), None, time.monotonic() + POLL_FIRST
+        while state is not None and not state.done:
+            if time.monotonic() >= next_poll:
+                state = job_state(job_id)
+                new = (state.slurm_state, state.fields.get("Restarts")) if state else None
+                next_poll = time.monotonic() + backoff.next(new != key)
+                key = new
+                if state is None or state.done:
+                    break
+            if not follower.pump():
+                time.sleep(FILE_POLL)
+        follower.pump()
+    follower.close()
+    return 0
 
 
 def final_exit_code(state: JobState | None, job_dir: Path, job_id: str) -> int:
@@ -280,12 +557,12 @@ def cmd_status(job: str, out: Output) -> int:
     if state is None:
         raise UsageError(f"Slurm does not know job {job_id}", "finished jobs are forgotten after MinJobAge unless the cluster keeps accounting (sacct)")
     if out.json_mode:
-        out.json({"job_id": job_id, "state": state.state, "exit_code": state.exit_code})
+        d = describe(state)
+        out.json({"job_id": job_id, "state": state.state, "exit_code": state.exit_code, "slurm_state": state.slurm_state,
+                  "reason": d["reason"], "nodes": d["nodes"], "elapsed": None if d["elapsed"] is None else int(d["elapsed"]),
+                  "restarts": d["restarts"]})
     else:
-        tail = f" (exit {state.exit_code})" if state.exit_code is not None else ""
-        nodes = state.fields.get("NodeList")
-        where = f" on {nodes}" if nodes and nodes != "(null)" else ""
-        out.result(f"job {job_id}: {state.state}{tail}{where}")
+        out.result(progress_text(job_id, state))
     return 0
 
 

@@ -45,6 +45,72 @@ class SlurmSettings:
     master_port: int
     output_dir: str | None
     sbatch_args: tuple[str, ...]
+    # The cluster options (flags only); rendered as #SBATCH directives in FLAG_ORDER.
+    nodelist: str | None = None
+    exclude: str | None = None
+    qos: str | None = None
+    reservation: str | None = None
+    exclusive: bool = False
+    gres: str | None = None
+    constraint: str | None = None
+    mem: str | None = None
+    cpus_per_task: int | None = None
+    mail_type: str | None = None
+    mail_user: str | None = None
+    dependency: str | None = None
+    requeue: bool = False
+    signal: str | None = None
+
+
+# Each value is ONE token of the characters Slurm's own syntax uses for that option: no
+# whitespace, newline, quote or '#' (a new directive), no leading '-' (another option), no '='
+# where Slurm has none. So no value can add a directive or widen --export.
+_NODES = r"[A-Za-z0-9_.\[\]-]+(,[A-Za-z0-9_.\[\]-]+)*"
+_MAIL_TYPES = {"NONE", "BEGIN", "END", "FAIL", "REQUEUE", "ALL", "INVALID_DEPEND", "STAGE_OUT", "TIME_LIMIT",
+               "TIME_LIMIT_90", "TIME_LIMIT_80", "TIME_LIMIT_50", "ARRAY_TASKS"}
+_DEP = r"(singleton|[a-z_]+(:[0-9]+(_[0-9]+)?(\+[0-9]+)?)+)"
+FLAG_RULES: dict[str, tuple[str, str]] = {
+    "nodelist": (rf"^{_NODES}$", "node names or ranges, e.g. n[1-4],gpu7"),
+    "exclude": (rf"^{_NODES}$", "node names or ranges, e.g. n3,n[7-8]"),
+    "qos": (r"^[A-Za-z0-9_.-]+$", "a QOS name"),
+    "reservation": (r"^[A-Za-z0-9_.-]+(,[A-Za-z0-9_.-]+)*$", "reservation name(s), comma separated"),
+    "gres": (r"^[A-Za-z0-9_.-]+(:[A-Za-z0-9_.-]+)*(,[A-Za-z0-9_.-]+(:[A-Za-z0-9_.-]+)*)*$", "e.g. gpu:8 or gpu:mi300x:8,nic:1"),
+    "constraint": (r"^[A-Za-z0-9_.:*&|!()\[\]-]+$", "features with & | [ ] ( ) *N, e.g. a100&ib"),
+    "mem": (r"^[0-9]+[KMGT]?$", "a size such as 64G (0: all of the node's memory)"),
+    "mail_user": (r"^[A-Za-z0-9_.+-]+(@[A-Za-z0-9.-]+)?$", "a user name or mail address"),
+    "dependency": (rf"^{_DEP}([,?]{_DEP})*$", "e.g. afterok:1234 or afterany:12:34,singleton"),
+    "signal": (r"^(R:|B:|RB:|BR:)?([A-Z0-9]+)(@[0-9]+)?$", "[R:|B:]SIG[@SECONDS], e.g. B:USR1@90"),
+}
+FLAG_ORDER = ("nodelist", "exclude", "qos", "reservation", "exclusive", "gres", "constraint", "mem", "cpus_per_task",
+              "mail_type", "mail_user", "dependency", "requeue", "signal")
+
+
+def _flag_problems(settings: "SlurmSettings") -> list[Problem]:
+    problems = []
+    for key, (pattern, form) in FLAG_RULES.items():
+        value = getattr(settings, key)
+        if value is not None and (not isinstance(value, str) or not re.match(pattern, value) or value.startswith("-")):
+            problems.append(Problem(f"--{key.replace('_', '-')} is not {form}", hint="one value in Slurm's own syntax; no spaces, quotes, '#' or options"))
+    if settings.mail_type is not None:
+        kinds = settings.mail_type.split(",")
+        if not all(k in _MAIL_TYPES for k in kinds):
+            problems.append(Problem(f"--mail-type takes a comma list of {', '.join(sorted(_MAIL_TYPES))}"))
+    if settings.cpus_per_task is not None and settings.cpus_per_task < 1:
+        problems.append(Problem(f"--cpus-per-task {settings.cpus_per_task}: at least 1"))
+    return problems
+
+
+def flag_directives(settings: "SlurmSettings") -> list[str]:
+    """The cluster options as ``--option[=value]`` (already checked by ``settings_from``)."""
+    rendered = []
+    for key in FLAG_ORDER:
+        value = getattr(settings, key)
+        option = f"--{key.replace('_', '-')}"
+        if value is True:
+            rendered.append(option)
+        elif value is not None and value is not False:
+            rendered.append(f"{option}={value}")
+    return rendered
 
 
 def settings_from(config, flags: SlurmFlags) -> SlurmSettings:
@@ -59,8 +125,11 @@ def settings_from(config, flags: SlurmFlags) -> SlurmSettings:
         master_port=int(get("master_port", 1234)),
         output_dir=get("output_dir"),
         sbatch_args=tuple(str(a) for a in (get("sbatch_args", []) or [])),
+        **{key: getattr(flags, key, None) for key in FLAG_ORDER if key not in ("exclusive", "requeue")},
+        exclusive=bool(getattr(flags, "exclusive", False)),
+        requeue=bool(getattr(flags, "requeue", False)),
     )
-    problems = []
+    problems = _flag_problems(settings)
     if settings.nodes < 1:
         problems.append(Problem(f"--nodes {settings.nodes}: a job needs at least one node"))
     if settings.gpus_per_node < 0:
@@ -84,8 +153,8 @@ def settings_from(config, flags: SlurmFlags) -> SlurmSettings:
 
 
 # --------------------------------------------------------------------------- plan file
-def plan_document(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path, kill_wait: int | None = None) -> dict:
-    """The plan file: the plan's record (variable NAMES only) and the per-node settings."""
+def plan_document(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path, kill_wait: int | None = None, pull: str = "missing") -> dict:
+    """The plan file: the plan's record (variable NAMES only), the per-node settings and the pull policy."""
     record = plan.record()
     record["env"] = [e for e in record["env"] if e["name"] not in COMPUTED]
     return {
@@ -93,6 +162,7 @@ def plan_document(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path, kill
         "runner_version": __version__,
         "job_dir": str(job_dir),
         "slurm": {"nodes": settings.nodes, "master_port": settings.master_port, "gpus_per_node": gpus_for(plan, settings), "kill_wait": kill_wait},
+        "pull": pull,
         "plan": record,
     }
 
@@ -101,10 +171,14 @@ def gpus_for(plan, settings: SlurmSettings) -> int:
     return 0 if plan.gpu == "none" else settings.gpus_per_node
 
 
-def export_names(plan) -> list[str]:
-    """Exactly the names Slurm copies to the nodes: the forwarded ones plus what the agent needs."""
+def export_names(plan, agent_env: tuple[str, ...] = ()) -> list[str]:
+    """Exactly the names Slurm copies to the nodes: the forwarded ones plus what the agent needs.
+
+    ``agent_env``: names for the agent only (the registry login it pulls with); the
+    container's environment is built from the plan file's names, so they never reach it.
+    """
     names = [d.name for d in plan.forwarded if d.name not in COMPUTED]
-    return names + [n for n in AGENT_NAMES if n not in names]
+    return names + [n for n in (*AGENT_NAMES, *agent_env) if n not in names]
 
 
 
@@ -117,6 +191,8 @@ class SlurmRequest:
     job_dir: Path
     script: str
     export: tuple[str, ...]
+    agent_env: tuple[str, ...] = ()  # exported for the agent only (DOCKER_LOGIN_*), never the container's
+    pull: str = "missing"
 
     def command(self, sbatch: str = "sbatch") -> list[str]:
         return [sbatch, "--parsable", f"--export={','.join(self.export)}", str(self.job_dir / SCRIPT_FILE)]
@@ -145,9 +221,9 @@ def _directive_value(value: str) -> str:
     return f'"{value}"' if re.search(r"\s", value) else value
 
 
-def render_script(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path) -> str:
+def render_script(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path, agent_env: tuple[str, ...] = ()) -> str:
     """The batch script: names only, no ``set -x``, nothing that depends on a value."""
-    names = export_names(plan)
+    names = export_names(plan, agent_env)
     plan_file = job_dir / PLAN_FILE
     agent = " ".join(shlex.quote(a) for a in agent_command())
     job_name = plan.name if _TOKEN.match(plan.name) else "primus"
@@ -160,6 +236,7 @@ def render_script(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path) -> s
         f"#SBATCH --nodes={n}",
         "#SBATCH --ntasks-per-node=1",
         f"#SBATCH --output={_directive_value(str(job_dir / 'slurm-%j.out'))}",
+        "#SBATCH --open-mode=append",  # a requeued job's next run adds to the same file
         f"#SBATCH --chdir={_directive_value(os.getcwd())}",
     ]
     if settings.time:
@@ -171,15 +248,24 @@ def render_script(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path) -> s
     gpus = gpus_for(plan, settings)
     if gpus:
         lines.append(f"#SBATCH --gpus-per-node={gpus}")
+    lines += [f"#SBATCH {d}" for d in flag_directives(settings)]
     lines.append(f"#SBATCH --export={','.join(names)}")
     lines += [f"#SBATCH {arg}" for arg in settings.sbatch_args]
     step = f"--nodes={n} --ntasks-per-node=1"
+    exits = f"{shlex.quote(str(job_dir))}/exit-\"$SLURM_JOB_ID\""
     lines += [
         "",
         "# One agent per node; it starts the container with the values from its environment.",
-        f"srun {step} --kill-on-bad-exit=1 {agent} node-agent {shlex.quote(str(plan_file))}",
+        "# --label: every line of the job's output starts with its rank (\"1: ...\"), which `logs` shows.",
+        f"srun {step} --kill-on-bad-exit=1 --label {agent} node-agent {shlex.quote(str(plan_file))}",
         "rc=$?",
         'if [ "$rc" -ne 0 ]; then',
+        "    # An agent that wrote no exit code was killed, or its node failed: name the node.",
+        "    rank=0",
+        '    for node in $(scontrol show hostnames "$SLURM_JOB_NODELIST" 2>/dev/null); do',
+        f'        [ -f {exits}-"$rank" ] || echo "primus-runner: node $node (rank $rank): its node agent ended without an exit code (killed, or the node failed)" >&2',
+        "        rank=$((rank + 1))",
+        "    done",
         "    # srun reports the highest code, which may be a rank stopped because another failed (130/143):",
         "    # the job's code is the failing rank's own, which each agent wrote to the job directory.",
         f"    for f in {shlex.quote(str(job_dir))}/exit-\"$SLURM_JOB_ID\"-*; do",
@@ -187,7 +273,7 @@ def render_script(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path) -> s
         '        case "$code" in 0|130|143) ;; *) rc=$code; break ;; esac',
         "    done",
         "    # The step failed or was killed hard: no container of this job may survive on any node.",
-        f"    srun {step} --kill-on-bad-exit=0 {agent} node-agent --cleanup \"$SLURM_JOB_ID\" {shlex.quote(str(plan_file))} || true",
+        f"    srun {step} --kill-on-bad-exit=0 --label {agent} node-agent --cleanup \"$SLURM_JOB_ID\" {shlex.quote(str(plan_file))} || true",
         "fi",
         'exit "$rc"',
         "",
