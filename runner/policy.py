@@ -79,22 +79,17 @@ def prefix_problems(config: Config, host_env: Mapping[str, str]) -> list[Problem
         prefix = str(prefix)
         if len(prefix.strip()) < MIN_PREFIX_LEN or prefix != prefix.strip():
             problems.append(Problem(
-                f"passthrough.prefixes[{i}]: a prefix must be at least {MIN_PREFIX_LEN} characters without spaces "
+                f"passthrough.prefixes: a prefix must be at least {MIN_PREFIX_LEN} characters without spaces "
                 "(an empty or one-letter prefix forwards most of the host environment)",
                 where=where, hint="use a specific prefix such as PRIMUS_ or NCCL_, or list names in container.options.env"))
             continue
         matched = sum(1 for n in names if n.startswith(prefix))
         if len(names) >= 20 and matched > BROAD_PREFIX_SHARE * len(names):
             problems.append(Problem(
-                f"passthrough.prefixes[{i}]: prefix {prefix} matches {matched} of the {len(names)} host variables; "
+                f"passthrough.prefixes: this prefix matches {matched} of the {len(names)} host variables; "
                 "a prefix this broad forwards most of the host environment",
                 where=where, hint="use a more specific prefix, or list names in container.options.env"))
     return problems
-
-
-def _entry_label(where: str | None, entries: list, entry) -> str:
-    index = next((i for i, (e, w) in enumerate(entries) if e is entry and w == where), None)
-    return f"container.options.env[{index}]" if index is not None else "container.options.env"
 
 
 @dataclass(frozen=True)
@@ -196,7 +191,7 @@ def resolve_env(
         name, sep, literal = entry.partition("=")
         name = name.strip()
         if not NAME_RE.match(name):
-            label = "--env" if cli else _entry_label(where, entries, entry)
+            label = "--env" if cli else "container.options.env"  # merged lists: the line says which entry
             result.problems.append(  # the entry is not shown: it may be a value pasted in place of a name
                 Problem(f"{label}: invalid environment variable name (the entry is not shown)", where=where,
                         hint="write NAME or NAME=value; names are letters, digits and _, not starting with a digit")
@@ -219,7 +214,14 @@ def resolve_env(
         decide(name, "allowlist", where, literal if sep else None)
 
     # 2. Names required by the config or by enabled trackers; tracker settings.
-    required = [(n, "required", config.where(("passthrough", "required", i))) for i, n in enumerate(config.get("passthrough", "required", default=[]) or [])]
+    required = []
+    for i, n in enumerate(config.get("passthrough", "required", default=[]) or []):
+        where = config.where(("passthrough", "required", i))
+        if not NAME_RE.match(str(n)):  # not echoed: it may be a value pasted in place of a name
+            result.problems.append(Problem("passthrough.required: invalid environment variable name (the entry is not shown)",
+                                           where=where, hint="names are letters, digits and _, not starting with a digit"))
+            continue
+        required.append((n, "required", where))
     for want in wanted:
         if want.required:
             required.append((want.name, want.reason, None))
