@@ -1,12 +1,14 @@
 """CI integration: GitHub Actions masks, annotations, groups and step summary; GitLab sections.
 
-Under GitHub Actions the runner first prints ``::add-mask::VALUE`` for every
-secret in scope: the one place a value is printed on purpose, because the
-Actions runner consumes those lines and hides the value in its logs. The Actions
-runner reads workflow commands from both streams; the masks are the first lines
-of stderr and also of stdout, except where stdout must stay clean: with ``--json``
-(it must parse) and when stdout is redirected to a regular file (a file a step
-may archive must not hold values). Annotations go to stderr.
+Masks: the runner masks everything it prints itself, and GitHub Actions already
+hides the values of ``${{ secrets.* }}``. For values GitHub cannot know (an env
+file, a secret reference resolved from a vault), ``PRIMUS_RUNNER_ADD_MASK=1``
+makes the runner first print ``::add-mask::VALUE`` for each: the one place a
+value is printed on purpose, for the Actions runner to consume. It is opt-in
+because those lines hold the values: a step that tees its output to a file
+(``… 2>&1 | tee job.log``) and uploads it would publish them. The lines go to
+each stream that is not a regular file (never into a redirected file) and never
+to stdout with ``--json``. Annotations go to stderr.
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ def register_masks(secrets: Iterable[Secret | str]) -> None:
     Each value is registered with its encodings (base64, URL, JSON-escaped) and,
     for multi-line values, line by line: the Actions masker matches per line.
     """
-    if not github_actions():
+    if not add_masks_enabled():
         return
     from runner.secrets import encodings
 
@@ -70,32 +72,43 @@ def register_masks(secrets: Iterable[Secret | str]) -> None:
         value = secret.reveal() if isinstance(secret, Secret) else secret
         if not value or not value.strip():
             continue
-        forms = {form.decode("utf-8", "surrogateescape") for form in encodings(value)}
+        forms = {form.decode("utf-8", "surrogateescape") if isinstance(form, bytes) else form for form in encodings(value)}
         forms.update(part for part in value.splitlines() if part.strip())
         for form in sorted(forms):
             digest = hashlib.sha256(form.encode("utf-8", "surrogateescape")).digest()
-            if "\n" in form or "\r" in form or digest in _registered:
+            if digest in _registered:
                 continue
             _registered.add(digest)
-            lines.append(f"::add-mask::{form}")
+            lines.append(f"::add-mask::{_escape_data(form)}")  # the Actions runner decodes %25, %0D, %0A
     if lines:
         text = "".join(line + "\n" for line in lines)
         if _stdout_takes_masks():
             sys.stdout.write(text)
         sys.stdout.flush()
-        sys.stderr.write(text)
+        if not _is_regular_file(sys.stderr):
+            sys.stderr.write(text)
         sys.stderr.flush()
 
 
-def _stdout_takes_masks() -> bool:
+ADD_MASK_ENV = "PRIMUS_RUNNER_ADD_MASK"
+
+
+def add_masks_enabled() -> bool:
+    """``::add-mask::`` lines only under GitHub Actions and only when asked for (see the module doc)."""
+    return github_actions() and os.environ.get(ADD_MASK_ENV, "").lower() in ("1", "true", "yes")
+
+
+def _is_regular_file(stream) -> bool:
     import stat
 
-    if _json_stdout:
-        return False
     try:
-        return not stat.S_ISREG(os.fstat(sys.stdout.fileno()).st_mode)
+        return stat.S_ISREG(os.fstat(stream.fileno()).st_mode)
     except (OSError, ValueError, AttributeError):
         return False
+
+
+def _stdout_takes_masks() -> bool:
+    return not _json_stdout and not _is_regular_file(sys.stdout)
 
 
 def early_scope(sources: "Sources") -> "SecretScope":

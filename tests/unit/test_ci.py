@@ -75,7 +75,7 @@ def after_masks(stdout: str) -> str:
 
 
 def test_masks_are_the_first_lines_and_values_appear_nowhere_else(project):
-    result = run(["plan", "--", "echo", "hi"], project, GITHUB_ACTIONS="true")
+    result = run(["plan", "--", "echo", "hi"], project, GITHUB_ACTIONS="true", PRIMUS_RUNNER_ADD_MASK="1")
     assert result.returncode == 0, result.stderr
     masks, rest = split_masks(result.stderr)
     registered = {line.removeprefix("::add-mask::") for line in masks}
@@ -90,7 +90,7 @@ def test_masks_are_the_first_lines_and_values_appear_nowhere_else(project):
 
 def test_masks_come_first_even_when_the_config_is_broken(project):
     (project / ".primus.yaml").write_text(BROKEN)
-    result = run(["plan", "--", "echo", "hi"], project, GITHUB_ACTIONS="true")
+    result = run(["plan", "--", "echo", "hi"], project, GITHUB_ACTIONS="true", PRIMUS_RUNNER_ADD_MASK="1")
     assert result.returncode == 2
     masks, rest = split_masks(result.stderr)
     assert {ENV_CANARY, FILE_CANARY} <= {m.removeprefix("::add-mask::") for m in masks}
@@ -99,7 +99,7 @@ def test_masks_come_first_even_when_the_config_is_broken(project):
 
 def test_masks_come_first_when_the_yaml_does_not_parse(project):
     (project / ".primus.yaml").write_text("container:\n  options: [unclosed\n")
-    result = run(["plan", "--", "echo", "hi"], project, GITHUB_ACTIONS="true")
+    result = run(["plan", "--", "echo", "hi"], project, GITHUB_ACTIONS="true", PRIMUS_RUNNER_ADD_MASK="1")
     assert result.returncode == 2
     masks, rest = split_masks(result.stderr)
     assert {ENV_CANARY, FILE_CANARY} <= {m.removeprefix("::add-mask::") for m in masks}
@@ -110,7 +110,7 @@ def test_masks_come_first_when_the_yaml_does_not_parse(project):
 @pytest.mark.parametrize("command", [["plan", "--", "true"], ["check"]])
 def test_config_error_is_an_annotation_with_file_and_line(project, command):
     (project / ".primus.yaml").write_text(BROKEN)
-    result = run(command, project, GITHUB_ACTIONS="true", GITHUB_WORKSPACE=str(project))
+    result = run(command, project, GITHUB_ACTIONS="true", PRIMUS_RUNNER_ADD_MASK="1", GITHUB_WORKSPACE=str(project))
     assert result.returncode == 2
     _, rest = split_masks(result.stderr)
     errors = [line for line in rest if line.startswith("::error ")]
@@ -119,7 +119,7 @@ def test_config_error_is_an_annotation_with_file_and_line(project, command):
 
 
 def test_json_stdout_stays_parseable_under_actions(project):
-    result = run(["--json", "plan", "--", "echo", "hi"], project, GITHUB_ACTIONS="true")
+    result = run(["--json", "plan", "--", "echo", "hi"], project, GITHUB_ACTIONS="true", PRIMUS_RUNNER_ADD_MASK="1")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["env"]["HF_TOKEN"] == "***"
     assert result.stderr.startswith("::add-mask::")
@@ -135,13 +135,14 @@ def test_no_workflow_commands_outside_actions(project):
 
 def test_warnings_become_warning_annotations(project):
     (project / ".env").chmod(0o644)  # a world-readable env file is warned about
-    result = run(["plan", "--", "echo", "hi"], project, GITHUB_ACTIONS="true")
+    result = run(["plan", "--", "echo", "hi"], project, GITHUB_ACTIONS="true", PRIMUS_RUNNER_ADD_MASK="1")
     _, rest = split_masks(result.stderr)
     assert any(line.startswith("::warning::") for line in rest), result.stderr
 
 
 def test_node_agent_never_prints_masks(monkeypatch, capsys):
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("PRIMUS_RUNNER_ADD_MASK", "1")
     monkeypatch.setenv("HF_TOKEN", ENV_CANARY)
     monkeypatch.setattr(ci, "_enabled", True)
     monkeypatch.setattr(ci, "_registered", set())
@@ -155,6 +156,7 @@ def test_node_agent_never_prints_masks(monkeypatch, capsys):
 
 def test_register_masks_once_per_value_and_per_line(monkeypatch, capsys):
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("PRIMUS_RUNNER_ADD_MASK", "1")
     monkeypatch.setattr(ci, "_enabled", True)
     monkeypatch.setattr(ci, "_registered", set())
     multi = f"{ENV_CANARY}\nsecond-line-{FILE_CANARY}"
@@ -181,6 +183,7 @@ def test_group_markers(monkeypatch, capfd, flavor):
         monkeypatch.delenv(name, raising=False)
     if flavor == "github":
         monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("PRIMUS_RUNNER_ADD_MASK", "1")
     if flavor == "gitlab":
         monkeypatch.setenv("GITLAB_CI", "true")
     monkeypatch.setattr(ci, "_enabled", True)
@@ -218,6 +221,7 @@ def test_step_summary_has_names_links_exit_code_and_no_value(tmp_path, monkeypat
     summary = tmp_path / "summary.md"
     summary.write_text("earlier step\n")
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("PRIMUS_RUNNER_ADD_MASK", "1")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     monkeypatch.setattr(ci, "_enabled", True)
     from runner.secrets import Masker
@@ -244,15 +248,15 @@ def test_no_step_summary_outside_actions(tmp_path, monkeypatch):
 
 def test_masks_also_lead_stdout_unless_it_is_json_or_a_file(project, tmp_path):
     """Whichever stream a pipeline reads, the masks come first; a redirected file gets none."""
-    result = run(["plan", "--", "echo", "hi"], project, GITHUB_ACTIONS="true")
+    result = run(["plan", "--", "echo", "hi"], project, GITHUB_ACTIONS="true", PRIMUS_RUNNER_ADD_MASK="1")
     masks, rest = split_masks(result.stdout)
     assert {m.removeprefix("::add-mask::") for m in masks} >= set(CANARIES)
     assert_clean("\n".join(rest), "stdout after the masks")
-    as_json = run(["--json", "plan", "--", "echo", "hi"], project, GITHUB_ACTIONS="true")
+    as_json = run(["--json", "plan", "--", "echo", "hi"], project, GITHUB_ACTIONS="true", PRIMUS_RUNNER_ADD_MASK="1")
     assert "::add-mask::" not in as_json.stdout
     target = tmp_path / "plan-output.txt"
     with open(target, "w") as fh:
-        redirected = run(["plan", "--", "echo", "hi"], project, stdout=fh, GITHUB_ACTIONS="true")
+        redirected = run(["plan", "--", "echo", "hi"], project, stdout=fh, GITHUB_ACTIONS="true", PRIMUS_RUNNER_ADD_MASK="1")
     assert redirected.returncode == 0
     assert "::add-mask::" not in target.read_text() and "HF_TOKEN" in target.read_text()
     assert redirected.stderr.startswith("::add-mask::")
