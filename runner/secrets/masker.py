@@ -2,6 +2,13 @@
 
 Built in one place only: ``runner.secrets.scope.secret_scope``. A test fails if
 any other module of the package constructs a ``Masker``.
+
+Floors: a value under 6 bytes is not masked (named in ``Masker.too_short``; the
+policy warns); encodings, base64 included, are masked for values of 6 bytes or
+more (base64 at all three byte offsets). A stream that ends (or one-shot text
+that stops) inside a secret has that cut-off start masked when it is at least 4
+bytes and at least min(8, half the form it begins). Building and per-write work
+are linear: no set of all prefixes, no per-byte loop in Python.
 """
 
 from __future__ import annotations
@@ -26,8 +33,8 @@ MIN_SECRET_LEN = 6
 _MIN_ENCODED_LEN = 6
 # At the end of a stream (or of one-shot text) a tail that begins a secret but
 # stops short (the job died, the text was cut) is masked when it is at least
-# this long or at least half of the shortest secret form it begins; a shorter
-# tail is printed: it reveals less than half of the form and at most 7 bytes.
+# _HEAD bytes and at least min(this, half the shortest secret form it begins); a
+# shorter tail is printed: it reveals less than half of the form, at most 7 bytes.
 PARTIAL_MASK_LEN = 8
 _HEAD = 4  # tails of this length or more are found through their first _HEAD bytes
 _URI_COMPONENT_SAFE = "-_.!~*'()"  # JavaScript encodeURIComponent leaves these as they are
