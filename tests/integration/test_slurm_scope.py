@@ -1,0 +1,49 @@
+"""The one secret scope on a Slurm node: a password inside a URL of an allowlisted public
+variable never reaches the job's output file (issue 11's drifted scopes: the node agent
+built its own masker from the named secrets only)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = [pytest.mark.slurm, pytest.mark.docker]
+
+PASSWORD = "url-pw-canary-7e1d2c9b4a"
+URL = f"postgres://trainer:{PASSWORD}@db.internal:5432/runs"
+
+
+def test_url_password_of_a_public_variable_is_masked_in_slurm_output(tmp_path_factory, slurm_cluster, busybox_image):
+    work = tmp_path_factory.mktemp("slurm-scope")
+    (work / ".primus.yaml").write_text(f"""\
+container:
+  gpu: none
+  options:
+    image: {busybox_image}
+    group-add: []
+    privileged: false
+    ulimit: "nofile=1024:1024"
+    env: [DB_URL]
+slurm:
+  partition: {slurm_cluster.partition}
+  nodes: 2
+  time: "5"
+""")
+    env = {**os.environ, "HOME": str(work), "DB_URL": URL}
+    job = 'echo "url=$DB_URL"; printf %s "$DB_URL" | sha256sum'
+    result = subprocess.run([sys.executable, "-m", "runner", "submit", "--wait", "--", "sh", "-c", job],
+                            cwd=work, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    digest = hashlib.sha256(URL.encode()).hexdigest()
+    assert result.stdout.count(digest) == 2, "each node's job received the exact value"
+    outputs = list((work / "primus-runs").rglob("slurm-*.out"))
+    assert outputs, "the job wrote its output file"
+    for path in (work / "primus-runs").rglob("*"):
+        if path.is_file():
+            assert PASSWORD.encode() not in path.read_bytes(), f"the URL's password is in {path}"
+    assert PASSWORD not in result.stdout + result.stderr
+    assert "url=***" in outputs[0].read_text() or "url=postgres://trainer:***@" in outputs[0].read_text()
