@@ -293,3 +293,15 @@ def test_cluster_flags_are_checked_before_a_tracker_run_or_sbatch(work, capsys):
     ctx = RunContext(RunOptions(command=("true",), slurm=SlurmFlags(qos="x --export=ALL")), secret_scope(), Output(), load_config())
     with pytest.raises(ConfigError):
         SlurmEngine().preflight(ctx)
+
+
+def test_node_scope_masks_url_passwords_of_public_variables():
+    """The node agent's scope comes from secret_scope like the host's: a password inside a
+    URL of a forwarded public variable is masked (failed before: the node masked only the
+    named secrets, so it reached slurm-%j.out)."""
+    doc = {"format": slurm_script.PLAN_FORMAT, "job_dir": "/x", "slurm": {},
+           "plan": {**make_plan().require().record(), "env": [{"name": "DB_URL", "secret": False, "reason": "allowlist"}]}}
+    url = "https://ci:url-pass-canary-41@tracker.internal/api"
+    plan, scope, missing = agent.plan_from_document(doc, {"DB_URL": url})
+    assert missing == [] and plan.public_env() == {"DB_URL": url}
+    assert "url-pass-canary-41" not in scope.masker.mask(f"connecting to {url}")
