@@ -30,9 +30,7 @@ def _load(opts: BuildOptions):
 
 
 def _prepare(opts: BuildOptions, out: Output, masker=None):
-    """(spec, builder or the reason there is none, secrets, the scan's masker)."""
-    from runner.errors import EngineUnavailable
-    from runner.images.builder import choose, docker_engine_name
+    """(spec, secrets, the stream's and scan's masker, context): everything decided, nothing contacted."""
     from runner.images.recipe import resolve_build
 
     context, secrets = _load(opts)
@@ -44,28 +42,45 @@ def _prepare(opts: BuildOptions, out: Output, masker=None):
     spec = resolve_build(opts, context)
     for note in spec.notes:
         out.warn(note.removeprefix("warning: ")) if note.startswith("warning:") else out.debug(note)
-    try:
-        builder = choose(spec, docker_engine_name(context.config))
-    except EngineUnavailable as exc:
-        if not opts.dry_run:
-            raise
-        builder = exc
-    return spec, builder, secrets, masker
+    return spec, secrets, masker, context
+
+
+def _preference(context) -> str:
+    return _preference_of(context.config)
+
+
+def _build(spec, opts: BuildOptions, out: Output, secrets, masker, context, engine=None):
+    """Connect, pick the builder for that engine, build. Exit 1 when the engine or a needed builder is missing."""
+    from runner.images.builder import choose
+    from runner.images.stream import connect, run_build
+
+    engine = engine or connect(_preference(context))
+    builder = choose(spec, engine.kind)
+
+    def lookup(name: str) -> str | None:  # registry credentials for the base's pull: environment, then env file
+        return os.environ.get(name) or context.env_file.values.get(name)
+
+    return run_build(spec, out, masker, builder=builder, secrets=secrets, engine=engine, pull=opts.pull, lookup=lookup)
 
 
 def cmd_build(opts: BuildOptions, out: Output) -> int:
-    """``primus-runner build``: 0 built, 1 no daemon/builder, 2 refused before anything started, 3 build failed."""
+    """``primus-runner build``: 0 built, 1 no engine/builder, 2 refused before anything started, 3 build failed."""
     opts = _options(opts)  # TEMP until cli passes BuildOptions
-    spec, builder, secrets, masker = _prepare(opts, out)
+    spec, secrets, masker, context = _prepare(opts, out)
     if opts.dry_run:
-        if out.json_mode:
-            out.json({**spec.to_dict(), "builder": _builder_dict(spec, builder, opts.pull)})
-        else:
-            out.result(render_spec(spec, builder, opts.pull))
-        return 0
-    from runner.images.stream import run_build
+        from runner.errors import EngineUnavailable
+        from runner.images.builder import choose
 
-    result = run_build(spec, out, masker, builder=builder, secrets=secrets, pull=opts.pull)
+        try:  # without contacting the engine: the configured one (Docker unless container.engine says podman)
+            builder = choose(spec, "podman" if _preference(context) == "podman" else "docker")
+        except EngineUnavailable as exc:
+            builder = exc
+        if out.json_mode:
+            out.json({**spec.to_dict(), "builder": _builder_dict(spec, builder)})
+        else:
+            out.result(render_spec(spec, builder))
+        return 0
+    result = _build(spec, opts, out, secrets, masker, context)
     if out.json_mode:
         out.json(result.to_dict())
     else:
@@ -84,45 +99,50 @@ def ensure_image(image: str, out: Output, *, flavor: str | None = None, sources:
     """
     from runner.images.recipe import FLAVORS
     from runner.images.scan import inspect_image
-    from runner.images.stream import connect, run_build
+    from runner.images.stream import connect
     from runner.launch import load_context
 
-    engine = connect()
-    if inspect_image(engine, image) is not None:
-        return
     sources = sources or Sources()
     config = load_context(sources).config
+    engine = connect(_preference_of(config))
+    if inspect_image(engine, image) is not None:
+        return
     user_file = config.get("images", "file") if config is not None else None
     opts = BuildOptions(sources=sources, flavor=flavor if flavor in FLAVORS and not user_file else None, tag=image)
-    spec, builder, secrets, scan_masker = _prepare(opts, out, masker)
+    spec, secrets, scan_masker, context = _prepare(opts, out, masker)
     what = spec.dockerfile_path() if spec.user_dockerfile else f"{spec.context_dir}/{spec.dockerfile} (base {spec.base})"
     out.notice(f"image {image} is not present locally; building it from {what}")
-    result = run_build(spec, out, scan_masker, builder=builder, secrets=secrets, engine=engine)
+    result = _build(spec, opts, out, secrets, scan_masker, context, engine)
     out.info(f"built {result.tag} ({result.image_id[:19]}) in {result.seconds:.1f}s")
 
 
-def builder_status() -> dict:
-    """For ``check``: which builder is available and what BuildKit needs when none is."""
+def _preference_of(config) -> str:
+    return (config.get("container", "engine") if config is not None else None) or "auto"
+
+
+def builder_status(engine: str | None = None) -> dict:
+    """For ``check``: which builder is available and what BuildKit needs when none is.
+    ``engine``: ``docker`` or ``podman`` (``Engine.kind``), as ``check`` found it."""
     from runner.images.builder import builder_status as status
 
-    return status()
+    return status(engine)
 
 
-def _builder_dict(spec, builder, pull) -> dict:
+def _builder_dict(spec, builder) -> dict:
     from runner.images.builder import render_command
 
     if isinstance(builder, Exception):
         return {"kind": None, "unavailable": builder.message, "needs": builder.hint, "secrets": list(spec.secrets)}
     command = None
     if builder.kind != "classic":
-        command = render_command(builder, builder.command(spec, {"…": "(labels)"}, "<iidfile>", pull), spec.secrets)
+        command = render_command(builder, builder.command(spec, {"…": "(labels)"}, "<iidfile>"), spec.secrets)
     return {"kind": builder.kind, "describe": builder.describe(), "secrets": list(spec.secrets), "command": command}
 
 
-def render_spec(spec, builder=None, pull=None) -> str:
+def render_spec(spec, builder=None) -> str:
     from runner.images.recipe import CA_NAME, L_CREATED
 
-    info = _builder_dict(spec, builder, pull) if builder is not None else None
+    info = _builder_dict(spec, builder) if builder is not None else None
     lines = [
         f"flavor:     {spec.flavor or '(your Dockerfile)'}",
         f"context:    {spec.context_dir} ({len(spec.files)} files{' + ' + CA_NAME if spec.stage_ca else ''})",

@@ -43,7 +43,7 @@ class Builder:
             return "classic (Engine API)"
         return f"{self.kind} ({self.cli}{', ' + self.detail if self.detail else ''})"
 
-    def command(self, spec: BuildSpec, labels: Mapping[str, str], iidfile: str, pull: str | None = None) -> list[str]:
+    def command(self, spec: BuildSpec, labels: Mapping[str, str], iidfile: str) -> list[str]:
         """The CLI's argv, reading the context tar from stdin: secret NAMES only, never a value."""
         argv = [self.cli or "docker", "build", "--file", spec.dockerfile, "--tag", spec.tag, "--iidfile", iidfile]
         if self.kind == "buildkit":
@@ -58,9 +58,7 @@ class Builder:
             argv += ["--secret", f"id={name},env={name}"]
         if spec.no_cache:
             argv.append("--no-cache")
-        if pull == "always":
-            argv.append("--pull")
-        argv.append("-")
+        argv.append("-")  # the context tar on stdin; bases were pulled before (the runner's pull policy)
         return argv
 
     def env(self, secrets: Sequence[tuple[str, Secret]], base: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -205,8 +203,8 @@ def builder_status(engine: str | None = None) -> dict:
     """For ``check``: which builders are available, and what BuildKit needs when there is none."""
     if engine == "podman":
         podman = find_podman()
-        return {"engine": "podman", "classic": False, "buildkit": podman is not None,
-                "builder": podman.describe() if podman else None, "needs": None if podman else "apt-get install podman"}
+        return {"engine": "podman", "classic": False, "buildkit": podman is not None, "builder": podman.describe() if podman else None,
+                "secrets": podman is not None, "needs": None if podman else "apt-get install podman"}
     found = find_buildkit()
     return {
         "engine": "docker",
@@ -224,10 +222,3 @@ def render_command(builder: Builder, argv: list[str], secrets: Sequence[str]) ->
 
     env = (["DOCKER_BUILDKIT=1"] if builder.kind == "buildkit" else []) + [f"{n}=<from env>" for n in secrets]
     return " ".join(env + [shlex.quote(a) for a in argv]) + " <context.tar"
-
-
-def docker_engine_name(config) -> str | None:
-    """``container.engine`` from config when it names Podman (the engine registry lives in the CLI layer)."""
-    value = config.get("container", "engine") if config is not None else None
-    return "podman" if value == "podman" else None
-

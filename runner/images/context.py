@@ -177,3 +177,31 @@ def build_key(spec: BuildSpec, context_tar: bytes, base_id: str | None) -> str:
         fields.append(list(spec.secrets))
     blob = json.dumps(fields)
     return "sha256:" + hashlib.sha256(blob.encode()).hexdigest()
+
+
+def base_images(spec: BuildSpec) -> list[str]:
+    """The images the Dockerfile builds FROM (not ``scratch``, not an earlier stage), ``ARG``s
+    and build args substituted: what the runner pulls under its pull policy before building."""
+    text = spec.dockerfile_path().read_text(encoding="utf-8", errors="replace")
+    text = re.sub(r"\\\r?\n", " ", text)
+    values = dict(spec.build_args)
+    stages: set[str] = set()
+    found: list[str] = []
+    for line in text.splitlines():
+        words = line.split()
+        if not words:
+            continue
+        keyword = words[0].upper()
+        if keyword == "ARG" and not found and len(words) > 1:  # ARGs before the first FROM name bases
+            name, _, default = words[1].partition("=")
+            values.setdefault(name, default.strip('"\''))
+        elif keyword == "FROM":
+            args = [w for w in words[1:] if not w.startswith("--")]
+            if not args:
+                continue
+            image = re.sub(r"\$\{?(\w+)\}?", lambda m: values.get(m.group(1), ""), args[0])
+            if len(args) >= 3 and args[1].upper() == "AS":
+                stages.add(args[2].lower())
+            if image and image.lower() != "scratch" and image.lower() not in stages and image not in found:
+                found.append(image)
+    return found

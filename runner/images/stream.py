@@ -17,6 +17,7 @@ from runner.ui import Output
 _BK_STEP = re.compile(r"^#(\d+) \[(?:[^\]]*? )?(\d+)/(\d+)\] (.*)$")
 _BK_STATE = re.compile(r"^#(\d+) (CACHED|DONE|ERROR|CANCELED)\b(.*)$")
 _BK_OUTPUT = re.compile(r"^#(\d+) \d+\.\d+ (.*)$")
+_PODMAN_STEP = re.compile(r"^STEP (\d+)/(\d+): (.*)$")
 
 
 class Progress:
@@ -146,6 +147,20 @@ class Progress:
         elif self.out.verbose or stripped.lower().startswith(("error", "failed")):
             self.out.info(f"    {stripped}")
 
+    def podman_line(self, text: str) -> None:
+        """One line of ``podman build`` (buildah) output, in the classic parser's terms:
+        ``STEP i/N: X`` opens a step, ``--> Using cache ID`` is a hit, ``--> ID`` a step that ran."""
+        stripped = text.strip()
+        step = _PODMAN_STEP.match(stripped)
+        if step:
+            self.line(f"Step {step.group(1)}/{step.group(2)} : {step.group(3)}")
+        elif stripped.startswith("--> Using cache"):
+            self.line("---> Using cache")
+        elif stripped.startswith("--> ") and self.pending is not None and not self.pending.upper().startswith("FROM"):
+            self.line("---> Running in podman")
+        elif not stripped.startswith(("-->", "COMMIT", "Successfully tagged")) and not re.fullmatch(r"[0-9a-f]{64}", stripped):
+            self.line(stripped)
+
     def close(self) -> None:
         if not self.rich:
             self._finish_step()
@@ -161,13 +176,14 @@ class Progress:
 
 # ------------------------------------------------------------------ classic builder (Engine API)
 
-def classic_stream(engine, spec, context: bytes, labels: dict[str, str], pull: str | None = None):
+def classic_stream(engine, spec, context: bytes, labels: dict[str, str]):
     """POST /build with the context tar; yields the daemon's JSON messages as they arrive."""
     from runner.engine_api import ApiError
 
     params = {
         "t": spec.tag, "dockerfile": spec.dockerfile, "buildargs": json.dumps(dict(spec.build_args)),
-        "labels": json.dumps(labels), "rm": 1, "forcerm": 1, "pull": 1 if pull == "always" else 0, "nocache": 1 if spec.no_cache else None,
+        "labels": json.dumps(labels), "rm": 1, "forcerm": 1, "nocache": 1 if spec.no_cache else None,
+        "pull": 0,  # the bases were pulled before (run_build), under the runner's pull policy
     }
     try:
         pieces = engine.stream("/build", params, method="POST", body=context, headers={"Content-Type": "application/x-tar"})
@@ -191,7 +207,7 @@ def classic_stream(engine, spec, context: bytes, labels: dict[str, str], pull: s
         yield {"error": exc.message}
 
 
-def run_classic(engine, spec, context: bytes, labels: dict[str, str], progress: Progress, masker, pull: str | None = None) -> tuple[str | None, str | None, list[str]]:
+def run_classic(engine, spec, context: bytes, labels: dict[str, str], progress: Progress, masker) -> tuple[str | None, str | None, list[str]]:
     """(image id, error, masked log) of a classic build."""
     from runner.engine_api import ApiError
 
@@ -200,7 +216,7 @@ def run_classic(engine, spec, context: bytes, labels: dict[str, str], progress: 
     stream = masker.stream() if masker else None
     partial = ""  # the daemon splits a line across messages ("Step 1/9 : FROM x", then "\n")
     try:
-        for chunk in classic_stream(engine, spec, context, labels, pull):
+        for chunk in classic_stream(engine, spec, context, labels):
             if "stream" in chunk:
                 raw = chunk["stream"]
                 text = (stream.feed(raw.encode("utf-8", "surrogateescape")) + (stream.flush() if raw.endswith("\n") else b"")).decode("utf-8", "replace") if stream else raw
@@ -222,10 +238,7 @@ def run_classic(engine, spec, context: bytes, labels: dict[str, str], progress: 
 
 # ------------------------------------------------------------------ BuildKit / Podman (a CLI)
 
-_PODMAN_STEP = re.compile(r"^STEP (\d+)/(\d+): (.*)$")
-
-
-def run_cli(builder, spec, context: bytes, labels: dict[str, str], secrets, progress: Progress, masker, pull: str | None = None) -> tuple[str | None, str | None, list[str]]:
+def run_cli(builder, spec, context: bytes, labels: dict[str, str], secrets, progress: Progress, masker, engine=None) -> tuple[str | None, str | None, list[str]]:
     """(image id, error, masked log) of a build through a CLI: the context tar on stdin,
     secrets by NAME on the command line and by value only in the child's environment."""
     import os
@@ -239,9 +252,12 @@ def run_cli(builder, spec, context: bytes, labels: dict[str, str], secrets, prog
     workdir = tempfile.mkdtemp(prefix="primus-build-")  # holds the image id file only
     iidfile = os.path.join(workdir, "iid")
     try:
-        argv = builder.command(spec, labels, iidfile, pull)
+        argv = builder.command(spec, labels, iidfile)
+        env = builder.env(secrets)
+        if builder.kind == "buildkit" and engine is not None:
+            env["DOCKER_HOST"] = engine.host  # the daemon the runner found (DOCKER_HOST, a context, the socket)
         try:
-            proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=builder.env(secrets))
+            proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
         except OSError as exc:
             raise EngineUnavailable(f"cannot run {argv[0]}: {exc.strerror}", hint="install the builder (see primus-runner check)") from None
 
@@ -265,9 +281,7 @@ def run_cli(builder, spec, context: bytes, labels: dict[str, str], secrets, prog
             log.append(text)
             line = text.rstrip("\n")
             if builder.kind == "podman":
-                step = _PODMAN_STEP.match(line.strip())
-                line = f"Step {step.group(1)}/{step.group(2)} : {step.group(3)}" if step else line.replace("--> Using cache", "---> Using cache")
-                progress.line(line)
+                progress.podman_line(line)
             else:
                 progress.buildkit_line(line)
         code = proc.wait()
@@ -285,11 +299,12 @@ def run_cli(builder, spec, context: bytes, labels: dict[str, str], secrets, prog
 
 # ------------------------------------------------------------------ one build, any builder
 
-def connect(timeout: float = 600):
-    """The runner's Engine API client; exit 1 (one message, one fix) when the daemon is not there."""
+def connect(preference: str | None = None, timeout: float = 600):
+    """The runner's Engine API client (``container.engine``: auto | docker | podman); exit 1
+    (one message, one fix) when the engine is not there."""
     from runner.engine_api import Engine
 
-    engine = Engine(timeout=timeout)
+    engine = Engine(timeout=timeout, preference=preference or "auto")
     engine.ping()
     return engine
 
@@ -306,34 +321,39 @@ def _created_for(existing: dict | None, key: str) -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def run_build(spec, out: Output, masker, *, builder=None, secrets=(), engine=None, pull: str | None = None):
-    """Send the context, stream progress, scan the result. Raises on failure (exit 3).
+def run_build(spec, out: Output, masker, *, builder=None, secrets=(), engine=None, pull: str | None = None, lookup=None):
+    """Pull the base as ``pull`` wants, send the context, stream progress, scan the result.
+    Raises on failure (exit 3; a pull's own failures exit 1 or 2).
 
     ``builder``: from ``builder.choose`` (the classic Engine API builder when None);
-    ``secrets``: (NAME, Secret) for ``spec.secrets``, handed to the builder's env only.
+    ``secrets``: (NAME, Secret) for ``spec.secrets``, handed to the builder's env only;
+    ``lookup(NAME)``: environment + env file, for registry credentials of the base's pull.
     """
+    import os
+
+    from runner.engine_api.pull import pull_as_needed
     from runner.errors import RuntimeFailure
     from runner.images.builder import Builder
-    from runner.images.context import build_key, make_context
+    from runner.images.context import base_images, build_key, make_context
     from runner.images.recipe import L_BUILD_KEY, L_CREATED, BuildResult
     from runner.images.scan import inspect_image, remove_image, scan_image, scan_layers
 
     builder = builder or Builder("classic")
     engine = engine or connect()
     context = make_context(spec, classic_recipe=builder.kind == "classic" and not spec.user_dockerfile)
+    # The bases are pulled here, with the registry credentials of ``pull``'s policy; every builder then finds them local.
+    for image in base_images(spec):
+        pull_as_needed(engine, image, policy=pull or "missing", lookup=lookup or os.environ.get, out=out)
     base = inspect_image(engine, spec.base) if spec.base else None
-    if pull == "never" and spec.base and base is None:
-        raise RuntimeFailure(f"the base image {spec.base} is not present locally and --pull never forbids pulling it",
-                             hint=f"docker pull {spec.base}, or build with --pull missing")
     existing = inspect_image(engine, spec.tag)
     key = build_key(spec, context, base["Id"] if base else None)
     labels = {**dict(spec.labels), L_CREATED: _created_for(existing, key), L_BUILD_KEY: key}
     progress = Progress(out, spec.tag)
     try:
         if builder.kind == "classic":
-            image_id, error, log = run_classic(engine, spec, context, labels, progress, masker, pull)
+            image_id, error, log = run_classic(engine, spec, context, labels, progress, masker)
         else:
-            image_id, error, log = run_cli(builder, spec, context, labels, secrets, progress, masker, pull)
+            image_id, error, log = run_cli(builder, spec, context, labels, secrets, progress, masker, engine)
     finally:
         progress.close()
     if error is not None or image_id is None:

@@ -60,9 +60,9 @@ def project(tmp_path, busybox_image, canary):
     subprocess.run(["docker", "rmi", "-f", tag], capture_output=True)
 
 
-def _scan_save(tag: str, secrets: dict, tmp_path: Path) -> int:
+def _scan_save(tag: str, secrets: dict, tmp_path: Path, cli: list[str] = ["docker"]) -> int:
     saved = tmp_path / "saved.tar"
-    subprocess.run(["docker", "save", "-o", str(saved), tag], check=True)
+    subprocess.run([*cli, "save", "-o", str(saved), tag], check=True)
     assert_no_leak(saved.read_bytes(), secrets, "docker save")
     layers = 0
     with tarfile.open(saved) as outer:
@@ -70,7 +70,7 @@ def _scan_save(tag: str, secrets: dict, tmp_path: Path) -> int:
             if member.isfile():
                 data = outer.extractfile(member).read()
                 assert_no_leak(data, secrets, f"docker save member {member.name}")
-                if member.name.endswith("layer.tar"):
+                if member.name.endswith("layer.tar") or member.name.endswith(".tar"):
                     layers += 1
                     with tarfile.open(fileobj=__import__("io").BytesIO(data)) as layer:
                         for item in layer:
@@ -80,36 +80,42 @@ def _scan_save(tag: str, secrets: dict, tmp_path: Path) -> int:
     return layers
 
 
-def test_secret_mount_gets_the_exact_value_and_leaves_no_trace(project, tmp_path):
+def test_secret_mount_gets_the_exact_value_and_leaves_no_trace(project, tmp_path, engine_host):
+    """On Docker (BuildKit through the docker CLI) and on Podman (podman build)."""
     ws, secrets, tag = project
+    ws.env.update(engine_host.env)
+    cli = engine_host.cli
     temp_before = set(Path(tempfile.gettempdir()).glob("primus-build-*"))
-    proc = run(ws, "--json", "build", "--file", "Dockerfile", "--secret", "HF_TOKEN", "--secret", "PRIVATE_INDEX_URL", "--tag", tag, timeout=300)
-    assert proc.returncode == 0, proc.stderr.decode()[-3000:]
-    result = json.loads(proc.stdout)
-    assert result["builder"] == "buildkit" and result["tag"] == tag
-    assert_no_leak(proc.stdout + proc.stderr, secrets, "build output")
+    try:
+        proc = run(ws, "--json", "build", "--file", "Dockerfile", "--secret", "HF_TOKEN", "--secret", "PRIVATE_INDEX_URL", "--tag", tag, timeout=300)
+        assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+        result = json.loads(proc.stdout)
+        assert result["builder"] == ("podman" if engine_host.kind == "podman" else "buildkit") and result["tag"] == tag
+        assert_no_leak(proc.stdout + proc.stderr, secrets, "build output")
 
-    # The steps saw the exact values.
-    sums = subprocess.run(["docker", "run", "--rm", tag, "cat", "/hf.sha256", "/index.sha256"], capture_output=True, text=True, check=True).stdout.split()
-    assert sums == [_sha(secrets["HF_TOKEN"]), _sha(secrets["PRIVATE_INDEX_URL"])]
+        # The steps saw the exact values.
+        shown = subprocess.run([*cli, "run", "--rm", tag, "cat", "/hf.sha256", "/index.sha256"], capture_output=True, text=True)
+        assert shown.stdout.split() == [_sha(secrets["HF_TOKEN"]), _sha(secrets["PRIVATE_INDEX_URL"])], shown.stderr
 
-    # Same provenance labels as the project's recipes.
-    inspect = subprocess.run(["docker", "inspect", tag], capture_output=True, check=True).stdout
-    labels = json.loads(inspect)[0]["Config"]["Labels"]
-    for key in ("org.opencontainers.image.revision", "org.opencontainers.image.created", "org.opencontainers.image.source", "io.primus-runner.recipe-hash"):
-        assert labels.get(key), key
-    assert "io.primus-runner.flavor" not in labels  # a user's image, not a project recipe
+        # Same provenance labels as the project's recipes.
+        inspect = subprocess.run([*cli, "inspect", tag], capture_output=True, check=True).stdout
+        labels = json.loads(inspect)[0]["Config"]["Labels"]
+        for key in ("org.opencontainers.image.revision", "org.opencontainers.image.created", "org.opencontainers.image.source", "io.primus-runner.recipe-hash"):
+            assert labels.get(key), key
+        assert "io.primus-runner.flavor" not in labels  # a user's image, not a project recipe
 
-    # Nowhere else: inspect, history, the saved image and every file in it, the runner's files.
-    assert_no_leak(inspect, secrets, "docker inspect")
-    history = subprocess.run(["docker", "history", "--no-trunc", "--format", "{{json .}}", tag], capture_output=True, check=True).stdout
-    assert b"--mount=type=secret" in history or b"sha256sum" in history  # the steps are recorded, their secrets not
-    assert_no_leak(history, secrets, "docker history --no-trunc")
-    assert _scan_save(tag, secrets, tmp_path) >= 2
-    written = {path: data for path, data in ws.written_files().items() if not path.endswith("/project/.env")}
-    for path, data in written.items():
-        assert_no_leak(data, secrets, f"file {path}")
-    assert set(Path(tempfile.gettempdir()).glob("primus-build-*")) <= temp_before  # nothing left behind
+        # Nowhere else: inspect, history, the saved image and every file in it, the runner's files.
+        assert_no_leak(inspect, secrets, "docker inspect")
+        history = subprocess.run([*cli, "history", "--no-trunc", "--format", "{{json .}}", tag], capture_output=True, check=True).stdout
+        assert b"sha256sum" in history  # the steps are recorded, their secrets not
+        assert_no_leak(history, secrets, "docker history --no-trunc")
+        assert _scan_save(tag, secrets, tmp_path, cli) >= 2
+        written = {path: data for path, data in ws.written_files().items() if not path.endswith("/project/.env")}
+        for path, data in written.items():
+            assert_no_leak(data, secrets, f"file {path}")
+        assert set(Path(tempfile.gettempdir()).glob("primus-build-*")) <= temp_before  # nothing left behind
+    finally:
+        subprocess.run([*cli, "rmi", "-f", tag], capture_output=True)
 
 
 def test_the_env_file_stays_out_of_the_default_context(project):
