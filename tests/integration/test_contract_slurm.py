@@ -50,10 +50,11 @@ def test_submit_json_status_json_and_launch_options_on_every_node(tmp_path_facto
         if state["exit_code"] is not None:
             break
         time.sleep(0.5)
-    assert state == {"job_id": job_id, "state": "completed", "exit_code": 0}
+    assert {k: state[k] for k in ("job_id", "state", "exit_code")} == {"job_id": job_id, "state": "completed", "exit_code": 0}
 
     (out_file,) = (work / "primus-runs").glob(f"*/slurm-{job_id}.out")
-    lines = sorted(line for line in out_file.read_text().splitlines() if line.startswith("R="))
+    # srun --label: "RANK: text"
+    lines = sorted(line.split(": ", 1)[1] for line in out_file.read_text().splitlines() if ": R=" in line)
     expected = f"N=2 M={lines[0].split('M=')[1].split()[0]} G=0 pwd=/w uid=1000 lit=1 host=host value hflen={len(canary['HF_TOKEN'])} volume ok"
     assert lines == [f"R=0 {expected}", f"R=1 {expected}"], lines  # same MASTER_ADDR:PORT, distinct ranks
     assert_no_leak((result.stdout + result.stderr + status.stdout + status.stderr).encode() + out_file.read_bytes(), canary, "submit/status")
