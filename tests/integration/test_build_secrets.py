@@ -259,3 +259,29 @@ def test_recipe_installs_from_a_private_index_given_as_a_secret(tmp_path, python
                 assert_no_leak(data, secrets, f"file {path}")
     finally:
         subprocess.run(["docker", "rmi", "-f", tag], capture_output=True)
+
+
+def test_a_step_that_copies_a_secret_into_a_layer_is_caught_and_the_image_removed(project, docker_client):
+    """The post-build layer scan: the value is in no config or history entry, only in a layer's file."""
+    ws, secrets, tag = project
+    (ws.cwd / "Dockerfile").write_text((ws.cwd / "Dockerfile").read_text() + "RUN --mount=type=secret,id=HF_TOKEN cp /run/secrets/HF_TOKEN /baked\n")
+    proc = run(ws, "build", "--file", "Dockerfile", "--secret", "HF_TOKEN", "--secret", "PRIVATE_INDEX_URL", "--tag", tag, timeout=300)
+    err = proc.stderr.decode()
+    assert proc.returncode == 3, err[-3000:]
+    assert "held the value of a secret in scope (layer sha256:" in err and "it was removed" in err
+    assert_no_leak(proc.stdout + proc.stderr, secrets, "failure output")
+    from docker.errors import ImageNotFound
+
+    with pytest.raises(ImageNotFound):
+        docker_client.images.get(tag)
+
+
+def test_the_builders_output_is_masked(project):
+    """A step that prints its secret and fails: the full BuildKit log is shown, the value masked."""
+    ws, secrets, tag = project
+    (ws.cwd / "Dockerfile").write_text((ws.cwd / "Dockerfile").read_text() + "RUN --mount=type=secret,id=HF_TOKEN echo \"token=$(cat /run/secrets/HF_TOKEN)\"; exit 7\n")
+    proc = run(ws, "--verbose", "build", "--file", "Dockerfile", "--secret", "HF_TOKEN", "--secret", "PRIVATE_INDEX_URL", "--tag", tag, timeout=300)
+    err = proc.stderr.decode()
+    assert proc.returncode == 3, err[-3000:]
+    assert "token=***" in err and "exit code: 7" in err
+    assert_no_leak(proc.stdout + proc.stderr, secrets, "build output")
