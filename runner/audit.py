@@ -263,7 +263,7 @@ def audit_scope(sources: Sources, out) -> SecretScope:
     from runner.launch import load_context
 
     try:
-        scope = load_context(sources).scope
+        scope = load_context(sources, out=out).scope  # secret references resolved too
     except ConfigError as exc:
         scope = ci.early_scope(Sources(None, sources.env_file))
         out.use_masker(scope.masker)

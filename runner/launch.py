@@ -27,14 +27,30 @@ class Context:
     scope: SecretScope
 
 
-def load_context(sources: Sources, extra: Sequence[tuple[str, Secret]] = ()) -> Context:
+def load_context(sources: Sources, extra: Sequence[tuple[str, Secret]] = (), out: Output | None = None) -> Context:
     """Config, env file and every secret in scope (host env + env file + ``extra``), for
-    commands that print or scan but launch nothing (build, audit, logs)."""
+    commands that print or scan but launch nothing (build, audit, logs).
+
+    With ``out``, every ``secrets:`` reference is resolved too, so a value a job printed
+    from a store is masked (logs) or found (audit); one that cannot be resolved is a
+    warning there, not an error: those commands must still run."""
     from runner.policy import Classifier
 
     env_file = load_env_file(sources.env_file)
     config = load_config(sources.config_file)
-    scope = secret_scope([os.environ, env_file.values], Classifier.from_config(config).is_secret, extra=extra)
+    is_secret = Classifier.from_config(config).is_secret
+    refs = _secret_refs(config) if out is not None else {}
+    if refs:
+        from runner.secret_refs import resolve_and_report
+
+        lookup = lambda name: os.environ.get(name, env_file.values.get(name))  # noqa: E731
+        resolved, report = resolve_and_report(list(refs.values()), lookup)
+        for item in report:
+            if not item["found"]:
+                out.warn(f"secret {item['name']} ({item['source']}) could not be resolved: {item['error']}")
+        extra = [*extra, *resolved.items()]
+        is_secret = lambda name, base=is_secret: base(name) or name in refs  # noqa: E731
+    scope = secret_scope([os.environ, env_file.values], is_secret, extra=extra)
     return Context(config, env_file, scope)
 
 

@@ -169,3 +169,26 @@ def test_submit_resolves_on_the_submitting_host_and_both_nodes_get_the_values(tm
         assert result.stdout.count(f"{n}={digest}".encode()) == 2, f"both nodes get {n} exactly"
     assert_no_leak(result.stdout + result.stderr, values, "submit's output")
     _files_clean(project, values)  # batch script, plan file, slurm-%j.out, report
+
+
+def test_logs_mask_and_audit_finds_values_from_references(tmp_path, stores, busybox_image):
+    """`logs` and `audit` resolve the references too: a value a job printed from a store is
+    masked in `logs`, and found by `audit` in a file (failed before: they knew env secrets only)."""
+    values, env, config, _, _ = stores
+    project = _project(tmp_path, config, busybox_image)
+    name = f"refs-logs-{uuid.uuid4().hex[:8]}"
+    try:
+        started = _run(project, env, "up", "--detach", "--name", name, "--", "sh", "-c", 'echo "hf=$HF_TOKEN"')
+        assert started.returncode == 0, started.stderr.decode()
+        subprocess.run(["docker", "wait", name], capture_output=True, timeout=60)
+        logs = _run(project, env, "logs", name)
+        assert logs.returncode == 0 and b"hf=***" in logs.stdout, logs.stdout + logs.stderr
+        assert_no_leak(logs.stdout + logs.stderr, values, "logs")
+    finally:
+        subprocess.run(["docker", "rm", "-f", name], capture_output=True)
+    leak = project / "leaked.txt"
+    leak.write_text(f"oops {values['HF_TOKEN']}\n")
+    audit = _run(project, env, "--json", "audit", str(leak))
+    assert audit.returncode == 4, audit.stderr.decode()
+    assert {f["secret"] for f in json.loads(audit.stdout)["findings"]} == {"HF_TOKEN"}
+    assert_no_leak(audit.stdout + audit.stderr, values, "audit's output")
