@@ -450,6 +450,40 @@ def bench_masker_long() -> None:
               f"{rate:,.0f} line writes/s ({len(masker._patterns)} patterns, longest {masker.max_len} B)", flush=True)
 
 
+def bench_secret_refs() -> None:
+    """Issue 18: `plan` with five secret references (env:, file:, cmd:, pass:, aws-sm: on moto) beside
+    `plan` with the same five names in the environment, median of 10 each, same run."""
+    sys.path.insert(0, str(REPO / "tests"))
+    from secret_stores import isolated_aws_env, make_pass_store, remove_pass_store, start_moto_server
+
+    runs = 10
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        store = make_pass_store()
+        moto = start_moto_server(work / "moto")
+        try:
+            store.insert("ml/hf", "bench-hf-value\n")
+            moto.client().create_secret(Name="bench/wandb", SecretString="bench-wandb-value")
+            (work / "token").write_text("bench-file-value\n")
+            (work / "token").chmod(0o600)
+            names = {"HF_TOKEN": "pass:ml/hf", "WANDB_API_KEY": "aws-sm:bench/wandb", "DATABRICKS_TOKEN": "cmd:echo bench-cmd-value",
+                     "MLFLOW_TRACKING_TOKEN": f"file:{work / 'token'}", "GH_TOKEN": "env:OTHER_GH"}
+            options = _BENCH_CONFIG + f"    env: [{', '.join(names)}]\n"
+            refs_dir, env_dir = work / "refs", work / "env"
+            refs_dir.mkdir()
+            env_dir.mkdir()
+            (refs_dir / ".primus.yaml").write_text("secrets:\n" + "".join(f"  {n}: {r}\n" for n, r in names.items()) + options)
+            (env_dir / ".primus.yaml").write_text(options)
+            env = dict(os.environ, NO_COLOR="1", OTHER_GH="bench-gh-value", **store.env, **moto.env, **isolated_aws_env(work))
+            plain_env = dict(env, **{n: f"bench-{n.lower()}-value" for n in names})
+            with_refs = statistics.median(timed(RUNNER + ["plan", "--", "true"], runs, env=env, cwd=refs_dir)) * 1000
+            with_env = statistics.median(timed(RUNNER + ["plan", "--", "true"], runs, env=plain_env, cwd=env_dir)) * 1000
+        finally:
+            moto.stop()
+            remove_pass_store(store)
+    report("plan with 5 references (one per source), median of 10", with_refs, "ms", with_env, "the same names in the environment")
+
+
 def main(argv: list[str]) -> int:
     benches = {name[len("bench_"):]: fn for name, fn in sorted(globals().items()) if name.startswith("bench_") and callable(fn)}
     chosen = argv or list(benches)
