@@ -309,8 +309,9 @@ _LOADER = _ClientLoader()
 
 
 def prefetch(plan: LaunchPlan) -> None:
-    """Start importing the MLflow client now, when the plan will need it (call as early as a launch knows its plan)."""
-    if plan.trackers.is_on("mlflow") and _client_available():
+    """Start importing the MLflow client now when the handshake itself needs it (Databricks), so that the
+    import overlaps whatever the launch does before ``begin()`` (call it as soon as the plan exists)."""
+    if plan.trackers.is_on("mlflow") and is_databricks_uri(_tracking_uri(plan)) and _client_available():
         _LOADER.start()
 
 
@@ -770,8 +771,8 @@ def _mlflow_begin(plan: LaunchPlan, out: Output, hs: Handshake) -> Callable[[int
     out.info(f"MLflow run '{plan.trackers.run_name or plan.name}': {url}")
     upload = bool(plan.trackers.settings.get("mlflow_upload_logs"))
     needs_client = _needs_client(artifact_uri, upload)
-    if needs_client:
-        prefetch(plan)  # the log goes to a store only the client writes to: import it while the job starts and runs
+    if needs_client and _client_available():
+        _LOADER.start()  # the log goes to a store only the client writes to: import it while the job starts and runs
 
     def finish(exit_code: int, masked_output: bytes) -> None:
         """Close the run from the exit code, upload the (masked) output; never raises: the job already ran."""
