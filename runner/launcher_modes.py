@@ -101,6 +101,9 @@ def run_mode(opts: ModeOptions, out: Output) -> int:
     flags = _flags(opts, checkout, workdir, debug, on_host)
     run = RunOptions(command=command, sources=opts.sources, flags=flags, dry_run=dry_run, pull=opts.pull,
                      detach=opts.mode == "slurm" and opts.launcher == "sbatch", slurm=opts.slurm)
+    if opts.slurm.output:
+        out.notice(f"-o {opts.slurm.output}: the job's output goes to its job directory (slurm.output_dir, default "
+                   "./primus-runs/…/slurm-<job>.out), which `primus-runner logs JOB` reads")
     if opts.clean:
         _clean(opts, out, dry_run)
     engine = {"container": "docker", "slurm": "slurm", "direct": "process"}[opts.mode]

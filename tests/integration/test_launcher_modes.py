@@ -1,0 +1,397 @@
+"""The Primus launcher's invocations with `primus-runner` in place of `primus-cli`, against a stand-in.
+
+Every example of the launcher's CLI reference (direct, container, slurm srun and
+sbatch, the --dry-run forms) runs here against primus-test/primus-standin (a
+`primus-cli` and `runner/primus-cli-direct.sh` that print the arguments and the
+environment they received), on Docker, on this host and on both Slurm nodes,
+and the test checks the exact inner command, the env and the exit code.
+
+The runner is started as `python -P -m runner`: a Primus checkout has its own
+`runner/` directory, which must not shadow the runner's package.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from engines import SLURM_PARTITION, assert_no_leak, engine_missing
+
+pytestmark = [pytest.mark.docker]
+
+ROOT = Path(__file__).resolve().parents[2]
+STANDIN = ROOT / "tests" / "fixtures" / "primus-standin"
+IMAGE = "primus-test/primus-standin:latest"
+RUNNER = [sys.executable, "-P", "-m", "runner"]
+TRAIN = ["train", "pretrain", "--config", "exp.yaml"]
+CONFIG = f"""container:
+  gpu: none
+  stop_timeout: 2
+  options:
+    image: {IMAGE}
+    group-add: []
+    name: primus-training
+slurm:
+  partition: {SLURM_PARTITION}
+  time: "5"
+"""
+
+
+@pytest.fixture(scope="session")
+def standin_image(docker_client) -> str:
+    setup = subprocess.run(["bash", str(ROOT / ".ci" / "setup-primus-standin.sh")], capture_output=True, text=True)
+    if setup.returncode != 0:
+        engine_missing("the stand-in Primus image", setup.stderr[-500:], "run bash .ci/setup-primus-standin.sh")
+    return IMAGE
+
+
+class Space:
+    """A project directory, a Primus checkout (its runner/primus-cli-direct.sh is the stand-in), a HOME."""
+
+    def __init__(self, root: Path, canary: dict[str, str], config: str = CONFIG):
+        self.root = root
+        self.project = root / "project"
+        self.checkout = root / "Primus"
+        self.home = root / "home"
+        for d in (self.project, self.checkout / "runner", self.home):
+            d.mkdir(parents=True, exist_ok=True)
+        shutil.copy(STANDIN / "runner" / "primus-cli-direct.sh", self.checkout / "runner" / "primus-cli-direct.sh")
+        (self.project / ".primus.yaml").write_text(config)
+        self.config = self.project / ".primus.yaml"
+        self.env = {k: v for k, v in os.environ.items()
+                    if not k.startswith(("PRIMUS_", "NCCL_", "RCCL_", "GLOO_", "IONIC_", "HIPBLASLT_", "SLURM_"))}
+        for name in ("HF_TOKEN", "WANDB_API_KEY", "DATABRICKS_TOKEN", "MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN", "DOCKER_HOST"):
+            self.env.pop(name, None)
+        self.env.update(HOME=str(self.home), NO_COLOR="1", HF_TOKEN=canary["HF_TOKEN"], HOST_ONLY="host-only-value-q81z")
+        self.canary = canary
+
+    def run(self, *args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 240) -> subprocess.CompletedProcess:
+        return subprocess.run([*RUNNER, *args], cwd=cwd or self.project, env={**self.env, **(env or {})},
+                              capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture
+def space(tmp_path, canary, standin_image) -> Space:
+    return Space(tmp_path, canary)
+
+
+def seen(output: str) -> dict[str, dict]:
+    """What the stand-in printed, per rank ("" on Docker and this host; "0", "1" on Slurm)."""
+    found: dict[str, dict] = {}
+    for line in output.splitlines():
+        m = re.match(r"^(?:\[(\d+)\] )?standin(-\w+)?(?:\[(\d+)\])?[:=] ?(.*)$", line)
+        if not m:
+            continue
+        rank, kind, _, value = m.group(1) or "", m.group(2) or "", m.group(3), m.group(4)
+        got = found.setdefault(rank, {"path": None, "args": [], "env": {}, "pwd": None, "secretlen": None})
+        if kind == "":
+            got["path"] = value
+        elif kind == "-pwd":
+            got["pwd"] = value
+        elif kind == "-arg":
+            got["args"].append(value[1:-1])
+        elif kind == "-env":
+            name, _, val = value.partition("=")
+            got["env"][name] = val
+        elif kind == "-secretlen":
+            got["secretlen"] = value
+    return found
+
+
+def legacy(raw: str):
+    """Primus's legacy override typing (see tests/unit/test_primus_overrides.py)."""
+    if raw.lower() in ("true", "false"):
+        return raw.lower() == "true"
+    try:
+        return eval(raw, {})  # noqa: S307 - the values the runner itself wrote
+    except Exception:
+        return raw
+
+
+def overrides(tokens: list[str]) -> dict:
+    found, i = {}, 0
+    while i < len(tokens):
+        body = tokens[i][2:]
+        if "=" in body:
+            key, raw = body.split("=", 1)
+            i += 1
+        else:
+            key, raw = body, tokens[i + 1]
+            i += 2
+        found[key] = legacy(raw)
+    return found
+
+
+DEFAULT_OVERRIDES = {"disable_tensorboard": True, "disable_wandb": True, "disable_mlflow": True, "enable_one_logger": True}
+
+
+def check_train(got: dict, prefix: list[str]) -> None:
+    """The inner command is ``prefix`` + the Primus args, then the tracker overrides Primus reads as configured."""
+    assert got["args"][:len(prefix)] == prefix, got["args"]
+    assert overrides(got["args"][len(prefix):]) == DEFAULT_OVERRIDES
+
+
+def no_leak(result: subprocess.CompletedProcess, canary: dict, where: str) -> None:
+    assert_no_leak((result.stdout + result.stderr).encode(), canary, where)
+
+
+# --------------------------------------------------------------------------- container
+
+
+def test_container_with_volume_mounts_the_checkout_and_runs_its_direct_launcher(space, tmp_path):
+    """`container --volume /data:/data -- train pretrain --config /data/exp.yaml`, Primus checkout from PRIMUS_PATH."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "exp.yaml").write_text("exp: 1\n")
+    result = space.run("container", "--volume", f"{data}:/data", "--env", "HF_TOKEN", "--",
+                       "train", "pretrain", "--config", "/data/exp.yaml",
+                       env={"PRIMUS_PATH": str(space.checkout), "PRIMUS_STANDIN_EXIT": "7"})
+    assert result.returncode == 7, result.stderr  # the job's own exit code
+    (got,) = seen(result.stdout).values()
+    assert got["path"] == "runner/primus-cli-direct.sh" and got["pwd"] == str(space.checkout)
+    check_train(got, ["train", "pretrain", "--config", "/data/exp.yaml"])
+    assert got["env"]["HF_TOKEN"] == "***" and got["secretlen"].startswith(f"HF_TOKEN={len(space.canary['HF_TOKEN'])} ")
+    assert got["env"]["PRIMUS_STANDIN_EXIT"] == "7" and got["env"]["PRIMUS_PATH"] == str(space.checkout)
+    assert "HOST_ONLY" not in got["env"]
+    no_leak(result, space.canary, "container")
+
+
+def test_container_without_a_checkout_runs_the_images_primus_cli(space):
+    result = space.run("container", "--", *TRAIN)
+    assert result.returncode == 0, result.stderr
+    (got,) = seen(result.stdout).values()
+    assert got["path"] == "/usr/local/bin/primus-cli"
+    check_train(got, ["direct", "--", *TRAIN])
+
+
+def test_container_in_a_checkout_and_a_configured_entry(space):
+    """The current directory as the checkout (as the launcher finds it); container.entry replaces the entry point;
+    --debug sets PRIMUS_LOG_LEVEL=DEBUG; a second run of one config name does not collide (per-job suffix)."""
+    result = space.run("--config", str(space.config), "--debug", "container", "--", "benchmark", "gemm", "-M", "4096", cwd=space.checkout)
+    assert result.returncode == 0, result.stderr
+    (got,) = seen(result.stdout).values()
+    assert got["path"] == "runner/primus-cli-direct.sh" and got["pwd"] == str(space.checkout)
+    assert got["args"] == ["benchmark", "gemm", "-M", "4096"]  # not a training command: no overrides
+    assert got["env"]["PRIMUS_LOG_LEVEL"] == "DEBUG"
+    (space.root / "entry.yaml").write_text("container:\n  entry: [primus-cli, direct, --single, --]\n")
+    result = space.run("--config", str(space.root / "entry.yaml"), "container", "--", "preflight", "--host")
+    assert result.returncode == 0, result.stderr
+    (got,) = seen(result.stdout).values()
+    assert got["path"] == "/usr/local/bin/primus-cli" and got["args"] == ["direct", "--single", "--", "preflight", "--host"]
+
+
+def _names() -> set[str]:
+    out = subprocess.run(["docker", "ps", "-a", "--format", "{{.Names}}"], capture_output=True, text=True, check=True).stdout
+    return set(out.split())
+
+
+def test_dry_run_forms_create_no_container(space):
+    name = f"dry-{uuid.uuid4().hex[:8]}"
+    before = _names()
+    (space.root / "dry.yaml").write_text("main:\n  dry_run: true\n")  # a config that says dry run launches nothing
+    for args in (
+        ["--dry-run", "container", "--name", name, "--clean", "--", *TRAIN],
+        ["container", "--dry-run", "--name", name, "--", *TRAIN],
+        ["--config", str(space.root / "dry.yaml"), "container", "--name", name, "--", *TRAIN],
+    ):
+        result = space.run(*args)
+        assert result.returncode == 0, result.stderr
+        assert "primus-cli direct -- train pretrain --config exp.yaml" in result.stdout
+        assert "standin-argc" not in result.stdout  # nothing ran
+    assert name not in _names() and before >= {n for n in _names() if n.startswith("dry-")}
+
+
+# --------------------------------------------------------------------------- direct
+
+
+def test_direct_runs_the_checkout_with_only_the_policys_env(space):
+    result = space.run("--config", str(space.config), "direct", "--env", "HF_TOKEN", "--env", "LIT=one", "--", *TRAIN,
+                       cwd=space.checkout, env={"PRIMUS_STANDIN_EXIT": "5"})
+    assert result.returncode == 5, result.stderr
+    (got,) = seen(result.stdout).values()
+    assert got["path"] == str(space.checkout / "runner" / "primus-cli-direct.sh") and got["pwd"] == str(space.checkout)
+    check_train(got, TRAIN)
+    env = got["env"]
+    assert env["HF_TOKEN"] == "***" and got["secretlen"].startswith(f"HF_TOKEN={len(space.canary['HF_TOKEN'])} ")
+    assert env["LIT"] == "one" and env["PRIMUS_STANDIN_EXIT"] == "5"
+    shell_own = {"PWD", "SHLVL", "_", "OLDPWD"}  # set by the stand-in's own shell
+    assert set(env) - shell_own == {"HF_TOKEN", "LIT", "PRIMUS_STANDIN_EXIT", "PATH"}, env  # nothing else of the host's
+    no_leak(result, space.canary, "direct")
+
+
+def test_direct_without_a_checkout_runs_primus_cli_from_path(space, tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    shutil.copy(STANDIN / "standin.sh", bin_dir / "primus-cli")
+    result = space.run("--dry-run", "direct", "--", *TRAIN, env={"PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    assert result.returncode == 0 and "standin-argc" not in result.stdout, result.stderr
+    assert "primus-cli direct -- train pretrain --config exp.yaml" in result.stdout
+    result = space.run("direct", "--single", "--", *TRAIN, env={"PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    assert result.returncode == 0, result.stderr
+    (got,) = seen(result.stdout).values()
+    assert got["path"].endswith("/primus-cli")
+    check_train(got, ["direct", "--single", "--", *TRAIN])
+
+
+def test_direct_forwards_sigterm_and_returns_143(space):
+    (space.root / "entry.yaml").write_text(
+        "direct:\n  entry: [sh, -c, 'trap \"echo got-term; exit 9\" TERM; echo ready; sleep 60 & wait', sh]\n")
+    proc = subprocess.Popen([*RUNNER, "--config", str(space.root / "entry.yaml"), "direct", "--", "x"], cwd=space.project,
+                            env=space.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, err
+    assert "got-term" in out
+    left = subprocess.run(["pgrep", "-f", "sleep 60 & wait"], capture_output=True, text=True).stdout.split()
+    assert not left, "the child outlived the runner"
+
+
+# --------------------------------------------------------------------------- slurm
+
+
+def _by_rank(result) -> dict[str, dict]:
+    ranks = seen(result.stdout)
+    assert set(ranks) == {"0", "1"}, result.stdout + result.stderr
+    return ranks
+
+
+@pytest.mark.slurm
+def test_slurm_srun_runs_the_container_entry_on_both_nodes(space, slurm_cluster):
+    """`slurm srun -N 2 -- train pretrain --config exp.yaml` in a checkout (the default entry is container)."""
+    result = space.run("--config", str(space.config), "slurm", "srun", "-N", "2", "--", *TRAIN, cwd=space.checkout,
+                       env={"PRIMUS_STANDIN_EXIT": "4"})
+    assert result.returncode == 4, result.stderr  # the job's code, like submit --wait
+    ranks = _by_rank(result)
+    masters = set()
+    for rank, got in ranks.items():
+        assert got["path"] == "runner/primus-cli-direct.sh" and got["pwd"] == str(space.checkout)
+        check_train(got, TRAIN)
+        env = got["env"]
+        assert env["NODE_RANK"] == rank and env["NNODES"] == "2" and env["HF_TOKEN"] == "***"
+        assert got["secretlen"].startswith(f"HF_TOKEN={len(space.canary['HF_TOKEN'])} ") and "HOST_ONLY" not in env
+        masters.add((env["MASTER_ADDR"], env["MASTER_PORT"]))
+    assert len(masters) == 1
+    no_leak(result, space.canary, "slurm srun")
+
+
+@pytest.mark.slurm
+def test_slurm_srun_with_partition_and_container_entry(space, slurm_cluster):
+    """`slurm srun -N 4 -p P -- container -- train …` (2 nodes here), the image's primus-cli without a checkout."""
+    result = space.run("slurm", "srun", "-N", "2", "-p", slurm_cluster.partition, "--", "container", "--gpus", "0",
+                       "--env", "LIT=x", "--", *TRAIN)
+    assert result.returncode == 0, result.stderr
+    for rank, got in _by_rank(result).items():
+        assert got["path"] == "/usr/local/bin/primus-cli" and got["env"]["LIT"] == "x" and got["env"]["NODE_RANK"] == rank
+        check_train(got, ["direct", "--", *TRAIN])
+
+
+@pytest.mark.slurm
+def test_slurm_sbatch_submits_and_answers_like_submit(space, slurm_cluster):
+    """`slurm sbatch -N 8 -t 8:00:00 -o train.log -- train …` (2 nodes here): --json {"job_id"}, the job runs on both."""
+    result = space.run("--json", "slurm", "sbatch", "-N", "2", "-t", "5", "-o", "train.log", "--", *TRAIN)
+    assert result.returncode == 0, result.stderr
+    job_id = json.loads(result.stdout)["job_id"]
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        status = space.run("--json", "status", job_id)
+        state = json.loads(status.stdout)
+        if state["exit_code"] is not None:
+            break
+        time.sleep(1)
+    assert state["exit_code"] == 0, state
+    (out_file,) = (space.project / "primus-runs").glob(f"*/slurm-{job_id}.out")
+    text = out_file.read_text()
+    lines = [re.sub(r"^(\d+): ", r"[\1] ", line) for line in text.splitlines()]  # srun --label prefixes
+    ranks = seen("\n".join(lines))
+    assert set(ranks) == {"0", "1"}, text
+    for got in ranks.values():
+        check_train(got, ["direct", "--", *TRAIN])
+    assert_no_leak(text.encode() + (result.stdout + result.stderr).encode(), space.canary, "sbatch")
+
+
+@pytest.mark.slurm
+def test_slurm_dry_run_submits_nothing(space, slurm_cluster):
+    """`--dry-run slurm srun -N 2 -- train …` and main.dry_run: true: the batch script, no job, no job directory."""
+    (space.root / "dry.yaml").write_text("main:\n  dry_run: true\n")
+    for args in (["--dry-run", "slurm", "srun", "-N", "2", "--", *TRAIN],
+                 ["--config", str(space.root / "dry.yaml"), "slurm", "sbatch", "-N", "2", "--", *TRAIN]):
+        result = space.run(*args)
+        assert result.returncode == 0, result.stderr
+        assert "#SBATCH --nodes=2" in result.stdout and "standin-argc" not in result.stdout
+        assert not (space.project / "primus-runs").exists()
+    queue = subprocess.run(["squeue", "-h", "-o", "%j"], capture_output=True, text=True).stdout
+    assert "primus-training" not in queue
+
+
+# --------------------------------------------------------------------------- owner scope
+
+OTHER_USER = "primus-second"
+OTHER_PYTHON = "/opt/primus-second-venv/bin/python"
+
+
+def _as_other(cwd: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    env = ["env", "-i", "PATH=/usr/local/bin:/usr/bin:/bin", f"HOME=/home/{OTHER_USER}", f"PYTHONPATH={ROOT}", "NO_COLOR=1"]
+    return subprocess.run(["runuser", "-u", OTHER_USER, "--", *env, OTHER_PYTHON, "-P", "-m", "runner", *args],
+                          cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+def test_owner_scope_across_two_users(space, busybox_image):
+    """A second, real user launches a runner container; the first user's ps/logs/down do not see it without
+    --all-users, and the second user's `down --all` and `--clean` leave the first user's container running."""
+    import tempfile
+
+    if not Path(OTHER_PYTHON).exists():
+        engine_missing("the second user's venv", "", "run bash .ci/setup-primus-standin.sh")
+    shared = Path(tempfile.mkdtemp(prefix="owner-"))
+    try:
+        shared.chmod(0o755)
+        config = f"container:\n  gpu: none\n  stop_timeout: 1\n  options:\n    image: {busybox_image}\n    group-add: []\n"
+        (shared / ".primus.yaml").write_text(config)
+        (shared / ".primus.yaml").chmod(0o644)
+        mine, theirs = f"own-{uuid.uuid4().hex[:8]}", f"other-{uuid.uuid4().hex[:8]}"
+        other = _as_other(shared, "up", "-d", "--name", theirs, "--", "sleep", "120")
+        assert other.returncode == 0, other.stderr
+        me = subprocess.run([*RUNNER, "up", "-d", "--name", mine, "--", "sleep", "120"], cwd=shared, env=space.env,
+                            capture_output=True, text=True, timeout=120)
+        assert me.returncode == 0, me.stderr
+
+        ps = space.run("ps", "--json", cwd=shared)
+        names = {row["name"] for row in json.loads(ps.stdout)}
+        assert mine in names and theirs not in names
+        every = {row["name"]: row["owner"] for row in json.loads(space.run("ps", "--json", "--all-users", cwd=shared).stdout)}
+        assert every[mine] == str(os.getuid()) and every[theirs] == subprocess.check_output(["id", "-u", OTHER_USER], text=True).strip()
+        for args in (["logs", theirs], ["down", theirs]):
+            refused = space.run(*args, cwd=shared)
+            assert refused.returncode == 1 and "another user's" in refused.stderr, refused.stderr
+        assert theirs in _names()
+
+        # the second user's down --all and --clean: their own containers only
+        down = _as_other(shared, "down", "--all")
+        assert down.returncode == 0, down.stderr
+        assert theirs not in _names() and mine in _names()
+        again = _as_other(shared, "up", "-d", "--name", theirs, "--", "sleep", "120")
+        assert again.returncode == 0, again.stderr
+        clean = _as_other(shared, "container", "--clean", "--image", IMAGE, "--gpus", "0", "--", "preflight")
+        assert clean.returncode == 0, clean.stderr
+        assert theirs not in _names() and mine in _names()
+
+        forced = space.run("down", "--all-users", mine, cwd=shared)
+        assert forced.returncode == 0 and mine not in _names(), forced.stderr
+    finally:
+        subprocess.run(["docker", "rm", "-f", mine, theirs], capture_output=True)
+        shutil.rmtree(shared, ignore_errors=True)
