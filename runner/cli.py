@@ -104,6 +104,65 @@ def _slurm_flags(args):
     return SlurmFlags(args.nodes, args.partition, args.time, args.account, args.gpus_per_node, **{n: getattr(args, n) for n in names})
 
 
+def _mode_switches(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dry-run", action="store_true", help="print what would run; run nothing")
+    p.add_argument("--debug", action="store_true", help="PRIMUS_LOG_LEVEL=DEBUG for the job")
+
+
+def _container_entry_options(p: argparse.ArgumentParser) -> None:
+    _launch_options(p)
+    p.add_argument("--gpus", type=int, metavar="N", help="as primus-cli: 0 runs without GPU devices (else the --gpu flavor's devices)")
+
+
+def _direct_entry_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--env", action="append", default=[], metavar="KEY[=VALUE]", help="forward KEY from the host, or set a non-secret literal")
+    g = p.add_argument_group("passed to the Primus direct launcher")
+    g.add_argument("--single", action="store_true", help="python3 instead of torchrun")
+    g.add_argument("--script", metavar="PATH")
+    g.add_argument("--patch", action="append", default=[], metavar="PATH")
+    g.add_argument("--log_file", metavar="PATH")
+    g.add_argument("--numa", action="store_true")
+    g.add_argument("--no-numa", action="store_true")
+    p.add_argument("command", nargs="*", metavar="-- PRIMUS_ARGS", help="the Primus CLI's arguments, after --")
+
+
+def _launcher_modes(cmd) -> None:
+    """The Primus launcher's modes: ``primus-cli`` invocations work with ``primus-runner``."""
+    p = cmd("container", "as primus-cli container: one container running the Primus direct launcher with the Primus args",
+            "primus-runner container --volume /data:/data -- train pretrain --config /data/exp.yaml")
+    _container_entry_options(p)
+    _mode_switches(p)
+    p.add_argument("--clean", action="store_true", help="first remove your own primus-runner containers (never other containers)")
+    p.add_argument("--all-users", action="store_true", help="with --clean: every user's primus-runner containers")
+
+    p = cmd("direct", "as primus-cli direct: the Primus direct launcher on this host, no container, env policy applied",
+            "primus-runner direct -- train pretrain --config exp.yaml")
+    _direct_entry_options(p)
+    _mode_switches(p)
+
+    p = cmd("slurm", "as primus-cli slurm: srun (default, waits, the job's code) or sbatch (submits, the job id)",
+            "primus-runner slurm srun -N 2 -- train pretrain --config exp.yaml")
+    launchers = p.add_subparsers(dest="launcher", metavar="srun|sbatch", parser_class=_Parser)
+    for name, example in (("srun", "primus-runner slurm srun -N 4 -p P -- container -- train pretrain --config exp.yaml"),
+                          ("sbatch", "primus-runner slurm sbatch -N 8 -t 8:00:00 -o train.log -- train pretrain --config exp.yaml")):
+        q = launchers.add_parser(name, help=f"slurm {name}", description=f"primus-cli slurm {name}: -- [container|direct [entry options] --] <Primus args>",
+                                 epilog=f"example:\n  {example}", formatter_class=argparse.RawDescriptionHelpFormatter)
+        _global_options(q, argparse.SUPPRESS)
+        g = q.add_argument_group("Slurm flags (each value is checked; nothing may set --export)")
+        g.add_argument("-N", "--nodes", type=int, metavar="N")
+        g.add_argument("-p", "--partition", metavar="P")
+        g.add_argument("-t", "--time", metavar="T")
+        g.add_argument("-A", "--account", metavar="A")
+        g.add_argument("-o", "--output", metavar="FILE")
+        g.add_argument("--gpus-per-node", type=int, metavar="G")
+        _slurm_cluster_options(q)
+        q.add_argument("-w", dest="nodelist", metavar="NODES", help="same as --nodelist")
+        q.add_argument("-x", dest="exclude", metavar="NODES", help="same as --exclude")
+        q.add_argument("--export", help=argparse.SUPPRESS)
+        _mode_switches(q)
+        q.add_argument("command", nargs="*", metavar="-- [container|direct [options] --] PRIMUS_ARGS")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="primus-runner",
@@ -112,6 +171,8 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _global_options(parser, None)
+    parser.add_argument("--dry-run", dest="global_dry_run", action="store_true", help="print what would run; launch, submit and remove nothing (as primus-cli --dry-run)")
+    parser.add_argument("--debug", dest="global_debug", action="store_true", help="launcher modes: PRIMUS_LOG_LEVEL=DEBUG for the job (as primus-cli --debug)")
     parser.add_argument("--version", action="version", version=f"primus-runner {__version__}")
     sub = parser.add_subparsers(dest="cmd", metavar="COMMAND", parser_class=_Parser)
 
@@ -140,6 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = cmd("ps", "list the runner's own containers (running and leftovers)", "primus-runner ps --json")
     p.add_argument("--all", "-a", action="store_true", help="accepted for familiarity: ps always lists running and stopped (leftover) runner containers")
+    p.add_argument("--all-users", action="store_true", help="every user's runner containers (default: yours)")
 
     p = cmd("logs", "print a runner container's output, or a Slurm job's from every node (rank by rank), masked",
             "primus-runner logs primus-1a2b3c4d -f; primus-runner logs 1234 -f --node 1")
@@ -147,10 +209,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--follow", "-f", action="store_true")
     p.add_argument("--node", metavar="N", help="Slurm job: only this rank (0, 1, …) or node name")
     p.add_argument("--tail", type=int, metavar="N", help="Slurm job: only the last N lines")
+    p.add_argument("--all-users", action="store_true", help="another user's runner container (default: yours only)")
 
     p = cmd("down", "stop and remove the runner's containers (only the runner's own)", "primus-runner down --all")
     p.add_argument("names", nargs="*", metavar="NAME")
     p.add_argument("--all", action="store_true", help="every container the runner started on this host")
+    p.add_argument("--all-users", action="store_true", help="every user's runner containers (default: yours)")
 
     p = cmd("build", "build a training image from images/<flavor>/", "primus-runner build --flavor rocm --tag my/primus:dev")
     p.add_argument("--flavor", choices=["rocm", "cuda"], default=None, help="default rocm")
@@ -185,6 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("shell", choices=["bash", "zsh", "fish"])
 
     cmd("demo", "run the built-in demo job locally (no registry, no GPU needed)", "primus-runner demo")
+    _launcher_modes(cmd)
 
     p = sub.add_parser("node-agent")  # no help=: hidden from --help; started by srun on each Slurm node
     p.add_argument("plan_file", nargs="?")
@@ -210,7 +275,7 @@ def _main(argv: list[str]) -> int:
     from runner.ui import Output
 
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_default_launcher(argv))
     sources = Sources(args.config, args.env_file)
     out = Output(json_mode=args.json, color=not args.no_color, verbose=args.verbose, fallback=_early_masker(args.cmd, sources))
     if not args.cmd:
@@ -266,7 +331,7 @@ def _run_options(args, sources):
 
     slurm = _slurm_flags(args) if args.cmd == "submit" else SlurmFlags()
     return RunOptions(
-        command=tuple(args.command), sources=sources, flags=_flags(args), dry_run=getattr(args, "dry_run", False),
+        command=tuple(args.command), sources=sources, flags=_flags(args), dry_run=getattr(args, "dry_run", False) or args.global_dry_run,
         detach=args.detach if args.cmd == "up" else (args.cmd == "submit" and not args.wait),
         keep=getattr(args, "keep", False), build=getattr(args, "build", False), audit=getattr(args, "audit", False),
         report=getattr(args, "report", None), slurm=slurm,
@@ -280,6 +345,83 @@ def _slurm_output_dir(sources):
     from runner.config import load_config
 
     return load_config(sources.config_file).get("slurm", "output_dir")
+
+
+_GLOBAL_FLAGS = {"--json", "--no-color", "--verbose", "--dry-run", "--debug"}
+
+
+def _default_launcher(argv: list[str]) -> list[str]:
+    """``slurm`` without ``srun``/``sbatch`` means ``srun``, as in primus-cli."""
+    i, command = 0, None
+    while i < len(argv):
+        token = argv[i]
+        if token in ("--config", "--env-file"):
+            i += 2
+            continue
+        if token in _GLOBAL_FLAGS or token.startswith(("--config=", "--env-file=")):
+            i += 1
+            continue
+        command = token
+        break
+    if command != "slurm":
+        return argv
+    j = i + 1
+    while j < len(argv) and (argv[j] in _GLOBAL_FLAGS or argv[j].startswith(("--config=", "--env-file="))):
+        j += 1
+    if j < len(argv) and argv[j] in ("--config", "--env-file"):
+        return argv  # a value follows: argparse reports what is wrong
+    if j < len(argv) and argv[j] in ("srun", "sbatch", "-h", "--help"):
+        return argv
+    return argv[:i + 1] + ["srun"] + argv[i + 1:]
+
+
+def _entry_parser(entry: str) -> argparse.ArgumentParser:
+    p = _Parser(prog=f"primus-runner slurm ... -- {entry}", description=f"the {entry} entry on each node")
+    (_container_entry_options if entry == "container" else _direct_entry_options)(p)
+    return p
+
+
+def _direct_args(args) -> tuple[str, ...]:
+    """The launcher's own direct options, handed to primus-cli-direct.sh before ``--``."""
+    found: list[str] = ["--single"] if args.single else []
+    for flag, value in (("--script", args.script), ("--log_file", args.log_file)):
+        if value:
+            found += [flag, value]
+    for patch in args.patch:
+        found += ["--patch", patch]
+    return tuple(found + (["--numa"] if args.numa else []) + (["--no-numa"] if args.no_numa else []))
+
+
+def _mode_options(args, sources):
+    from dataclasses import replace
+
+    from runner import launcher_modes
+    from runner.errors import UsageError
+    from runner.options import LaunchFlags, ModeOptions
+
+    dry_run = bool(args.global_dry_run or getattr(args, "dry_run", False))
+    debug = bool(args.global_debug or getattr(args, "debug", False))
+    common = dict(sources=sources, dry_run=dry_run, debug=debug, pull=getattr(args, "pull", None))
+    if args.cmd == "container":
+        return ModeOptions("container", tuple(args.command), flags=_flags(args), gpus=args.gpus, clean=args.clean,
+                           all_users=args.all_users, **common)
+    if args.cmd == "direct":
+        return ModeOptions("direct", tuple(args.command), flags=LaunchFlags(env=tuple(args.env)), direct_args=_direct_args(args), **common)
+    if args.export is not None:
+        raise UsageError("slurm mode does not take --export: the runner exports exactly the allowlisted names (values never in argv)",
+                         hint="add names to container.options.env, or pass --env NAME to the container entry")
+    for flag in ("partition", "time", "account", "output"):
+        problem = launcher_modes.slurm_value_problems(f"--{flag}", getattr(args, flag))
+        if problem:
+            raise UsageError(problem, hint="one value in Slurm's own syntax")
+    entry, rest = launcher_modes.split_entry(args.command)
+    inner = _entry_parser(entry).parse_args(rest)
+    if entry == "container":
+        flags, gpus, direct_args = _flags(inner), inner.gpus, ()
+    else:
+        flags, gpus, direct_args = LaunchFlags(env=tuple(inner.env)), None, _direct_args(inner)
+    return ModeOptions("slurm", tuple(inner.command), flags=flags, gpus=gpus, launcher=args.launcher or "srun", entry=entry,
+                       slurm=replace(_slurm_flags(args), output=args.output), direct_args=direct_args, **common)
 
 
 def _dispatch(args, sources, out: Output, parser) -> int:
@@ -309,7 +451,8 @@ def _dispatch(args, sources, out: Output, parser) -> int:
         from runner.engines.docker import commands
 
         names = (args.name,) if name == "logs" else tuple(getattr(args, "names", ()))
-        selection = options.ContainerSelection(sources, names, getattr(args, "all", False), getattr(args, "follow", False))
+        selection = options.ContainerSelection(sources, names, getattr(args, "all", False), getattr(args, "follow", False),
+                                               all_users=getattr(args, "all_users", False))
         return getattr(commands, f"cmd_{name}")(selection, out)
     if name == "build":
         from runner import images
@@ -335,6 +478,10 @@ def _dispatch(args, sources, out: Output, parser) -> int:
         sys.stdout.write(completion.script(args.shell, parser))
         sys.stdout.flush()
         return 0
+    if name in ("container", "direct", "slurm"):
+        from runner import launcher_modes
+
+        return launcher_modes.run_mode(_mode_options(args, sources), out)
     if name == "demo":
         from runner import demo
 
