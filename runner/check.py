@@ -3,142 +3,163 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 
 from runner.errors import ConfigError, EngineUnavailable, Problem
 from runner.options import CheckOptions
 from runner.ui import Output
 
 
-def _check_refs(opts: CheckOptions, out: Output, problems: list[Problem]) -> tuple[list[dict], dict]:
+@dataclass
+class Findings:
+    """Everything ``check`` found, gathered step by step, printed once."""
+
+    problems: list[Problem] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    engine_error: str | None = None
+    engine: dict = field(default_factory=dict)  # the engine found: kind, host, version, API version
+    secrets: list[dict] = field(default_factory=list)  # secret references: found or not, never a value
+    online: list[dict] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems and self.engine_error is None
+
+    def exit_code(self) -> int:
+        return 2 if self.problems else 1 if self.engine_error else 0
+
+
+def run_check(opts: CheckOptions, out: Output) -> int:
+    from runner.launch import prepare
+
+    found = Findings()
+    resolved = _check_refs(opts, found)
+    prepared = None
+    try:
+        prepared = prepare(out, opts.sources, opts.command or ("true",), opts.flags, quiet=True, resolved=resolved)
+    except ConfigError as exc:
+        found.problems += exc.problems
+    plan = prepared.planned.plan if prepared is not None else None
+    if prepared is not None:
+        found.problems += prepared.planned.problems
+        found.warnings += prepared.planned.warnings
+    if plan is not None:
+        found.warnings += list(plan.notices)
+        _check_devices(plan, found)
+    _check_engine(opts, prepared, found)
+    if plan is not None and opts.engine != "slurm":
+        _check_registry_and_builder(prepared, found)
+    if opts.online and plan is not None:
+        _check_online(plan, prepared, opts.timeout, found)
+    _print(opts, found, out)
+    return found.exit_code()
+
+
+def _check_refs(opts: CheckOptions, found: Findings) -> dict:
     """Resolve every ``secrets:`` reference once: the report (found or not, never a value)
     and the values for the plan."""
     from runner import ci
     from runner.launch import load_context
 
     try:
-        config = load_context(opts.sources).config
+        context = load_context(opts.sources)
     except ConfigError:
-        return [], {}  # prepare reports the config's problems
-    if not config.get("secrets"):
-        return [], {}
+        return {}  # prepare reports the config's problems
+    if not context.config.get("secrets"):
+        return {}
     from runner.secret_refs import parse_refs, resolve_and_report
 
-    refs, ref_problems = parse_refs(config)
-    problems += ref_problems
-    lookup = lambda name: os.environ.get(name, load_context(opts.sources).env_file.values.get(name))  # noqa: E731
-    values, report = resolve_and_report(refs, lookup, opts.timeout, mask=ci.early_scope(opts.sources).masker.mask)
+    refs, problems = parse_refs(context.config)
+    found.problems += problems
+    lookup = lambda name: os.environ.get(name, context.env_file.values.get(name))  # noqa: E731
+    values, found.secrets = resolve_and_report(refs, lookup, opts.timeout, mask=ci.early_scope(opts.sources).masker.mask)
     where = {ref.name: ref.where for ref in refs}
-    for item in report:
+    for item in found.secrets:
         if not item["found"]:
-            problems.append(Problem(f"secret {item['name']} ({item['source']}): {item['error']}", where=where.get(item["name"])))
-    return report, values
+            found.problems.append(Problem(f"secret {item['name']} ({item['source']}): {item['error']}", where=where.get(item["name"])))
+    return values
 
 
-def _registry_and_builder(prepared, problems: list[Problem], details: dict) -> list[str]:
+def _check_devices(plan, found: Findings) -> None:
+    for device in plan.devices:
+        path = device.split(":")[0]
+        if not os.path.exists(path):
+            found.problems.append(Problem(
+                f"device {path} (needed by --gpu {plan.gpu}) does not exist on this host",
+                hint="install the GPU driver, or run with --gpu none / the other flavor",
+            ))
+
+
+def _check_engine(opts: CheckOptions, prepared, found: Findings) -> None:
+    try:
+        if opts.engine == "slurm":
+            from runner.engines.slurm import jobs
+
+            found.warnings += jobs.check_engine()
+            return
+        from runner.engines.docker.commands import engine
+
+        preference = prepared.config.get("container", "engine", default="auto") if prepared else None
+        found.engine = engine(preference).describe()  # which engine, where, its version and the API version in use
+        e = found.engine
+        found.notes.append(f"engine: {e['engine']} {e.get('version') or ''} at {e['host']} ({e['source']}), API {e['api_version']}")
+    except EngineUnavailable as exc:
+        found.engine_error = f"{exc.message}" + (f" ({exc.hint})" if exc.hint else "")
+
+
+def _check_registry_and_builder(prepared, found: Findings) -> None:
     """The image's registry credential, validated without pulling, and the image builder."""
     from runner.errors import RunnerError
     from runner.images import builder_status
     from runner.registry import check_registry
 
-    notes = []
     try:
-        notes.append(check_registry(prepared.plan.image, prepared.lookup, timeout=10))
+        found.notes.append(check_registry(prepared.plan.image, prepared.lookup, timeout=10))
     except RunnerError as exc:
-        problems.append(Problem(exc.message, hint=exc.hint))
+        found.problems.append(Problem(exc.message, hint=exc.hint))
     builder = builder_status()
-    details["builder"] = builder
-    notes.append(f"builder: {builder.get('builder')}" + (f" (needs: {builder['needs']})" if builder.get('needs') else ""))
-    return notes
+    found.engine["builder"] = builder
+    found.notes.append(f"builder: {builder.get('builder')}" + (f" (needs: {builder['needs']})" if builder.get("needs") else ""))
 
 
-def run_check(opts: CheckOptions, out: Output) -> int:
-    from runner.launch import prepare
+def _check_online(plan, prepared, timeout: float, found: Findings) -> None:
+    from runner import tracker_runs
 
-    problems: list[Problem] = []
-    warnings: list[str] = []
-    engine_error: str | None = None
-    details: dict = {}  # the engine found: kind, host, version, API version
-    notes: list[str] = []
-    online: list[dict] = []
-    prepared = None
-    refs, resolved = _check_refs(opts, out, problems)
-    try:
-        prepared = prepare(out, opts.sources, opts.command or ("true",), opts.flags, quiet=True, resolved=resolved)
-    except ConfigError as exc:
-        problems += exc.problems
-    if prepared is not None:
-        planned = prepared.planned
-        problems += planned.problems
-        warnings += planned.warnings
-        if planned.plan:
-            warnings += list(planned.plan.notices)
-            for device in planned.plan.devices:
-                path = device.split(":")[0]
-                if not os.path.exists(path):
-                    problems.append(
-                        Problem(
-                            f"device {path} (needed by --gpu {planned.plan.gpu}) does not exist on this host",
-                            hint="install the GPU driver, or run with --gpu none / the other flavor",
-                        )
-                    )
-    try:
-        if opts.engine == "slurm":
-            from runner.engines.slurm import jobs
+    found.online = tracker_runs.online_check(plan, prepared.planned, timeout=timeout)
+    for item in found.online:
+        if item["status"] not in ("reachable", "skipped"):
+            found.problems.append(Problem(f"{item['tracker']}: {item['status']}: {item['detail']}"))
 
-            warnings += jobs.check_engine()
-        else:
-            from runner.engines.docker.commands import engine
 
-            preference = prepared.config.get("container", "engine", default="auto") if prepared else None
-            found = engine(preference).describe()  # which engine, where, its version and the API version in use
-            details.update(found)
-            notes.append(f"engine: {found['engine']} {found.get('version') or ''} at {found['host']} "
-                         f"({found['source']}), API {found['api_version']}")
-    except EngineUnavailable as exc:
-        engine_error = f"{exc.message}" + (f" ({exc.hint})" if exc.hint else "")
-    if prepared is not None and prepared.planned.plan is not None and opts.engine != "slurm":
-        notes += _registry_and_builder(prepared, problems, details)
-    if opts.online and prepared is not None and prepared.planned.plan is not None:
-        from runner import tracker_runs
-
-        online = tracker_runs.online_check(prepared.planned.plan, prepared.planned, timeout=opts.timeout)
-        for item in online:
-            if item["status"] not in ("reachable", "skipped"):
-                problems.append(Problem(f"{item['tracker']}: {item['status']}: {item['detail']}"))
-
-    ok = not problems and engine_error is None
+def _print(opts: CheckOptions, found: Findings, out: Output) -> None:
     if out.json_mode:
         report = {
-            "ok": ok,
-            "problems": [{"message": p.message + (f" ({p.hint})" if p.hint else ""), "where": p.where} for p in problems],
-            "warnings": warnings,
-            "engine": {"name": opts.engine, "reachable": engine_error is None, "error": engine_error, **details},
+            "ok": found.ok,
+            "problems": [{"message": p.message + (f" ({p.hint})" if p.hint else ""), "where": p.where} for p in found.problems],
+            "warnings": found.warnings,
+            "engine": {"name": opts.engine, "reachable": found.engine_error is None, "error": found.engine_error, **found.engine},
         }
         if opts.online:
-            report["trackers"] = online
-        if refs:
-            report["secrets"] = refs
+            report["trackers"] = found.online
+        if found.secrets:
+            report["secrets"] = found.secrets
         out.json(report)
-    else:
-        for warning in warnings:
-            out.warn(warning)
-        from runner import ci
+        return
+    from runner import ci
 
-        if not ci.report_problems(problems, out.masker):  # GitHub Actions: file/line annotations
-            for problem in problems:
-                out.error(str(problem))
-        if engine_error:
-            out.error(engine_error)
-        for item in online:
-            out.info(f"{item['tracker']}: {item['status']} - {item['detail']}")
-        for item in refs:
-            out.info(f"secret {item['name']} ({item['source']}): {'found' if item['found'] else 'NOT FOUND'}")
-        for note in notes:
-            out.info(note)
-        if ok:
-            out.info("check: ok")
-    if problems:
-        return 2
-    if engine_error:
-        return 1
-    return 0
+    for warning in found.warnings:
+        out.warn(warning)
+    if not ci.report_problems(found.problems, out.masker):  # GitHub Actions: file/line annotations
+        for problem in found.problems:
+            out.error(str(problem))
+    if found.engine_error:
+        out.error(found.engine_error)
+    for item in found.online:
+        out.info(f"{item['tracker']}: {item['status']} - {item['detail']}")
+    for item in found.secrets:
+        out.info(f"secret {item['name']} ({item['source']}): {'found' if item['found'] else 'NOT FOUND'}")
+    for note in found.notes:
+        out.info(note)
+    if found.ok:
+        out.info("check: ok")
