@@ -137,9 +137,13 @@ else
 fi
 
 # ---------------------------------------------------------------- slurm
+# NODES=N starts n1..nN on this machine (the 8-node benchmark); the suite uses 2.
+SLURM_NODES=${NODES:-2}
+[[ "$SLURM_NODES" =~ ^[1-9][0-9]?$ ]] && [ "$SLURM_NODES" -ge 2 ] || die "NODES=$SLURM_NODES: 2 to 99 nodes"
+slurm_nodes=$(seq -f 'n%g' 1 "$SLURM_NODES")
 host=$(hostname)
 desired_conf=$(cat <<EOF
-# Written by .ci/setup-engines.sh: a two-node test cluster on one machine.
+# Written by .ci/setup-engines.sh: a ${SLURM_NODES}-node test cluster on one machine.
 ClusterName=primus-test
 SlurmctldHost=${host}
 SlurmUser=root
@@ -168,7 +172,7 @@ InactiveLimit=0
 KillWait=10
 Waittime=0
 MinJobAge=3600
-NodeName=n[1-2] NodeHostname=${host} NodeAddr=127.0.0.1 Port=17001-17002 CPUs=1 State=UNKNOWN
+NodeName=n[1-${SLURM_NODES}] NodeHostname=${host} NodeAddr=127.0.0.1 Port=17001-$((17000 + SLURM_NODES)) CPUs=1 State=UNKNOWN
 # OverSubscribe: up to 4 jobs share a node's CPU, so test sessions running at
 # the same time (a developer's and CI's, or parallel tests) don't queue
 # behind one another. DefaultTime: a forgotten job ends after 30 minutes.
@@ -185,7 +189,8 @@ stop_pidfile() {
     fi
 }
 
-install -d -m 0755 /etc/slurm /var/log/slurm /var/spool/slurmd/n1 /var/spool/slurmd/n2
+install -d -m 0755 /etc/slurm /var/log/slurm
+for n in $slurm_nodes; do install -d -m 0755 "/var/spool/slurmd/$n"; done
 install -d -m 0700 /var/spool/slurmctld
 current_conf=$(cat "$SLURM_CONF" 2>/dev/null || true)
 if [ "$current_conf" != "$desired_conf" ]; then
@@ -198,15 +203,15 @@ if [ "$current_conf" != "$desired_conf" ]; then
         log "slurm: scontrol reconfigure"
         scontrol reconfigure || die "scontrol reconfigure failed"
     else
-        # Restart whatever an earlier run started, so the new nodes are used.
-        stop_pidfile /var/run/slurmd-n1.pid slurmd
-        stop_pidfile /var/run/slurmd-n2.pid slurmd
+        # Restart whatever an earlier run started (every node, also from a larger NODES), so the new nodes are used.
+        for f in /var/run/slurmd-n*.pid; do if [ -e "$f" ]; then stop_pidfile "$f" slurmd; fi; done
         stop_pidfile /var/run/slurmctld.pid slurmctld
     fi
 fi
 
-for f in /var/run/slurmctld.pid /var/run/slurmd-n1.pid /var/run/slurmd-n2.pid; do
-    drop_stale_pidfile "$f" "$(basename "$f" .pid | sed 's/-n[12]$//')"
+for f in /var/run/slurmctld.pid /var/run/slurmd-n*.pid; do
+    if [ ! -e "$f" ]; then continue; fi
+    drop_stale_pidfile "$f" "$(basename "$f" .pid | sed 's/-n[0-9]*$//')"
 done
 started=0
 if ! pid_of /var/run/slurmctld.pid slurmctld >/dev/null; then
@@ -214,7 +219,7 @@ if ! pid_of /var/run/slurmctld.pid slurmctld >/dev/null; then
     slurmctld
     started=1
 fi
-for n in n1 n2; do
+for n in $slurm_nodes; do
     if ! pid_of "/var/run/slurmd-$n.pid" slurmd >/dev/null; then
         log "slurm: starting slurmd -N $n"
         slurmd -N "$n"
@@ -227,7 +232,7 @@ nodes_ready() {
     # (no '*' = not responding, no down/drain).
     local states
     states=$(sinfo -h -N -p "$SLURM_PARTITION" -o '%N %t' 2>/dev/null) || return 1
-    [ "$(printf '%s\n' "$states" | grep -cE '^n[12] (idle|mix|alloc)$')" = 2 ]
+    [ "$(printf '%s\n' "$states" | grep -cE '^n[0-9]+ (idle|mix|alloc)$')" = "$SLURM_NODES" ]
 }
 resumed=0
 for i in $(seq 60); do
@@ -235,7 +240,7 @@ for i in $(seq 60); do
     if [ "$resumed" = 0 ] && [ "$i" -ge 5 ] \
         && sinfo -h -N -p "$SLURM_PARTITION" -o '%t' 2>/dev/null | grep -qE '^(down|drain|drng|fail)'; then
         log "slurm: resuming down/drained nodes"
-        scontrol update nodename=n1,n2 state=resume 2>/dev/null || true
+        scontrol update nodename="n[1-$SLURM_NODES]" state=resume 2>/dev/null || true
         resumed=1
     fi
     sleep 1
@@ -243,12 +248,13 @@ done
 if ! nodes_ready; then
     sinfo -N -p "$SLURM_PARTITION" >&2 || true
     tail -n 20 /var/log/slurm/slurmctld.log >&2 || true
-    die "slurm nodes n1, n2 are not idle after 60 s"
+    die "slurm nodes n1..n$SLURM_NODES are not idle after 60 s"
 fi
 if [ "$started" = 1 ] || [ "${PRIMUS_SETUP_VERIFY:-0}" = 1 ]; then
-    ids=$(timeout 120 srun -N2 -p "$SLURM_PARTITION" -t 2 printenv SLURM_NODEID | sort | tr '\n' ' ')
-    [ "$ids" = "0 1 " ] || die "srun -N2 printenv SLURM_NODEID gave '$ids', expected '0 1 '"
-    log "slurm: up, srun -N2 ran on both nodes"
+    ids=$(timeout 120 srun -N"$SLURM_NODES" -p "$SLURM_PARTITION" -t 2 printenv SLURM_NODEID | sort -n | tr '\n' ' ')
+    want=$(seq 0 $((SLURM_NODES - 1)) | tr '\n' ' ')
+    [ "$ids" = "$want" ] || die "srun -N$SLURM_NODES printenv SLURM_NODEID gave '$ids', expected '$want'"
+    log "slurm: up, srun -N$SLURM_NODES ran on every node"
 else
     log "slurm: running"
 fi

@@ -220,44 +220,71 @@ def _until_both_running(client, label: str, start: float, timeout: float = 300) 
 
 
 def bench_submit() -> None:
-    """Issue 6: `submit` (2 nodes) until both containers run vs a hand-written `sbatch` + `srun docker run`
-    of the same job, interleaved, median of 5 (target ratio <= 1.3)."""
+    """Issues 6 and 16: `submit` until all N containers run vs a hand-written `sbatch` + `srun docker run`
+    of the same job, interleaved, for N = 2, 4, 8 (those the cluster has: `NODES=8 .ci/setup-engines.sh`),
+    median of BENCH_SUBMIT_RUNS (default 3); then how each side grows per added node."""
     import json
 
     import docker
 
     client = docker.from_env(version="auto")
-    runs = 5
+    runs = int(os.environ.get("BENCH_SUBMIT_RUNS", "3"))
+    have = len(subprocess.run(["sinfo", "-h", "-N", "-o", "%N"], capture_output=True, text=True).stdout.split())
+    sizes = [n for n in (2, 4, 8) if n <= have]
     env = dict(os.environ, NO_COLOR="1", BENCH_API_KEY="bench-secret-value-0123456789")
-    ours, raws = [], []
+
+    def until_all_running(label: str, n: int, start: float, timeout: float = 300) -> float:
+        while time.perf_counter() - start < timeout:
+            if _running(client, label) >= n:
+                return time.perf_counter() - start
+            time.sleep(0.05)
+        raise OSError(f"containers with {label} did not start within {timeout} s")
+
+    def drained(job: str) -> None:
+        while subprocess.run(["squeue", "-h", "-j", job], capture_output=True, text=True).stdout.strip():
+            time.sleep(0.1)  # both sides start from an empty queue
+
+    medians: dict[int, tuple[float, float]] = {}
     with tempfile.TemporaryDirectory(dir="/tmp") as cwd:
         Path(cwd, ".primus.yaml").write_text(_SUBMIT_CONFIG)
-        script = Path(cwd, "raw.sbatch")
-        script.write_text(_RAW_SBATCH.format(image=BUSYBOX))
-        for _ in range(runs):
-            start = time.perf_counter()
-            result = subprocess.run(RUNNER + ["--json", "submit", "--gpu", "none", "--", "sleep", "60"], cwd=cwd, env=env, capture_output=True, text=True, check=True)
-            job = json.loads(result.stdout)["job_id"]
-            try:
-                ours.append(_until_both_running(client, f"io.primus-runner.slurm-job={job}", start))
-            finally:
-                subprocess.run(RUNNER + ["cancel", job], cwd=cwd, env=env, capture_output=True)
-                while subprocess.run(["squeue", "-h", "-j", job], capture_output=True, text=True).stdout.strip():
-                    time.sleep(0.1)  # both sides start from an empty queue
+        for n in sizes:
+            script = Path(cwd, f"raw-{n}.sbatch")
+            script.write_text(_RAW_SBATCH.format(image=BUSYBOX).replace("--nodes=2", f"--nodes={n}"))
+            ours, raws = [], []
+            for _ in range(runs):
+                start = time.perf_counter()
+                result = subprocess.run(RUNNER + ["--json", "submit", "--gpu", "none", "--nodes", str(n), "--", "sleep", "60"],
+                                        cwd=cwd, env=env, capture_output=True, text=True, check=True)
+                job = json.loads(result.stdout)["job_id"]
+                try:
+                    ours.append(until_all_running(f"io.primus-runner.slurm-job={job}", n, start))
+                finally:
+                    subprocess.run(RUNNER + ["cancel", job], cwd=cwd, env=env, capture_output=True)
+                    drained(job)
 
-            start = time.perf_counter()
-            job = subprocess.run(["sbatch", "--parsable", "--export=PATH,BENCH_API_KEY", str(script)], cwd=cwd, env=env, capture_output=True, text=True, check=True).stdout.strip()
-            label = f"io.primus-runner.slurm-job=raw-{job}"
-            try:
-                raws.append(_until_both_running(client, label, start))
-            finally:
-                subprocess.run(["scancel", job], capture_output=True)
-                for c in client.api.containers(all=True, filters={"label": label}):
-                    client.api.remove_container(c["Id"], force=True)
-                while subprocess.run(["squeue", "-h", "-j", job], capture_output=True, text=True).stdout.strip():
-                    time.sleep(0.1)
-    print(f"submit to both containers running: {', '.join(f'{t:.2f}' for t in ours)} s; sbatch+srun docker run: {', '.join(f'{t:.2f}' for t in raws)} s", flush=True)
-    report(f"submit -> 2 containers running median of {runs}", statistics.median(ours), "s", statistics.median(raws), "sbatch + srun docker run")
+                start = time.perf_counter()
+                job = subprocess.run(["sbatch", "--parsable", "--export=PATH,BENCH_API_KEY", str(script)], cwd=cwd, env=env,
+                                     capture_output=True, text=True, check=True).stdout.strip()
+                label = f"io.primus-runner.slurm-job=raw-{job}"
+                try:
+                    raws.append(until_all_running(label, n, start))
+                finally:
+                    subprocess.run(["scancel", job], capture_output=True)
+                    drained(job)
+                    for c in client.api.containers(all=True, filters={"label": label}):
+                        client.api.remove_container(c["Id"], force=True)
+            print(f"N={n}: submit to all containers running: {', '.join(f'{t:.2f}' for t in ours)} s; "
+                  f"sbatch+srun docker run: {', '.join(f'{t:.2f}' for t in raws)} s", flush=True)
+            medians[n] = (statistics.median(ours), statistics.median(raws))
+            report(f"submit -> {n} containers running median of {runs}", medians[n][0], "s", medians[n][1], "sbatch + srun docker run")
+    if len(sizes) > 1:
+        lo, hi = sizes[0], sizes[-1]
+        per_ours = (medians[hi][0] - medians[lo][0]) / (hi - lo)
+        per_raw = (medians[hi][1] - medians[lo][1]) / (hi - lo)
+        print(f"submit per added node (N={lo}..{hi}): primus-runner {per_ours * 1000:+.0f} ms/node, "
+              f"sbatch + srun docker run {per_raw * 1000:+.0f} ms/node", flush=True)
+    else:
+        print(f"submit: the cluster has {have} node(s); start more with NODES=8 bash .ci/setup-engines.sh", flush=True)
 
 
 def bench_masker() -> None:
