@@ -1,0 +1,119 @@
+"""Launcher modes without an engine: the inner command, the entry split, `slurm`'s default launcher,
+the Slurm flag checks (nothing widens --export or injects a directive), names and owner labels."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from runner.cli import _default_launcher
+from runner.config import load_config
+from runner.envfile import EnvFile
+from runner.launcher_modes import find_checkout, inner_command, split_entry
+from runner.options import LaunchFlags
+from runner.plan import LABEL_OWNER, build_plan
+
+TRAIN = ["train", "pretrain", "--config", "exp.yaml"]
+
+
+def test_checkout_from_primus_path_or_cwd(tmp_path):
+    assert find_checkout({"PRIMUS_PATH": str(tmp_path / "p")}, "/") == str(tmp_path / "p")
+    assert find_checkout({}, str(tmp_path)) is None
+    (tmp_path / "runner").mkdir()
+    (tmp_path / "runner" / "primus-cli-direct.sh").write_text("#!/bin/sh\n")
+    assert find_checkout({}, str(tmp_path)) == str(tmp_path)
+
+
+def test_inner_command_follows_the_launcher():
+    assert inner_command(TRAIN, "/ck", None, on_host=False) == (("bash", "runner/primus-cli-direct.sh", *TRAIN), "/ck")
+    assert inner_command(TRAIN, "/ck", None, on_host=True) == (("bash", "/ck/runner/primus-cli-direct.sh", *TRAIN), "/ck")
+    assert inner_command(TRAIN, None, None, on_host=False) == (("primus-cli", "direct", "--", *TRAIN), None)
+    assert inner_command(TRAIN, None, ["my-entry"], on_host=True) == (("my-entry", *TRAIN), None)
+    assert inner_command(TRAIN, None, None, True, ("--single",)) == (("primus-cli", "direct", "--single", "--", *TRAIN), None)
+
+
+def test_slurm_entry_split():
+    assert split_entry(TRAIN) == ("container", ["--", *TRAIN])
+    assert split_entry(["preflight", "--quick"]) == ("container", ["--", "preflight", "--quick"])
+    assert split_entry(["container", "--image", "x", "--", *TRAIN]) == ("container", ["--image", "x", "--", *TRAIN])
+    assert split_entry(["direct", "--", *TRAIN]) == ("direct", ["--", *TRAIN])
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["slurm", "-N", "2", "--", "x"], ["slurm", "srun", "-N", "2", "--", "x"]),
+    (["--dry-run", "slurm", "--", "x"], ["--dry-run", "slurm", "srun", "--", "x"]),
+    (["--config", "f.yaml", "slurm", "sbatch", "--", "x"], ["--config", "f.yaml", "slurm", "sbatch", "--", "x"]),
+    (["slurm", "--json", "sbatch", "--", "x"], ["slurm", "--json", "sbatch", "--", "x"]),
+    (["slurm", "--help"], ["slurm", "--help"]),
+    (["up", "--", "slurm"], ["up", "--", "slurm"]),
+])
+def test_slurm_defaults_to_srun(argv, expected):
+    assert _default_launcher(argv) == expected
+
+
+def run(args, cwd: Path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PRIMUS_", "SLURM_"))}
+    env.update(HOME=str(cwd), NO_COLOR="1")
+    return subprocess.run([sys.executable, "-P", "-m", "runner", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / ".primus.yaml").write_text("container:\n  gpu: none\n  options:\n    image: busybox\n    name: primus-training\n")
+    return tmp_path
+
+
+@pytest.mark.parametrize("flags", [
+    ["--export=ALL"],
+    ["--export", "HF_TOKEN"],
+    ["-p", "debug\n#SBATCH --export=ALL"],
+    ["-t", "5 --export=ALL"],
+    ["-A", "--export=ALL"],
+    ["-o", "x\n#SBATCH --export=ALL"],
+    ["--nodelist", "n1 --export=ALL"],
+    ["-w", "n1\n#SBATCH --export=ALL"],
+    ["--qos", "normal,--export=ALL"],
+])
+def test_slurm_flags_cannot_widen_export_or_inject(project, flags):
+    result = run(["--dry-run", "slurm", "sbatch", *flags, "--", *TRAIN], project)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "#SBATCH" not in result.stdout  # refused before any script was rendered
+
+
+def test_dry_run_slurm_renders_the_flags_and_the_container_entry(project):
+    result = run(["--dry-run", "slurm", "-N", "2", "-p", "debug", "-t", "5", "-w", "n[1-2]", "--qos", "normal", "--",
+                  "container", "--gpus", "0", "--env", "LIT=1", "--", *TRAIN], project)
+    assert result.returncode == 0, result.stderr
+    for line in ("#SBATCH --nodes=2", "#SBATCH --partition=debug", "#SBATCH --time=5", "#SBATCH --nodelist=n[1-2]",
+                 "#SBATCH --qos=normal"):
+        assert line in result.stdout
+    assert "--export=ALL" not in result.stdout
+
+
+def test_slurm_direct_entry_is_refused_with_the_fix(project):
+    result = run(["slurm", "srun", "-N", "2", "--", "direct", "--", *TRAIN], project)
+    assert result.returncode == 2 and "container entry" in result.stderr
+
+
+def test_container_secret_literal_is_refused(project):
+    result = run(["--dry-run", "container", "--env", "HF_TOKEN=hf_literal_canary_5521", "--", *TRAIN], project)
+    assert result.returncode == 2
+    assert "hf_literal_canary_5521" not in result.stdout + result.stderr
+
+
+def test_config_name_gets_a_per_job_suffix_and_a_cli_name_is_kept(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / ".primus.yaml").write_text("container:\n  gpu: none\n  options:\n    image: busybox\n    name: primus-training\n")
+    config = load_config()
+    plan = build_plan(config, ["true"], {}, EnvFile(None), LaunchFlags(gpu="none")).require()
+    assert plan.name == f"primus-training-{os.getpid()}"
+    assert dict(plan.labels)[LABEL_OWNER] == str(os.getuid())
+    plan = build_plan(config, ["true"], {"SLURM_JOB_ID": "4242"}, EnvFile(None), LaunchFlags(gpu="none")).require()
+    assert plan.name == "primus-training-4242"
+    plan = build_plan(config, ["true"], {"SLURM_JOB_ID": "4242"}, EnvFile(None), LaunchFlags(gpu="none", name="mine")).require()
+    assert plan.name == "mine"
