@@ -299,7 +299,7 @@ def _output(planned):
         return Output(masker=scope.masker)
     from runner.secrets import Masker
 
-    return Output(masker=Masker(planned.scope_secrets))
+    return Output(masker=planned.scope.masker)
 
 
 @pytest.fixture
@@ -501,3 +501,66 @@ def test_submit_wait_logs_into_one_run_from_both_nodes(tmp_path_factory, monkeyp
 def _only_run(client, experiment: str) -> tuple[str]:
     [run] = client.search_runs([client.get_experiment_by_name(experiment).experiment_id])
     return (run.info.run_id,)
+
+
+# ------------------------------------------------------------------ the job's own client writes to the S3 store
+
+from test_tracking import CA_BUNDLE, job_image  # noqa: E402,F401  (the tracker job image fixture)
+
+S3_IMAGE_DIR = Path(__file__).parent / "images" / "mlflow-s3-job"
+
+PY_JOB = """
+import os, sys, mlflow
+run_id = os.environ["MLFLOW_RUN_ID"]  # mlflow's start_run takes it out of the environment
+mlflow.log_metric("loss", 0.5)
+with open("/tmp/model.txt", "w") as f:
+    f.write("weights\\n")
+mlflow.log_artifact("/tmp/model.txt", artifact_path="job")
+print("aws", os.environ["AWS_SECRET_ACCESS_KEY"])
+print("logged", run_id, mlflow.active_run().info.run_id == run_id)
+"""
+
+
+@pytest.fixture(scope="session")
+def s3_job_image(docker_client, job_image) -> str:
+    """The tracker job image plus boto3: primus-test/mlflow-s3-job:<hash of both Dockerfiles>."""
+    import hashlib
+    import shutil
+    import tempfile
+
+    import docker.errors
+
+    digest = hashlib.sha256(job_image.encode() + (S3_IMAGE_DIR / "Dockerfile").read_bytes()).hexdigest()[:12]
+    tag = f"primus-test/mlflow-s3-job:{digest}"
+    try:
+        docker_client.images.get(tag)
+        return tag
+    except docker.errors.ImageNotFound:
+        pass
+    with tempfile.TemporaryDirectory() as ctx:
+        shutil.copy(S3_IMAGE_DIR / "Dockerfile", ctx)
+        shutil.copy(CA_BUNDLE, Path(ctx) / "ca-certificates.crt")
+        docker_client.images.build(path=ctx, tag=tag, network_mode="host", rm=True, forcerm=True, buildargs={"BASE_IMAGE": job_image})
+    return tag
+
+
+@pytest.mark.docker
+@pytest.mark.mlflow
+def test_the_jobs_own_client_logs_artifacts_to_s3_with_the_forwarded_keys(tmp_path, monkeypatch, s3_store_server, s3_endpoint, s3_job_image, canary):
+    secrets = {**canary, "AWS_SECRET_ACCESS_KEY": f"canary-aws-secret-{uuid.uuid4().hex}"}
+    env = {"MLFLOW_S3_ENDPOINT_URL": s3_endpoint, "AWS_ACCESS_KEY_ID": "primus-test-key-id", "AWS_DEFAULT_REGION": "us-east-1"}
+    experiment, run_name, name = unique("exp"), unique("run"), unique("s3j")
+    ws = _workspace(tmp_path, secrets, {**env, "MLFLOW_TRACKING_URI": s3_store_server}, experiment, run_name)
+    try:
+        done = ws.run("up", "--image", s3_job_image, "--name", name, "--", "python3", "-c", PY_JOB, timeout=300)
+    finally:
+        force_remove(name)
+    assert done.returncode == 0, done.stderr.decode()
+    assert b"aws ***" in done.stdout
+    run_id = re.search(rb"logged ([0-9a-f]{32}) True", done.stdout).group(1).decode()  # the runner's run
+    client = _reader(monkeypatch, s3_store_server, env, secrets)
+    run = client.get_run(run_id)
+    assert run.info.status == "FINISHED" and run.data.metrics == {"loss": 0.5}
+    assert sorted(a.path for a in client.list_artifacts(run_id)) == ["job", "primus-runner"]
+    assert_no_leak(_everything(client, run_id, tmp_path / "all"), secrets, "the MLflow run on the S3 store (job's artifacts)")
+    assert_no_leak(_s3_objects(s3_endpoint, secrets), secrets, "the S3 bucket")
