@@ -294,12 +294,7 @@ def _planned(work: Path, host: dict, trackers: str = "  disable_mlflow: false\n 
 def _output(planned):
     from runner.ui import Output
 
-    scope = getattr(planned, "scope", None)
-    if scope is not None:
-        return Output(masker=scope.masker)
-    from runner.secrets import Masker
-
-    return Output(masker=planned.scope.masker)
+    return Output(masker=planned.scope.masker)  # the one secret scope's masker
 
 
 @pytest.fixture

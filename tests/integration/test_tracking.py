@@ -230,7 +230,6 @@ def test_handshake_tags_never_hold_a_value_and_kill_marks_killed(tmp_path, canar
     from runner.config import load_config
     from runner.envfile import EnvFile
     from runner.plan import LaunchFlags, build_plan
-    from runner.secrets import Masker
     from runner.ui import Output
 
     monkeypatch.chdir(tmp_path)
@@ -238,8 +237,7 @@ def test_handshake_tags_never_hold_a_value_and_kill_marks_killed(tmp_path, canar
     (tmp_path / ".primus.yaml").write_text("container:\n  options:\n    image: img\ntrackers:\n  disable_mlflow: false\n")
     host = {**canary, "MLFLOW_TRACKING_URI": mlflow_server, "MLFLOW_TRACKING_USERNAME": "alice"}
     planned = build_plan(load_config(), ["true"], host, EnvFile(None), LaunchFlags(gpu="none"), name=unique("hs"))
-    scope = getattr(planned, "scope", None)  # the secret scope (Planned.scope) or, before it, the list of values
-    out = Output(masker=scope.masker if scope is not None else planned.scope.masker)
+    out = Output(masker=planned.scope.masker)
     for code, expected in ((143, "KILLED"), (130, "KILLED"), (1, "FAILED")):
         hs = tracker_runs.begin(planned.plan, out)
         run_id = hs.env["MLFLOW_RUN_ID"]
