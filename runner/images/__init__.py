@@ -135,7 +135,10 @@ def _builder_dict(spec, builder) -> dict:
         return {"kind": None, "unavailable": builder.message, "needs": builder.hint, "secrets": list(spec.secrets)}
     command = None
     if builder.kind != "classic":
-        command = render_command(builder, builder.command(spec, {"…": "(labels)"}, "<iidfile>"), spec.secrets)
+        from runner.images.recipe import L_BUILD_KEY, L_CREATED
+
+        labels = {**dict(spec.labels), L_CREATED: "<when built>", L_BUILD_KEY: "<build key>"}
+        command = render_command(builder, builder.command(spec, labels, "<iidfile>"), spec.secrets)
     return {"kind": builder.kind, "describe": builder.describe(), "secrets": list(spec.secrets), "command": command}
 
 

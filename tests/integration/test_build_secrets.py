@@ -237,7 +237,8 @@ def test_recipe_installs_from_a_private_index_given_as_a_secret(tmp_path, python
     import shutil
 
     shutil.copytree(Path(__file__).resolve().parents[2] / "images", recipes)
-    (recipes / "common" / "requirements.txt").write_text("tinypkg==1.0\n")
+    # Unique per run: BuildKit caches the install step by its inputs, never by the secret's value.
+    (recipes / "common" / "requirements.txt").write_text(f"# {uuid.uuid4().hex}\ntinypkg==1.0\n")
     ws = Workspace(tmp_path / "ws", canary, config=f"container:\n  gpu: none\nimages:\n  dir: {recipes}\n")
     (ws.cwd / ".env").write_text(f"PIP_INDEX_URL={url}\n")  # the credentials live in the env file only
     secrets = {**canary, "PIP_INDEX_URL": url, "INDEX_PASSWORD": password}
