@@ -66,12 +66,13 @@ def register_masks(secrets: Iterable[Secret | str]) -> None:
     if not add_masks_enabled():
         return
     from runner.secrets import encodings
+    from runner.secrets.masker import MIN_SECRET_LEN
 
     lines: list[str] = []
     for secret in secrets:
         value = secret.reveal() if isinstance(secret, Secret) else secret
-        if not value or not value.strip():
-            continue
+        if not value or not value.strip() or len(value.encode("utf-8", "surrogateescape")) < MIN_SECRET_LEN:
+            continue  # too short to mask: GitHub would hide every "1" or "true" in the log
         forms = {form.decode("utf-8", "surrogateescape") if isinstance(form, bytes) else form for form in encodings(value)}
         forms.update(part for part in value.splitlines() if part.strip())
         for form in sorted(forms):
@@ -122,7 +123,8 @@ def early_scope(sources: "Sources") -> "SecretScope":
 
     from runner.secrets import secret_scope
 
-    patterns = [p.upper() for p in _early_patterns(sources.config_file)]
+    found, public = _early_patterns(sources.config_file)
+    patterns = [p.upper() for p in found]
     values: dict = {}
     try:
         from runner.envfile import load_env_file
@@ -130,11 +132,13 @@ def early_scope(sources: "Sources") -> "SecretScope":
         values = load_env_file(sources.env_file).values
     except Exception:  # the env file's own problem is reported by prepare()
         pass
-    return secret_scope([os.environ, values], lambda name: any(fnmatchcase(name.upper(), p) for p in patterns))
+    return secret_scope([os.environ, values], lambda name: name.upper() not in public and any(fnmatchcase(name.upper(), p) for p in patterns))
 
 
-def _early_patterns(config_file: str | None) -> list[str]:
+def _early_patterns(config_file: str | None) -> tuple[list[str], set[str]]:
+    """The secret name patterns of the default and config files, and the names marked public (``!NAME``)."""
     patterns: list[str] = []
+    public: list[str] = []
     try:
         from runner.config import default_layer_paths
         from runner.resources import policies_dir
@@ -145,12 +149,13 @@ def _early_patterns(config_file: str | None) -> list[str]:
             try:
                 data = load_yaml(Path(path)).data if Path(path).is_file() else None
                 listed = (data.get("passthrough") or {}).get("secrets") if isinstance(data, dict) else None
-                patterns += [str(p) for p in listed or [] if isinstance(p, (str, int))]
+                patterns += [str(p) for p in listed or [] if isinstance(p, (str, int)) and not str(p).startswith("!")]
+                public += [str(p)[1:] for p in listed or [] if isinstance(p, str) and p.startswith("!") and "*" not in p]
             except Exception:  # a broken file: the defaults still apply; load_config reports it
                 continue
     except Exception:
         pass
-    return patterns or ["*_TOKEN", "*_API_KEY", "*_SECRET*", "*_PASSWORD", "WANDB_API_KEY", "HF_TOKEN"]
+    return patterns or ["*_TOKEN", "*_API_KEY", "*_SECRET*", "*_PASSWORD", "WANDB_API_KEY", "HF_TOKEN"], {n.upper() for n in public}
 
 
 def early_masks(command: str, sources: "Sources", json_stdout: bool, out) -> None:

@@ -41,7 +41,7 @@ class Secret:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Secret):
             return NotImplemented
-        return hmac.compare_digest(self._value.encode(), other._value.encode())
+        return hmac.compare_digest(self._value.encode("utf-8", "surrogateescape"), other._value.encode("utf-8", "surrogateescape"))
 
     __hash__ = None  # type: ignore[assignment]
 

@@ -209,7 +209,6 @@ def test_daemon_killed_mid_run(private_dockerd, tmp_path, canary):
             proc.wait(10)
     text = err.decode(errors="replace")
     assert proc.returncode == 1, text
-    assert elapsed < 60, f"up took {elapsed:.0f} s to notice the daemon died"
     assert "Traceback" not in text
     errors = [line for line in text.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "went away" in errors[0] and name in errors[0], text
