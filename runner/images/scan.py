@@ -7,6 +7,7 @@ every secret in scope; a hit removes the image and fails the build with exit 3
 
 from __future__ import annotations
 
+import io
 import json
 from urllib.parse import quote
 
@@ -52,21 +53,27 @@ def scan_image(engine, image: str, masker) -> list[str]:
     return found
 
 
-class _Pieces:
-    """A file-like ``read`` over the pieces of a streamed response (for ``tarfile`` stream mode)."""
+class _Pieces(io.RawIOBase):
+    """A raw file over the pieces of a streamed response, for ``tarfile``'s stream mode
+    (wrapped in a BufferedReader: tarfile reads in 10 KB records)."""
 
     def __init__(self, pieces):
         self._pieces = iter(pieces)
-        self._buffer = b""
+        self._piece = memoryview(b"")
 
-    def read(self, size: int = -1) -> bytes:
-        while size < 0 or len(self._buffer) < size:
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        while not self._piece:
             piece = next(self._pieces, None)
             if piece is None:
-                break
-            self._buffer += piece
-        data, self._buffer = (self._buffer, b"") if size < 0 else (self._buffer[:size], self._buffer[size:])
-        return data
+                return 0
+            self._piece = memoryview(piece)
+        n = min(len(buffer), len(self._piece))
+        buffer[:n] = self._piece[:n]
+        self._piece = self._piece[n:]
+        return n
 
 
 def scan_layers(engine, image_id: str, base_id: str | None, masker, chunk: int = 16 << 20) -> list[str]:
@@ -85,7 +92,7 @@ def scan_layers(engine, image_id: str, base_id: str | None, masker, chunk: int =
         base_layers = set(((inspect_image(engine, base_id) or {}).get("RootFS") or {}).get("Layers") or [])
     overlap = max(masker.max_len - 1, 0)
     found: list[str] = []
-    with tarfile.open(fileobj=_Pieces(engine.stream(f"/images/{quote(image_id, safe='')}/get")), mode="r|") as tar:
+    with tarfile.open(fileobj=io.BufferedReader(_Pieces(engine.stream(f"/images/{quote(image_id, safe='')}/get")), 1 << 20), mode="r|") as tar:
         for member in tar:
             if not member.isfile() or not member.name.endswith("layer.tar"):
                 continue
