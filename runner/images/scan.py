@@ -76,20 +76,71 @@ class _Pieces(io.RawIOBase):
         return n
 
 
+def _layer_dirs(inspect: dict) -> list[str] | None:
+    """The image's layer directories, bottom first, when the daemon's overlay storage is
+    readable here (a local rootful daemon); None otherwise."""
+    import os
+
+    graph = inspect.get("GraphDriver") or {}
+    data = graph.get("Data") or {}
+    if graph.get("Name") not in ("overlay2", "overlay") or not data.get("UpperDir"):
+        return None
+    dirs = list(reversed([d for d in (data.get("LowerDir") or "").split(":") if d])) + [data["UpperDir"]]
+    layers = (inspect.get("RootFS") or {}).get("Layers") or []
+    if len(dirs) != len(layers) or not all(os.path.isdir(d) and os.access(d, os.R_OK | os.X_OK) for d in dirs):
+        return None
+    return dirs
+
+
+def _dir_holds_secret(root: str, masker, chunk: int) -> bool:
+    """Any regular file (or a name) under ``root`` holding a secret value; symlinks are not followed."""
+    import os
+
+    overlap = max(masker.max_len - 1, 0)
+    for directory, subdirs, names in os.walk(root):
+        for name in names + subdirs:
+            path = os.path.join(directory, name)
+            if masker.contains_secret(os.path.relpath(path, root).encode("utf-8", "surrogateescape")):
+                return True
+            if name in subdirs or os.path.islink(path) or not os.path.isfile(path):
+                continue
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            except OSError:
+                continue
+            with os.fdopen(fd, "rb") as fh:
+                tail = b""
+                while data := fh.read(chunk):
+                    if masker.contains_secret(tail + data):
+                        return True
+                    tail = data[-overlap:] if overlap else b""
+    return False
+
+
 def scan_layers(engine, image_id: str, base_id: str | None, masker, chunk: int = 16 << 20) -> list[str]:
     """Which of the image's own layers (not the base's) hold a secret value in scope.
 
-    Streams ``docker save`` of the image through the masker's matcher; nothing is
-    written to disk. A layer is named by its diff id (``sha256:…``), never a value.
+    With the daemon's overlay storage readable here (a local rootful engine) the new
+    layers' directories are read directly; otherwise ``docker save`` of the image is
+    streamed through the masker's matcher. Nothing is written to disk either way.
+    A layer is named by its diff id (``sha256:…``), never a value.
     """
     if not masker:
         return []
+    inspect = inspect_image(engine, image_id) or {}
+    layers = (inspect.get("RootFS") or {}).get("Layers") or []
+    base_layers = ((inspect_image(engine, base_id) or {}).get("RootFS") or {}).get("Layers") or [] if base_id else []
+    own = len(base_layers) if layers[:len(base_layers)] == base_layers else 0
+    dirs = _layer_dirs(inspect)
+    if dirs is not None:
+        return [f"layer {layers[i]}" for i in range(own, len(layers)) if _dir_holds_secret(dirs[i], masker, chunk)]
+    return _scan_saved(engine, image_id, set(base_layers), masker, chunk)
+
+
+def _scan_saved(engine, image_id: str, base_layers: set[str], masker, chunk: int) -> list[str]:
     import hashlib
     import tarfile
 
-    base_layers: set[str] = set()
-    if base_id:
-        base_layers = set(((inspect_image(engine, base_id) or {}).get("RootFS") or {}).get("Layers") or [])
     overlap = max(masker.max_len - 1, 0)
     found: list[str] = []
     with tarfile.open(fileobj=io.BufferedReader(_Pieces(engine.stream(f"/images/{quote(image_id, safe='')}/get")), 1 << 20), mode="r|") as tar:

@@ -269,3 +269,28 @@ def test_pull_never_with_a_missing_base_exits_2_before_building(tmp_path, docker
                            "--tag", "primus-test/never:pytest", "--pull", "never"], cwd=ws.cwd, env=ws.env, capture_output=True, timeout=60)
     assert proc.returncode == 2, proc.stderr.decode()
     assert b"not present locally and the pull policy is 'never'" in proc.stderr
+
+
+def test_layer_scan_finds_a_value_on_disk_and_in_docker_save(busybox_image, docker_client, canary, tmp_path):
+    """Both ways of the layer scan (the daemon's overlay directories, else `docker save`) name the
+    one layer that holds the value, and never a base layer."""
+    from runner.engine_api import Engine
+    from runner.images import scan
+    from runner.secrets import secret_scope
+
+    (tmp_path / "value.txt").write_text(f"x{canary['HF_TOKEN']}y\n")
+    (tmp_path / "Dockerfile").write_text(f"FROM {busybox_image}\nCOPY value.txt /deep/dir/value.txt\nRUN echo clean > /clean\n")
+    tag = "primus-test/layer-scan:pytest"
+    docker_client.images.build(path=str(tmp_path), tag=tag, rm=True)
+    try:
+        engine = Engine()
+        image = scan.inspect_image(engine, tag)
+        base = scan.inspect_image(engine, busybox_image)
+        masker = secret_scope([canary], lambda name: True).masker
+        layer = image["RootFS"]["Layers"][len(base["RootFS"]["Layers"])]  # the COPY
+        assert scan._layer_dirs(image) is not None  # the local daemon's storage is readable here
+        assert scan.scan_layers(engine, image["Id"], base["Id"], masker) == [f"layer {layer}"]
+        assert scan._scan_saved(engine, image["Id"], set(base["RootFS"]["Layers"]), masker, 1 << 20) == [f"layer {layer}"]
+        assert scan.scan_layers(engine, base["Id"], None, masker) == []
+    finally:
+        subprocess.run(["docker", "rmi", "-f", tag], capture_output=True)
