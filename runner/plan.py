@@ -178,6 +178,7 @@ class Planned:
     problems: list[Problem] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     scope: SecretScope = field(default_factory=SecretScope)  # every secret value in scope, and the one masker
+    absent_optional: list[str] = field(default_factory=list)  # optional tracker names not set: for --verbose only
 
     def require(self) -> LaunchPlan:
         if self.problems or self.plan is None:
@@ -303,6 +304,9 @@ def build_plan(
         extra=[*((d.name, d.value) for d in decisions if isinstance(d.value, Secret)), *extra_secrets],
     )
     decisions, carried = _carry_embedded_secrets(decisions, scope)
+    # Optional tracker/store names that are simply absent are not worth a line in plan or a notice.
+    absent_optional = [d.name for d in decisions if d.skip_reason == "unset" and d.reason != "allowlist"]
+    decisions = [d for d in decisions if d.name not in absent_optional]
     if carried:
         notices.append(f"these public variables hold a secret value and travel as secrets (masked, through the stdin shim): {', '.join(carried)}")
     unset = [d.name for d in decisions if d.skip_reason == "unset" and d.reason == "allowlist"]
@@ -322,7 +326,7 @@ def build_plan(
         **settings,
     )
     problems += _image_problems(plan.image, config)
-    return Planned(plan, problems, warnings, scope)
+    return Planned(plan, problems, warnings, scope, absent_optional)
 
 
 def _carry_embedded_secrets(decisions: list[EnvDecision], scope: SecretScope) -> tuple[list[EnvDecision], list[str]]:
