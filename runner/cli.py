@@ -447,6 +447,10 @@ def _dispatch(args, sources, out: Output, parser) -> int:
         from runner.engines.slurm import jobs
 
         return jobs.cmd_logs(args.name, out, follow=args.follow, node=args.node, tail=args.tail, output_dir=_slurm_output_dir(sources))
+    if name == "logs" and (args.node is not None or args.tail is not None):
+        from runner.errors import UsageError
+
+        raise UsageError(f"--node and --tail are for a Slurm job id; '{args.name}' names a container", "primus-runner logs JOB_ID --node 1")
     if name in ("ps", "logs", "down"):
         from runner.engines.docker import commands
 

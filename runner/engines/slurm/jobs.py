@@ -287,7 +287,7 @@ class _Progress:
     """A live line on a terminal (rich, transient); one line per change elsewhere (CI logs)."""
 
     def __init__(self, out: Output, job_id: str):
-        self.out, self.job_id, self.live, self.state, self.at, self.base = out, job_id, None, None, 0.0, None
+        self.out, self.job_id, self.live, self.state, self.at, self.base, self.shown = out, job_id, None, None, 0.0, None, ""
         if out.interactive:
             from rich.live import Live
             from rich.text import Text
@@ -306,7 +306,10 @@ class _Progress:
         if self.live is None or self.state is None:
             return
         elapsed = None if self.base is None else self.base + time.monotonic() - self.at
-        self.live.update(self._text(self.out.masker.mask(progress_text(self.job_id, self.state, elapsed)), style="dim"), refresh=True)
+        text = self.out.masker.mask(progress_text(self.job_id, self.state, elapsed))
+        if text != self.shown:  # redraw only when the line changes (once a second at most)
+            self.shown = text
+            self.live.update(self._text(text, style="dim"), refresh=True)
 
     def write(self, text: str) -> bool:
         """Job output above the live line when stdout is that terminal; False: write it yourself."""
@@ -454,8 +457,8 @@ def output_file_of(job_id: str, output_dir: Path | None) -> Path | None:
     """The job's output file: Slurm's StdOut while it knows the job, else the runner's job directories."""
     state = job_state(job_id) if shutil.which("scontrol") else None
     stdout = (state.fields.get("StdOut") if state else None) or ""
-    if stdout and "%" not in stdout and Path(stdout).exists():
-        return Path(stdout)
+    if stdout and "%" not in stdout and (Path(stdout).exists() or not state.done):
+        return Path(stdout)  # a pending job's file does not exist yet: -f waits for it
     for base in filter(None, (output_dir, Path.cwd() / "primus-runs")):
         found = sorted(Path(base).glob(f"*/slurm-{job_id}.out"))
         if found:
@@ -495,7 +498,7 @@ def cmd_logs(job: str, out: Output, follow: bool = False, node: str | None = Non
         if rank is None:
             raise UsageError(f"--node {node}: not a rank or a node of job {job_id}" + (f" ({', '.join(nodes)})" if nodes else ""), "pass a rank (0, 1, …) or a node name")
     lines = RankLines(out.masker, lambda text: (sys.stdout.write(text), sys.stdout.flush()), json_lines=out.json_mode, rank=rank, nodes=nodes)
-    if tail is not None:
+    if tail is not None and path.exists():
         if tail < 0:
             raise UsageError("--tail takes a number of lines (0 or more)")
         position = _tail(path, lines, tail) if tail else path.stat().st_size
