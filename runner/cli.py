@@ -142,6 +142,9 @@ def _launcher_modes(cmd) -> None:
 
     p = cmd("slurm", "as primus-cli slurm: srun (default, waits, the job's code) or sbatch (submits, the job id)",
             "primus-runner slurm srun -N 2 -- train pretrain --config exp.yaml")
+    # primus-cli slurm [--config F] [--debug] [--dry-run] [srun|sbatch] …: own dests, as srun's defaults would reset them
+    p.add_argument("--dry-run", dest="slurm_dry_run", action="store_true", help="print the batch script; submit nothing")
+    p.add_argument("--debug", dest="slurm_debug", action="store_true", help="PRIMUS_LOG_LEVEL=DEBUG for the job")
     launchers = p.add_subparsers(dest="launcher", metavar="srun|sbatch", parser_class=_Parser)
     for name, example in (("srun", "primus-runner slurm srun -N 4 -p P -- container -- train pretrain --config exp.yaml"),
                           ("sbatch", "primus-runner slurm sbatch -N 8 -t 8:00:00 -o train.log -- train pretrain --config exp.yaml")):
@@ -366,10 +369,9 @@ def _default_launcher(argv: list[str]) -> list[str]:
     if command != "slurm":
         return argv
     j = i + 1
-    while j < len(argv) and (argv[j] in _GLOBAL_FLAGS or argv[j].startswith(("--config=", "--env-file="))):
-        j += 1
-    if j < len(argv) and argv[j] in ("--config", "--env-file"):
-        return argv  # a value follows: argparse reports what is wrong
+    while j < len(argv) and (argv[j] in _GLOBAL_FLAGS or argv[j] in ("--config", "--env-file")
+                             or argv[j].startswith(("--config=", "--env-file="))):
+        j += 2 if argv[j] in ("--config", "--env-file") else 1
     if j < len(argv) and argv[j] in ("srun", "sbatch", "-h", "--help"):
         return argv
     return argv[:i + 1] + ["srun"] + argv[i + 1:]
@@ -399,8 +401,8 @@ def _mode_options(args, sources):
     from runner.errors import UsageError
     from runner.options import LaunchFlags, ModeOptions
 
-    dry_run = bool(args.global_dry_run or getattr(args, "dry_run", False))
-    debug = bool(args.global_debug or getattr(args, "debug", False))
+    dry_run = bool(args.global_dry_run or getattr(args, "dry_run", False) or getattr(args, "slurm_dry_run", False))
+    debug = bool(args.global_debug or getattr(args, "debug", False) or getattr(args, "slurm_debug", False))
     common = dict(sources=sources, dry_run=dry_run, debug=debug, pull=getattr(args, "pull", None))
     if args.cmd == "container":
         return ModeOptions("container", tuple(args.command), flags=_flags(args), gpus=args.gpus, clean=args.clean,

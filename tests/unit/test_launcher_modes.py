@@ -49,6 +49,8 @@ def test_slurm_entry_split():
     (["--config", "f.yaml", "slurm", "sbatch", "--", "x"], ["--config", "f.yaml", "slurm", "sbatch", "--", "x"]),
     (["slurm", "--json", "sbatch", "--", "x"], ["slurm", "--json", "sbatch", "--", "x"]),
     (["slurm", "--help"], ["slurm", "--help"]),
+    (["slurm", "--config", "f.yaml", "--debug", "-N", "2", "--", "x"], ["slurm", "srun", "--config", "f.yaml", "--debug", "-N", "2", "--", "x"]),
+    (["slurm", "--dry-run", "sbatch", "--", "x"], ["slurm", "--dry-run", "sbatch", "--", "x"]),
     (["up", "--", "slurm"], ["up", "--", "slurm"]),
 ])
 def test_slurm_defaults_to_srun(argv, expected):
@@ -117,3 +119,15 @@ def test_config_name_gets_a_per_job_suffix_and_a_cli_name_is_kept(tmp_path, monk
     assert plan.name == "primus-training-4242"
     plan = build_plan(config, ["true"], {"SLURM_JOB_ID": "4242"}, EnvFile(None), LaunchFlags(gpu="none", name="mine")).require()
     assert plan.name == "mine"
+
+
+@pytest.mark.parametrize("args", [
+    ["slurm", "--dry-run", "srun", "-N", "2"],
+    ["slurm", "--dry-run", "-N", "2"],
+    ["slurm", "sbatch", "--dry-run", "-N", "2"],
+    ["--dry-run", "slurm", "-N", "2"],
+])
+def test_dry_run_wherever_the_launcher_accepts_it(project, args):
+    result = run([*args, "--", *TRAIN], project)
+    assert result.returncode == 0, result.stderr
+    assert "#SBATCH --nodes=2" in result.stdout and not (project / "primus-runs").exists()
