@@ -118,7 +118,7 @@ def _check_registry_and_builder(prepared, found: Findings) -> None:
         found.notes.append(check_registry(prepared.plan.image, prepared.lookup, timeout=10))
     except RunnerError as exc:
         found.problems.append(Problem(exc.message, hint=exc.hint))
-    builder = builder_status()
+    builder = builder_status(found.engine.get("engine"))  # Podman reports its own builder
     found.engine["builder"] = builder
     found.notes.append(f"builder: {builder.get('builder')}" + (f" (needs: {builder['needs']})" if builder.get("needs") else ""))
 

@@ -28,6 +28,7 @@ CUMULATIVE = {
     ("container", "options", "volume"),
     ("passthrough", "prefixes"),
     ("passthrough", "deny"),
+    ("images", "secrets"),
     ("passthrough", "secrets"),
     ("passthrough", "required"),
 }

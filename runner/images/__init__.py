@@ -65,7 +65,6 @@ def _build(spec, opts: BuildOptions, out: Output, secrets, masker, context, engi
 
 def cmd_build(opts: BuildOptions, out: Output) -> int:
     """``primus-runner build``: 0 built, 1 no engine/builder, 2 refused before anything started, 3 build failed."""
-    opts = _options(opts)  # TEMP until cli passes BuildOptions
     spec, secrets, masker, context = _prepare(opts, out)
     if opts.dry_run:
         from runner.errors import EngineUnavailable
@@ -165,15 +164,3 @@ def render_spec(spec, builder=None) -> str:
         lines.append(f"command:    {info['command']}")
     lines += ["build args:", *[f"  {k}={v}" for k, v in spec.build_args], "labels:", *[f"  {k}={v}" for k, v in spec.labels], f"  {L_CREATED}=(set when built)"]
     return "\n".join(lines)
-
-
-def _options(opts) -> BuildOptions:
-    """TEMP until cli passes BuildOptions: the current CLI still hands over its argparse namespace."""
-    if isinstance(opts, BuildOptions):
-        return opts
-    get = opts.__dict__.get
-    return BuildOptions(
-        sources=Sources(get("config"), get("env_file")), flavor=get("flavor"), base=get("base"), tag=get("tag"),
-        build_args=tuple(get("build_arg") or ()), no_cache=bool(get("no_cache")), dry_run=bool(get("dry_run")),
-        secrets=tuple(get("secret") or ()), file=get("file"), context=get("context"), pull=get("pull"),
-    )

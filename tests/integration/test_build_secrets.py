@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
-import sys
 import tarfile
 import tempfile
 import uuid
@@ -32,12 +31,10 @@ RUN --mount=type=secret,id=PRIVATE_INDEX_URL sha256sum /run/secrets/PRIVATE_INDE
 """
 
 
-# TEMP until runner/cli.py's build parser has --secret/--file/--context (see build_cli.py): then ws.run.
-BUILD_CLI = [sys.executable, str(Path(__file__).with_name("build_cli.py"))]
 
 
 def run(ws: Workspace, *args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([*BUILD_CLI, *args], cwd=ws.cwd, env={**ws.env, **(env or {})}, capture_output=True, timeout=timeout)
+    return ws.run(*args, env=env, timeout=timeout)
 
 
 def _sha(value: str) -> str:

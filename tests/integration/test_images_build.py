@@ -263,10 +263,7 @@ def test_pull_never_with_a_missing_base_exits_2_before_building(tmp_path, docker
     (recipe / "rocm").mkdir(parents=True)
     (recipe / "rocm" / "Dockerfile").write_text("ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\n")
     ws = Workspace(tmp_path / "ws", config=f"images:\n  dir: {recipe}\n")
-    import sys  # TEMP: through build_cli.py until runner/cli.py's build parser has --pull
-
-    proc = subprocess.run([sys.executable, str(Path(__file__).with_name("build_cli.py")), "build", "--base", "primus-test/not-here:never",
-                           "--tag", "primus-test/never:pytest", "--pull", "never"], cwd=ws.cwd, env=ws.env, capture_output=True, timeout=60)
+    proc = ws.run("build", "--base", "primus-test/not-here:never", "--tag", "primus-test/never:pytest", "--pull", "never", timeout=60)
     assert proc.returncode == 2, proc.stderr.decode()
     assert b"not present locally and the pull policy is 'never'" in proc.stderr
 
