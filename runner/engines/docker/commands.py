@@ -78,8 +78,9 @@ def cmd_ps(sel: ContainerSelection, out: Output) -> int:
     if not rows:
         out.info("no primus-runner containers" + ("" if sel.all_users else " of yours (--all-users lists every user's)"))
         return 0
-    header = ("NAME", "ID", "IMAGE", "STATUS", "CREATED")
-    table = [header] + [(r["name"], r["id"], r["image"], r["detail"], r["created"][:19].replace("T", " ")) for r in rows]
+    header = ("NAME", "ID", "IMAGE", "STATUS", "CREATED") + (("OWNER",) if sel.all_users else ())
+    table = [header] + [(r["name"], r["id"], r["image"], r["detail"], r["created"][:19].replace("T", " "))
+                        + ((r["owner"] or "-",) if sel.all_users else ()) for r in rows]
     widths = [max(len(str(row[i])) for row in table) for i in range(len(header))]
     for row in table:
         out.result("  ".join(str(cell).ljust(w) for cell, w in zip(row, widths)).rstrip())
