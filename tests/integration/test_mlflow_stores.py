@@ -487,7 +487,8 @@ def test_submit_wait_logs_into_one_run_from_both_nodes(tmp_path_factory, monkeyp
     client = _reader(monkeypatch, uri, env, secrets)
     log = Path(client.download_artifacts(*_only_run(client, experiment), "primus-runner/job-output.log", str(work / "dl"))).read_bytes()
     run_ids = set(re.findall(rb"run=([0-9a-f]{32})", log))
-    assert len(run_ids) == 1 and log.count(b"metric-logged") == 2, log  # both nodes, one run
+    # Both nodes log into one run. A failing rank makes srun stop the other one, which may not have logged yet.
+    assert len(run_ids) == 1 and log.count(b"metric-logged") >= (2 if code == 0 else 1), log
     run = client.get_run(run_ids.pop().decode())
     assert run.info.status == status and run.data.metrics == {"loss": 1.5}
     assert_no_leak(_everything(client, run.info.run_id, work / "all"), secrets, f"the MLflow run on the {kind} store (submit)")
