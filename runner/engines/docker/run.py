@@ -126,24 +126,6 @@ class Sink:
             view = view[written:]
 
 
-def _pump(sock: socket.socket, leftover: bytes, out: Sink, err: Sink) -> None:
-    """Read the attach stream until EOF, demultiplex, mask and write as bytes arrive."""
-    demux = Demux()
-    sinks = {1: out, 2: err}
-    if leftover:
-        for stream, data in demux.feed(leftover):
-            sinks[stream].write(data)
-    buf = bytearray(READ_SIZE)
-    view = memoryview(buf)
-    recv_into = sock.recv_into
-    while True:
-        n = recv_into(view)
-        if not n:
-            return
-        for stream, data in demux.feed(view[:n]):
-            sinks[stream].write(data)
-
-
 def pump(sock: socket.socket, leftover: bytes, out: Sink, err: Sink) -> None:
     """Read the attach stream until EOF, demultiplex, mask and write as bytes arrive."""
     demux = Demux()
