@@ -365,5 +365,7 @@ bash "$here/setup-registry.sh" || die "setup-registry.sh failed"
 # After the registry: Podman reads its insecure-registry setting when its service starts.
 log "podman (rootful API service, rootless user)"
 bash "$here/setup-podman.sh" || die "setup-podman.sh failed"
+log "mlflow artifact stores (boto3, moto)"
+bash "$here/setup-mlflow-stores.sh" || die "setup-mlflow-stores.sh failed"
 
 log "engines ready"

@@ -51,7 +51,7 @@ def run_check(opts: CheckOptions, out: Output) -> int:
     if plan is not None and opts.engine != "slurm":
         _check_registry_and_builder(prepared, found)
     if opts.online and plan is not None:
-        _check_online(plan, prepared, opts.timeout, found)
+        _check_online(plan, opts.timeout, found)
     _print(opts, found, out)
     return found.exit_code()
 
@@ -123,10 +123,10 @@ def _check_registry_and_builder(prepared, found: Findings) -> None:
     found.notes.append(f"builder: {builder.get('builder')}" + (f" (needs: {builder['needs']})" if builder.get("needs") else ""))
 
 
-def _check_online(plan, prepared, timeout: float, found: Findings) -> None:
+def _check_online(plan, timeout: float, found: Findings) -> None:
     from runner import tracker_runs
 
-    found.online = tracker_runs.online_check(plan, prepared.planned, timeout=timeout)
+    found.online = tracker_runs.online_check(plan, timeout=timeout)
     for item in found.online:
         if item["status"] not in ("reachable", "skipped"):
             found.problems.append(Problem(f"{item['tracker']}: {item['status']}: {item['detail']}"))

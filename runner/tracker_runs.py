@@ -648,7 +648,7 @@ def _check_wandb(plan: LaunchPlan, timeout: float) -> dict:
     return _status("wandb", "reachable", f"{ep.display} accepted WANDB_API_KEY" + (f" (entity {who})" if who else ""))
 
 
-def online_check(plan: LaunchPlan, *_old_call: object, timeout: float = 10.0) -> list[dict]:
+def online_check(plan: LaunchPlan, timeout: float = 10.0) -> list[dict]:
     """[{"tracker", "status": reachable|unauthorised|unreachable|not-installed|skipped, "detail"}].
 
     One entry per enabled tracker, checked in parallel, each within ``timeout``
