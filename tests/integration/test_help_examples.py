@@ -38,21 +38,22 @@ RUNNER = [sys.executable, "-P", "-m", "runner"]
 
 
 def help_examples() -> list[tuple[str, str]]:
-    """(where, example) for every example line of every command's --help."""
+    """(where, example) for every example line of every command's --help (the parser's own help text)."""
     from runner.cli import build_parser
 
-    parser = build_parser()
-    (sub,) = [a for a in parser._subparsers._group_actions]  # noqa: SLF001 - the command names, nothing else
-    paths = [[name] for name in sub.choices if name != "node-agent"] + [["slurm", "srun"], ["slurm", "sbatch"]]
+    def commands(parser):
+        return next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction").choices  # noqa: SLF001
+
+    top = commands(build_parser())
+    helps = {name: p for name, p in top.items() if name != "node-agent"}
+    helps.update({f"slurm {name}": p for name, p in commands(top["slurm"]).items()})
     found = []
-    for path in paths:
-        text = subprocess.run([*RUNNER, *path, "--help"], capture_output=True, text=True, check=True,
-                              env={**os.environ, "COLUMNS": "200"}).stdout
-        match = re.search(r"^examples?:\n((?:  .+\n?)+)", text, re.M)
-        assert match, f"`{' '.join(path)} --help` prints no example"
+    for name, parser in helps.items():
+        match = re.search(r"^examples?:\n((?:  .+\n?)+)", parser.format_help(), re.M)
+        assert match, f"`{name} --help` prints no example"
         for line in match.group(1).splitlines():
             for example in line.strip().split("; "):
-                found.append((f"{' '.join(path)} --help", example))
+                found.append((f"{name} --help", example))
     return found
 
 
