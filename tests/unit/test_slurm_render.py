@@ -305,3 +305,50 @@ def test_node_scope_masks_url_passwords_of_public_variables():
     plan, scope, missing = agent.plan_from_document(doc, {"DB_URL": url})
     assert missing == [] and plan.public_env() == {"DB_URL": url}
     assert "url-pass-canary-41" not in scope.masker.mask(f"connecting to {url}")
+
+
+# --------------------------------------------------------------------------- progress, back-off, ranked lines (issue 16)
+def test_backoff_doubles_to_the_cap_and_resets_on_a_change():
+    b = jobs.Backoff(1.5, 30.0)
+    assert [b.next(False) for _ in range(6)] == [3.0, 6.0, 12.0, 24.0, 30.0, 30.0]
+    assert b.next(True) == 1.5 and b.next(False) == 3.0
+
+
+def test_progress_line_has_state_reason_nodes_time_and_restarts():
+    pending = jobs.parse_job("JobId=7 JobState=PENDING Reason=Priority Restarts=0 SubmitTime=2026-01-01T00:00:00 RunTime=00:00:00 NodeList=(null)")
+    state = jobs.JobState("7", "pending", None, "PENDING", pending)
+    assert jobs.progress_text("7", state, elapsed=42).startswith("job 7: PENDING (Priority), for 0:42")
+    running = jobs.parse_job("JobId=7 JobState=RUNNING Reason=None Restarts=2 RunTime=01:02:03 NodeList=n[1-2]")
+    state = jobs.JobState("7", "running", None, "RUNNING", running)
+    assert jobs.progress_text("7", state) == "job 7: RUNNING on n[1-2], for 1:02:03, restarted 2 time(s)"
+    assert jobs.describe(state) == {"slurm_state": "RUNNING", "reason": None, "nodes": "n[1-2]", "elapsed": 3723, "restarts": 2}
+    done = jobs.JobState("7", "timeout", 143, "TIMEOUT", jobs.parse_job("JobId=7 JobState=TIMEOUT Reason=TimeLimit RunTime=00:01:00 NodeList=n[1-2]"))
+    assert jobs.progress_text("7", done) == "job 7: TIMEOUT (exit 143), after 1:00"
+
+
+def test_ranked_lines_text_json_filter_and_mask():
+    from runner.secrets import Masker
+
+    shown: list[str] = []
+    lines = jobs.RankLines(Masker([CANARY]), shown.append, json_lines=False)
+    lines.feed(b"0: step 1\n 1: step")  # srun pads the label to the widest rank
+    lines.feed(f" 1\n12: key {CANARY}\nbatch script line\n1: partial".encode())
+    lines.close()
+    assert shown == ["[0] step 1\n", "[1] step 1\n", "[12] key ***\n", "[job] batch script line\n", "[1] partial\n"]
+    docs: list[str] = []
+    only = jobs.RankLines(Masker([CANARY]), docs.append, json_lines=True, rank=1, nodes=["n1", "n2"])
+    only.feed(f"0: a\n1: b {CANARY}\n".encode())
+    assert [json.loads(d) for d in docs] == [{"rank": 1, "node": "n2", "line": "b ***"}]
+
+
+def test_tail_keeps_the_last_lines_of_the_selected_rank(tmp_path):
+    from runner.secrets import Masker
+
+    path = tmp_path / "slurm-1.out"
+    path.write_bytes(b"".join(f"{i % 2}: line {i}\n".encode() for i in range(10)) + b"1: still writ")
+    shown: list[str] = []
+    lines = jobs.RankLines(Masker([]), shown.append, json_lines=False, rank=1)
+    position = jobs._tail(path, lines, 2)
+    assert shown == ["[1] line 7\n", "[1] line 9\n"] and position == path.stat().st_size
+    lines.close()
+    assert shown[-1] == "[1] still writ\n"
