@@ -110,9 +110,16 @@ class ProcessEngine:
         env.setdefault("PATH", DEFAULT_PATH)
         for name, secret in request.plan.secret_env().items():
             env[name] = secret.reveal()  # the one place a value leaves the runner: the child's environment
-        proc = subprocess.Popen([found, *argv[1:]], cwd=request.cwd, env=env, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-        return Launched(str(proc.pid), request.plan.name, proc)
+        run = _Run()  # signals are forwarded from before the child exists until watch has cleaned up
+        try:
+            run.proc = subprocess.Popen([found, *argv[1:]], cwd=request.cwd, env=env, stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        except BaseException:
+            run.restore()
+            raise
+        if run.got:
+            _signal_group(run.proc, run.got[0])
+        return Launched(str(run.proc.pid), request.plan.name, run)
 
     def announce(self, launched: Launched, ctx: RunContext, detached: bool) -> None:
         ctx.out.debug(f"started process {launched.id}")
@@ -121,21 +128,9 @@ class ProcessEngine:
         return f"job output: {' '.join(request.argv[:4])} (process {launched.id})"
 
     def watch(self, launched: Launched, ctx: RunContext, on_running: Callable[[], None] | None = None) -> int:
-        proc: subprocess.Popen = launched.state
-        got: list[int] = []
+        run: _Run = launched.state
+        proc, got = run.proc, run.got
         stop_timeout = _stop_timeout(ctx)
-
-        def forward(signum, frame):
-            if not got:
-                got.append(signum)
-            _signal_group(proc, signum)
-
-        old = {}
-        try:
-            for sig in EXIT_SIGNAL:
-                old[sig] = signal.signal(sig, forward)
-        except ValueError:  # not the main thread
-            old = {}
         sinks = {proc.stdout: _Sink(sys.stdout.fileno(), ctx.scope.masker, ctx.tail),
                  proc.stderr: _Sink(sys.stderr.fileno(), ctx.scope.masker, ctx.tail)}
         sel = selectors.DefaultSelector()
@@ -165,8 +160,7 @@ class ProcessEngine:
                 _signal_group(proc, signal.SIGKILL)
                 proc.wait()
             _signal_group(proc, signal.SIGKILL)  # the child's own children, if any are left
-            for sig, handler in old.items():
-                signal.signal(sig, handler)
+            run.restore()
         if got:
             return EXIT_SIGNAL[got[0]]
         return 128 - code if code < 0 else code
@@ -176,6 +170,31 @@ class ProcessEngine:
 
     def finished(self, launched: Launched, ctx: RunContext, exit_code: int) -> dict:
         return {}
+
+
+class _Run:
+    """The child and the SIGINT/SIGTERM forwarding around it (the first signal decides 130/143)."""
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen | None = None
+        self.got: list[int] = []
+        self._old: dict = {}
+        try:
+            for sig in EXIT_SIGNAL:
+                self._old[sig] = signal.signal(sig, self._forward)
+        except ValueError:  # not the main thread: the caller handles signals
+            self._old = {}
+
+    def _forward(self, signum, frame) -> None:
+        if not self.got:
+            self.got.append(signum)
+        if self.proc is not None:
+            _signal_group(self.proc, signum)
+
+    def restore(self) -> None:
+        for sig, handler in self._old.items():
+            signal.signal(sig, handler)
+        self._old = {}
 
 
 def _stop_timeout(ctx: RunContext) -> float:

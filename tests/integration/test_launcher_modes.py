@@ -243,19 +243,20 @@ def test_direct_without_a_checkout_runs_primus_cli_from_path(space, tmp_path):
     check_train(got, ["direct", "--single", "--", *TRAIN])
 
 
-def test_direct_forwards_sigterm_and_returns_143(space):
+@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_direct_forwards_the_signal_and_returns_its_code(space, signum, code):
     (space.root / "entry.yaml").write_text(
-        "direct:\n  entry: [sh, -c, 'trap \"echo got-term; exit 9\" TERM; echo ready; sleep 60 & wait', sh]\n")
+        "direct:\n  entry: [sh, -c, 'trap \"echo got-term; exit 9\" TERM INT; echo ready; sleep 60 & wait', sh]\n")
     proc = subprocess.Popen([*RUNNER, "--config", str(space.root / "entry.yaml"), "direct", "--", "x"], cwd=space.project,
                             env=space.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "ready"
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(signum)
         out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 143, err
+    assert proc.returncode == code, err
     assert "got-term" in out
     left = subprocess.run(["pgrep", "-f", "sleep 60 & wait"], capture_output=True, text=True).stdout.split()
     assert not left, "the child outlived the runner"
