@@ -78,7 +78,8 @@ def mode_switches(opts: ModeOptions) -> tuple[bool, bool, dict]:
     section = "direct" if opts.mode == "direct" or opts.entry == "direct" else "container"
     flag = lambda key: bool(config.get("main", key, default=False) or config.get(section, key, default=False))  # noqa: E731
     entry = config.get(section, "entry", default=None)
-    return opts.dry_run or flag("dry_run"), opts.debug or flag("debug"), {"entry": entry}
+    direct_env = [str(e) for e in (config.get("direct", "env", default=[]) or [])] if section == "direct" else []
+    return opts.dry_run or flag("dry_run"), opts.debug or flag("debug"), {"entry": entry, "direct_env": direct_env}
 
 
 def run_mode(opts: ModeOptions, out: Output) -> int:
@@ -99,6 +100,8 @@ def run_mode(opts: ModeOptions, out: Output) -> int:
         raise UsageError("no Primus arguments given",
                          hint=f"put them after --, e.g. primus-runner {opts.mode} -- train pretrain --config exp.yaml")
     flags = _flags(opts, checkout, workdir, debug, on_host)
+    if found["direct_env"]:  # the launcher's direct.env: forwarded like --env, under the same policy
+        flags = replace(flags, env=tuple(found["direct_env"]) + flags.env)
     run = RunOptions(command=command, sources=opts.sources, flags=flags, dry_run=dry_run, pull=opts.pull,
                      detach=opts.mode == "slurm" and opts.launcher == "sbatch", slurm=opts.slurm)
     if opts.slurm.output:

@@ -229,6 +229,15 @@ def test_direct_runs_the_checkout_with_only_the_policys_env(space):
     no_leak(result, space.canary, "direct")
 
 
+def test_direct_env_of_the_launcher_file_is_forwarded_under_the_policy(space):
+    (space.root / "direct.yaml").write_text("direct:\n  env: [FROM_DIRECT=yes, HOST_ONLY]\n")
+    result = space.run("--config", str(space.root / "direct.yaml"), "direct", "--", "preflight", cwd=space.checkout)
+    assert result.returncode == 0, result.stderr
+    (got,) = seen(result.stdout).values()
+    assert got["env"]["FROM_DIRECT"] == "yes" and got["env"]["HOST_ONLY"] == "host-only-value-q81z"
+    assert got["args"] == ["preflight"]
+
+
 def test_direct_without_a_checkout_runs_primus_cli_from_path(space, tmp_path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
