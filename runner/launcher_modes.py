@@ -79,7 +79,8 @@ def mode_switches(opts: ModeOptions) -> tuple[bool, bool, dict]:
     flag = lambda key: bool(config.get("main", key, default=False) or config.get(section, key, default=False))  # noqa: E731
     entry = config.get(section, "entry", default=None)
     direct_env = [str(e) for e in (config.get("direct", "env", default=[]) or [])] if section == "direct" else []
-    return opts.dry_run or flag("dry_run"), opts.debug or flag("debug"), {"entry": entry, "direct_env": direct_env}
+    found = {"entry": entry, "direct_env": direct_env, "engine": config.get("container", "engine", default="auto")}
+    return opts.dry_run or flag("dry_run"), opts.debug or flag("debug"), found
 
 
 def run_mode(opts: ModeOptions, out: Output) -> int:
@@ -108,7 +109,7 @@ def run_mode(opts: ModeOptions, out: Output) -> int:
         out.notice(f"-o {opts.slurm.output}: the job's output goes to its job directory (slurm.output_dir, default "
                    "./primus-runs/…/slurm-<job>.out), which `primus-runner logs JOB` reads")
     if opts.clean:
-        _clean(opts, out, dry_run)
+        _clean(opts, out, dry_run, found["engine"])
     engine = {"container": "docker", "slurm": "slurm", "direct": "process"}[opts.mode]
     return pipeline.run(run, engine_for(engine), out)
 
@@ -127,15 +128,16 @@ def _flags(opts: ModeOptions, checkout: str | None, workdir: str | None, debug: 
     return replace(flags, env=tuple(env), volume=tuple(volume), workdir=flags.workdir or workdir, gpu=gpu)
 
 
-def _clean(opts: ModeOptions, out: Output, dry_run: bool) -> None:
+def _clean(opts: ModeOptions, out: Output, dry_run: bool, preference: str) -> None:
     """``--clean``: the invoking user's runner containers (every user's with ``--all-users``),
     never any other container, and nothing in a dry run."""
     from runner.engines.docker.commands import engine, owner_filter, remove_containers
     from runner.plan import LABEL
 
+    eng = engine(preference)  # the first call chooses the engine (container.engine) for the whole process
     if dry_run:
         labels = [f"{LABEL}=true"] + [f"{k}={v}" for k, v in owner_filter(opts.all_users).items()]
-        count = len(engine().containers(labels))
+        count = len(eng.containers(labels))
         out.info(f"--clean (dry run): would remove {count} primus-runner container{'s' if count != 1 else ''}")
         return
     count = remove_containers(owner_filter(opts.all_users))

@@ -20,11 +20,13 @@ from runner.ui import Output
 _engine: Engine | None = None
 
 
-def engine() -> Engine:
-    """The process's Engine API client (one per process: one version negotiation)."""
+def engine(preference: str | None = None) -> Engine:
+    """The process's Engine API client (one per process: one discovery, one version negotiation).
+
+    ``preference`` is ``container.engine`` (auto | docker | podman); the first call decides."""
     global _engine
     if _engine is None:
-        _engine = Engine()
+        _engine = Engine(preference=preference or "auto")
     return _engine
 
 
@@ -119,7 +121,7 @@ def cmd_logs(sel: ContainerSelection, out: Output) -> int:
     from runner.engines.docker.run import Sink
     from runner.launch import load_context
 
-    masker = load_context(sel.sources).scope.masker  # the secrets in scope of this directory's config and env
+    masker = load_context(sel.sources, out=out).scope.masker  # the secrets in scope of this directory's config and env
     out.use_masker(masker)
     eng = engine()
     info = _owned(eng, sel.names[0], out, sel.all_users)
