@@ -17,7 +17,7 @@ import socket
 from dataclasses import replace
 from pathlib import Path
 
-from runner.engines.slurm.jobs import master_address, require_job_id
+from runner.engines.slurm.jobs import address_of, master_address, require_job_id
 from runner.engines.slurm.script import LABEL_NODE_RANK, LABEL_SLURM_JOB, PLAN_FORMAT
 from runner.errors import ConfigError, Problem, UsageError
 from runner.plan import LaunchPlan
@@ -84,7 +84,9 @@ def run_node(plan_file: str, out: Output) -> int:
     computed = {
         "NNODES": environ.get("SLURM_NNODES", str(slurm["nodes"])),
         "NODE_RANK": rank,
-        "MASTER_ADDR": master_address(environ.get("SLURM_JOB_NODELIST") or environ.get("SLURM_NODELIST") or socket.gethostname()),
+        # The batch script asked slurmctld once for the whole job; a step started otherwise asks itself.
+        "MASTER_ADDR": address_of(environ["PRIMUS_MASTER_NODEADDR"]) if environ.get("PRIMUS_MASTER_NODEADDR") else
+        master_address(environ.get("SLURM_JOB_NODELIST") or environ.get("SLURM_NODELIST") or socket.gethostname()),
         "MASTER_PORT": str(slurm["master_port"]),
         "GPUS_PER_NODE": str(slurm["gpus_per_node"]),
     }

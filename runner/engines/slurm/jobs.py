@@ -665,7 +665,11 @@ def master_address(nodelist: str) -> str:
     cluster); a name is resolved to an IP so every container sees the same.
     """
     first = hostnames(nodelist)[0]
-    addr = _node_field(first, "NodeAddr") or first
+    return address_of(_node_field(first, "NodeAddr") or first)
+
+
+def address_of(addr: str) -> str:
+    """A node's address as an IP (a name resolved here), so every container sees the same."""
     try:
         socket.inet_aton(addr)
         return addr

@@ -256,8 +256,12 @@ def render_script(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path, agen
     lines += [
         "",
         "# One agent per node; it starts the container with the values from its environment.",
+        "# MASTER_ADDR once for the whole job (the first node's NodeAddr): two queries to slurmctld, not two per node.",
+        'first=$(scontrol show hostnames "$SLURM_JOB_NODELIST" 2>/dev/null | head -n 1)',
+        "PRIMUS_MASTER_NODEADDR=$(scontrol show node -o \"$first\" 2>/dev/null | sed -n 's/.* NodeAddr=\\([^ ]*\\).*/\\1/p')",
+        "export PRIMUS_MASTER_NODEADDR",
         "# --label: every line of the job's output starts with its rank (\"1: ...\"), which `logs` shows.",
-        f"srun {step} --kill-on-bad-exit=1 --label {agent} node-agent {shlex.quote(str(plan_file))}",
+        f"srun {step} --kill-on-bad-exit=1 --label --export={','.join(names)},PRIMUS_MASTER_NODEADDR {agent} node-agent {shlex.quote(str(plan_file))}",
         "rc=$?",
         'if [ "$rc" -ne 0 ]; then',
         "    # An agent that wrote no exit code was killed, or its node failed: name the node.",
