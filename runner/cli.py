@@ -134,6 +134,7 @@ def _launcher_modes(cmd) -> None:
     _mode_switches(p)
     p.add_argument("--clean", action="store_true", help="first remove your own primus-runner containers (never other containers)")
     p.add_argument("--all-users", action="store_true", help="with --clean: every user's primus-runner containers")
+    p.add_argument("--pull", choices=["missing", "always", "never"], help="when to pull the image (default: container.pull, else missing)")
 
     p = cmd("direct", "as primus-cli direct: the Primus direct launcher on this host, no container, env policy applied",
             "primus-runner direct -- train pretrain --config exp.yaml")
