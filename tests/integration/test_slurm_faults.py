@@ -103,12 +103,18 @@ def test_time_limit_is_timeout_with_its_documented_code(project, docker_client):
     _nothing_left(docker_client, job_id)
 
 
-def test_requeue_runs_again_with_the_same_tracker_run(project, docker_client):
+def test_requeue_runs_again_with_the_same_tracker_run(project, docker_client, mlflow_server):
+    """The tracker handshake's run ids are in the job's saved environment: a requeued run logs to the same
+    MLflow run and resumes the same W&B run (WANDB_RESUME=allow, added by the agent)."""
+    import urllib.request
+
     work, env = project
-    wandb_id = f"primus-requeue-{uuid.uuid4().hex[:8]}"
-    job = 'echo "run=${MLFLOW_RUN_ID:-none} wandb=$WANDB_RUN_ID resume=$WANDB_RESUME"; sleep 300'
-    sub = runner(work, env, "--json", "submit", "--gpu", "none", "--requeue", "--env", f"WANDB_RUN_ID={wandb_id}",
-                 "--env", "MLFLOW_RUN_ID=0123456789abcdef0123456789abcdef", "--", "sh", "-c", job)
+    (work / ".primus.yaml").write_text((work / ".primus.yaml").read_text() + (
+        "trackers:\n  framework: generic\n  disable_mlflow: false\n"
+        f"  mlflow_experiment_name: requeue-{uuid.uuid4().hex[:8]}\n  disable_wandb: false\n"))
+    env = {**env, "MLFLOW_TRACKING_URI": str(mlflow_server)}
+    job = 'echo "run=${MLFLOW_RUN_ID:-none} wandb=${WANDB_RUN_ID:-none} resume=${WANDB_RESUME:-none}"; sleep 300'
+    sub = runner(work, env, "--json", "submit", "--gpu", "none", "--requeue", "--env", "WANDB_MODE=offline", "--", "sh", "-c", job)
     assert sub.returncode == 0, sub.stderr
     job_id = json.loads(sub.stdout)["job_id"]
     try:
@@ -116,9 +122,10 @@ def test_requeue_runs_again_with_the_same_tracker_run(project, docker_client):
         first_ids = {c["Id"] for c in first}
         requeued = subprocess.run(["scontrol", "requeue", job_id], capture_output=True, text=True, timeout=30)
         assert requeued.returncode == 0, requeued.stderr
-        # The first run's containers go; the second run's come (new containers, same names).
+        # The first run's containers go; the second run's come (new containers, same names). Slurm
+        # holds a requeued job back for a while (BeginTime) before it runs again.
         second = wait_until(lambda: (c := job_containers(docker_client, job_id, running_only=True)) and len(c) == 2
-                            and not first_ids & {x["Id"] for x in c} and c, 240, "the second run")
+                            and not first_ids & {x["Id"] for x in c} and c, 300, "the second run")
         assert not first_ids & {c["Id"] for c in job_containers(docker_client, job_id)}, "the first run's containers are removed"
         assert sorted(c["Names"][0] for c in second) == [f"/primus-{job_id}-0", f"/primus-{job_id}-1"]
         state = json.loads(runner(work, env, "--json", "status", job_id).stdout)
@@ -126,7 +133,11 @@ def test_requeue_runs_again_with_the_same_tracker_run(project, docker_client):
         assert "restarted 1 time(s)" in runner(work, env, "status", job_id).stdout
         wait_until(lambda: len([l for l in runner(work, env, "logs", job_id).stdout.splitlines() if "run=" in l]) == 4, 60, "both runs' lines")
         lines = [line.split("] ", 1)[1] for line in runner(work, env, "logs", job_id).stdout.splitlines() if "run=" in line]
-        assert set(lines) == {f"run=0123456789abcdef0123456789abcdef wandb={wandb_id} resume=allow"}, lines
+        assert len(set(lines)) == 1, f"both runs, both nodes: the same tracker runs: {lines}"
+        fields = dict(item.split("=", 1) for item in lines[0].split())
+        assert len(fields["run"]) == 32 and len(fields["wandb"]) == 8 and fields["resume"] == "allow", fields
+        with urllib.request.urlopen(f"{mlflow_server}/api/2.0/mlflow/runs/get?run_id={fields['run']}", timeout=10) as answer:
+            assert json.load(answer)["run"]["info"]["run_id"] == fields["run"], "the run the handshake created"
     finally:
         runner(work, env, "cancel", job_id)
     _nothing_left(docker_client, job_id)
