@@ -365,6 +365,8 @@ bash "$here/setup-registry.sh" || die "setup-registry.sh failed"
 # After the registry: Podman reads its insecure-registry setting when its service starts.
 log "podman (rootful API service, rootless user)"
 bash "$here/setup-podman.sh" || die "setup-podman.sh failed"
+log "a stand-in Primus image and a second user (launcher-mode and owner-scope tests)"
+bash "$here/setup-primus-standin.sh" || die "setup-primus-standin.sh failed"
 log "mlflow artifact stores (boto3, moto)"
 bash "$here/setup-mlflow-stores.sh" || die "setup-mlflow-stores.sh failed"
 

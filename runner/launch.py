@@ -143,6 +143,8 @@ def prepare(
     from runner import ci
 
     ci.register_masks(planned.scope.values())
+    if planned.absent_optional:  # optional tracker variables simply not set: noise unless asked for
+        out.debug("optional tracker variables not set: " + ", ".join(planned.absent_optional))
     if not quiet:
         for warning in planned.warnings:
             out.warn(warning)

@@ -34,7 +34,7 @@ def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None 
     prepared = prepare(out, options.sources, options.command, options.flags, extra_layer=layer, extra_env=per_engine, user_files=user_files)
     ctx = RunContext(options, prepared.scope, out, prepared.config, lookup=prepared.lookup)
     plan = prepared.plan
-    if options.dry_run:
+    if options.dry_run or prepared.config.get("main", "dry_run", default=False):  # the launcher's main.dry_run too
         engine.dry_run(engine.request(plan, ctx), ctx)
         return 0
     tracker_runs.prefetch(plan)  # a tracker client that must be imported starts loading now, beside the preflight

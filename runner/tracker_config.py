@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
+from runner import primus_overrides
 from runner.config import ENV_PATH, Config
 from runner.errors import Problem
 from runner.policy import Classifier, Wanted
@@ -112,7 +113,7 @@ SETTING_ENV["generic"] = SETTING_ENV["megatron"]
 SETTING_ENV["maxtext"] = {}
 
 # Keys that are the runner's own and never become a training override.
-_NOT_OVERRIDES = {"framework", "metrics", "log_period"}
+_NOT_OVERRIDES = {"framework", "metrics", "log_period", "overrides"}
 _TRAIN_COMMAND = re.compile(r"^(pre|post)train$")
 
 
@@ -168,12 +169,6 @@ def job_lookup(literals: Mapping[str, str], lookup: Callable[[str], str | None])
     return lambda key: literals[key] if key in literals else lookup(key)
 
 
-def _flag(value) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
 def _user_set(config: Config, *path: str) -> bool:
     """True when a user layer (not the built-in defaults) sets this key."""
     where = config.where(("trackers",) + path) or ""
@@ -226,7 +221,7 @@ def analyze_trackers(
         found.notices.append(
             "One-Logger telemetry is on by default for Megatron (trackers.enable_one_logger: true); set it to false to opt out"
         )
-    overrides = _overrides(framework, settings, on["mlflow"], run_name) if training else []
+    overrides = _overrides(framework, settings, on["mlflow"], run_name) if primus_overrides.wanted(settings.get("overrides"), command) else []
     return TrackerPlan(
         framework,
         tuple(t for t in ("tensorboard", "wandb", "mlflow") if on[t]),
@@ -312,15 +307,15 @@ def _mlflow_off_warnings(settings: dict, framework: str, found: _Findings) -> No
 def _overrides(framework: str, settings: dict, mlflow_on: bool, run_name: str | None) -> list[str]:
     """The training command's ``--key value`` overrides for a Primus training command."""
     if framework == "torchtitan":
-        return [x for k, v in (settings.get("metrics", {}) or {}).items() for x in (f"--metrics.{k}", _flag(v))]
+        return [x for k, v in (settings.get("metrics", {}) or {}).items() for x in primus_overrides.render(f"metrics.{k}", v)]
     if framework == "maxtext":
-        return ["--log_period", _flag(settings["log_period"])] if "log_period" in settings else []
+        return primus_overrides.render("log_period", settings["log_period"]) if "log_period" in settings else []
     effective = dict(settings)
     if mlflow_on:
         effective["mlflow_run_name"] = run_name
     else:
         effective.pop("mlflow_run_name", None)  # a non-null name would switch MLflow on in Primus
-    return [x for k, v in effective.items() if k not in _NOT_OVERRIDES and v is not None for x in (f"--{k}", _flag(v))]
+    return [x for k, v in effective.items() if k not in _NOT_OVERRIDES and v is not None for x in primus_overrides.render(k, v)]
 
 
 # ---------------------------------------------------------------- Databricks sign-in

@@ -217,7 +217,7 @@ def test_project_file_that_only_sets_image_keeps_every_default(work):
 def test_launcher_file_means_the_same(work):
     (work / ".primus.yaml").write_text(FIXTURE.read_text())
     data = plan_json(work)
-    assert data["image"] == "rocm/primus:v26.5" and data["name"] == "primus-training"
+    assert data["image"] == "rocm/primus:v26.5" and re.fullmatch(r"primus-training-\d+", data["name"])  # per-job suffix, as the launcher
     assert data["privileged"] is True and data["ulimits"] == ["nofile=1048576:1048576"]
     assert data["ipc"] == data["network"] == "host"
     assert data["security_opt"] == ["seccomp=unconfined"] and data["group_add"] == ["video"]

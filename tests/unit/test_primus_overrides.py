@@ -127,11 +127,6 @@ def test_overrides_only_on_primus_training_commands_unless_configured():
 
 # ---------------------------------------------------------------- end to end, through plan
 
-NEEDS_TRACKER_CHANGE = pytest.mark.xfail(
-    strict=True, reason="needs runner/tracker_config.py to render with runner.primus_overrides (issue 14 report); "
-                        "remove this mark when it does")
-
-
 def _plan_command(tmp_path, trackers: str, command: list[str]) -> list[str]:
     import json
     import os
@@ -152,7 +147,6 @@ TRACKERS = ("trackers:\n  disable_wandb: false\n  wandb_project: \"2024\"\n  wan
             "  wandb_entity: \"__import__('os').getpid()\"\n")
 
 
-@NEEDS_TRACKER_CHANGE
 def test_configured_values_arrive_in_primus_as_configured(tmp_path):
     command = _plan_command(tmp_path, TRACKERS, TRAIN_CMD)
     assert command[:len(TRAIN_CMD)] == TRAIN_CMD
@@ -162,7 +156,6 @@ def test_configured_values_arrive_in_primus_as_configured(tmp_path):
     assert "overrides" not in got
 
 
-@NEEDS_TRACKER_CHANGE
 def test_overrides_never_and_always(tmp_path):
     assert _plan_command(tmp_path, TRACKERS + "  overrides: never\n", TRAIN_CMD) == TRAIN_CMD
     command = _plan_command(tmp_path, TRACKERS + "  overrides: always\n", ["python", "train.py"])
