@@ -91,6 +91,7 @@ def test_time_limit_is_timeout_with_its_documented_code(project, docker_client):
     work, env = project
     done = runner(work, env, "submit", "--gpu", "none", "--time", "1", "--wait", "--", "sleep", "300", timeout=400)
     out = done.stdout + done.stderr
+    assert (work / "primus-runs").exists(), out
     job_id = next(job_dir(work).glob("slurm-*.out")).name[len("slurm-"):-len(".out")]
     assert done.returncode == 143, out  # docs/slurm.md: a job stopped at its time limit ends as SIGTERM does
     assert f"job {job_id}: TIMEOUT" in done.stderr, out
