@@ -85,6 +85,10 @@ def _global_options(p: argparse.ArgumentParser, default) -> None:
     g.add_argument("--verbose", action="store_true", help="more detail; tracebacks (masked) for internal errors", **flag)
 
 
+def _pull_option(p: argparse.ArgumentParser, what: str = "when to pull the image") -> None:
+    p.add_argument("--pull", choices=["missing", "always", "never"], help=f"{what} (default: container.pull, else missing)")
+
+
 def _slurm_cluster_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("Slurm options (as sbatch takes them; each value is checked before anything is submitted)")
     for flag, metavar in (("--nodelist", "NODES"), ("--exclude", "NODES"), ("--qos", "QOS"), ("--reservation", "NAME"),
@@ -202,6 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--build", action="store_true", help="build the image from images/ first when it is missing")
     p.add_argument("--audit", action="store_true", help="audit the container for leaked secrets after launch (exit 4 on a leak)")
     p.add_argument("--report", metavar="FILE", help="write a JSON report of the run (no secret values)")
+    _pull_option(p)
 
     p = cmd("ps", "list the runner's own containers (running and leftovers)", "primus-runner ps --json")
     p.add_argument("--all", "-a", action="store_true", help="accepted for familiarity: ps always lists running and stopped (leftover) runner containers")
@@ -227,6 +232,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--build-arg", action="append", default=[], metavar="K=V")
     p.add_argument("--no-cache", action="store_true")
     p.add_argument("--dry-run", action="store_true", help="print the resolved build without building")
+    p.add_argument("--secret", action="append", default=[], metavar="NAME",
+                   help="expose NAME (from the environment or env file) to RUN --mount=type=secret,id=NAME steps; repeatable")
+    p.add_argument("--file", "-f", metavar="PATH", help="build your own Dockerfile instead of images/<flavor>/")
+    p.add_argument("--context", metavar="DIR", help="the build context of --file (default .)")
+    _pull_option(p, "when to pull the base image")
 
     p = cmd("submit", "submit the job to Slurm, one container per node", "primus-runner submit --nodes 2 --wait -- python train.py")
     _launch_options(p)
@@ -240,6 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--wait", action="store_true", help="wait for the job, stream its output, return its exit code")
     p.add_argument("--audit", action="store_true", help="audit the job's output files after it ends (with --wait)")
     p.add_argument("--report", metavar="FILE", help="write a JSON report of the run (no secret values)")
+    _pull_option(p)
 
     p = cmd("status", "a Slurm job's state and exit code", "primus-runner status 1234 --json")
     p.add_argument("job")
@@ -338,7 +349,7 @@ def _run_options(args, sources):
         command=tuple(args.command), sources=sources, flags=_flags(args), dry_run=getattr(args, "dry_run", False) or args.global_dry_run,
         detach=args.detach if args.cmd == "up" else (args.cmd == "submit" and not args.wait),
         keep=getattr(args, "keep", False), build=getattr(args, "build", False), audit=getattr(args, "audit", False),
-        report=getattr(args, "report", None), slurm=slurm,
+        report=getattr(args, "report", None), slurm=slurm, pull=getattr(args, "pull", None),
     )
 
 
@@ -466,7 +477,8 @@ def _dispatch(args, sources, out: Output, parser) -> int:
 
         return images.cmd_build(options.BuildOptions(
             sources=sources, flavor=args.flavor, base=args.base, tag=args.tag, build_args=tuple(args.build_arg),
-            no_cache=args.no_cache, dry_run=args.dry_run), out)
+            no_cache=args.no_cache, dry_run=args.dry_run, secrets=tuple(args.secret), file=args.file, context=args.context,
+            pull=args.pull), out)
     if name in ("status", "cancel"):
         from runner.engines.slurm import jobs
 

@@ -266,6 +266,7 @@ def build_plan(
     name: str | None = None,
     extra_env: Sequence[tuple[str, str]] = (),
     extra_secrets: Sequence[tuple[str, Secret]] = (),
+    sources: Mapping[str, str] | None = None,
 ) -> Planned:
     """Decide everything about a launch. Writes nothing and calls no engine or network;
     it reads its arguments and, for validation, whether volume sources and optional
@@ -274,6 +275,8 @@ def build_plan(
     ``extra_env`` are values the runner computes itself (a Slurm node's rank,
     a tracker run id): forwarded as-is, never secrets. ``extra_secrets`` are
     secrets known by other means (resolved references): in scope, masked.
+    ``sources`` names where a variable's value came from when it is not the
+    environment (``HF_TOKEN`` → ``pass:ml/hf``), for ``plan`` and ``check``.
     """
     problems: list[Problem] = []
     warnings: list[str] = list(env_file.warnings)
@@ -303,6 +306,8 @@ def build_plan(
         public=[(d.name, d.value) for d in decisions if isinstance(d.value, str)],
         extra=[*((d.name, d.value) for d in decisions if isinstance(d.value, Secret)), *extra_secrets],
     )
+    if sources:
+        decisions = [replace(d, source=sources[d.name]) if d.name in sources and d.forwarded else d for d in decisions]
     decisions, carried = _carry_embedded_secrets(decisions, scope)
     # Optional tracker/store names that are simply absent are not worth a line in plan or a notice.
     absent_optional = [d.name for d in decisions if d.skip_reason == "unset" and d.reason != "allowlist"]
