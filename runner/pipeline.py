@@ -38,7 +38,7 @@ def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None 
         engine.dry_run(engine.request(plan, ctx), ctx)
         return 0
     tracker_runs.prefetch(plan)  # a tracker client that must be imported starts loading now, beside the preflight
-    engine.preflight(ctx)  # before a tracker run is created for a launch that cannot happen
+    engine.preflight(plan, ctx)  # before a tracker run is created for a launch that cannot happen
     handshake = tracker_runs.begin(plan, out)  # tracker runs exist before the job: every rank logs to the same run
     plan = plan.with_env(handshake.env, "tracker run")
     began = time.time()

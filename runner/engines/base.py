@@ -83,8 +83,9 @@ class Engine(Protocol):
     audit_after: bool  # audit the finished job's files (True) or the started job (False)
     computed_env: tuple[str, ...]  # names the engine computes per launch (planned as such, never taken from the host)
 
-    def preflight(self, ctx: RunContext) -> None:
-        """Fail (``EngineUnavailable``) before a tracker run is created for a launch that cannot happen."""
+    def preflight(self, plan: "LaunchPlan", ctx: RunContext) -> None:
+        """Fail (``EngineUnavailable``, ``ConfigError``) before a tracker run is created for a launch
+        that cannot happen or must not (a refused registry login, a cluster that archives secrets)."""
 
     def request(self, plan: "LaunchPlan", ctx: RunContext) -> Request:
         """Pure: the engine's request for this plan."""

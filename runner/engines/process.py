@@ -82,7 +82,7 @@ class ProcessEngine:
     audit_after = False
     computed_env: tuple[str, ...] = ()
 
-    def preflight(self, ctx: RunContext) -> None:
+    def preflight(self, plan: LaunchPlan, ctx: RunContext) -> None:
         pass  # the command is resolved in launch; a missing one is a clear error there
 
     def request(self, plan: LaunchPlan, ctx: RunContext) -> ProcessRequest:

@@ -292,7 +292,7 @@ def test_cluster_flags_are_checked_before_a_tracker_run_or_sbatch(work, capsys):
 
     ctx = RunContext(RunOptions(command=("true",), slurm=SlurmFlags(qos="x --export=ALL")), secret_scope(), Output(), load_config())
     with pytest.raises(ConfigError):
-        SlurmEngine().preflight(ctx)
+        SlurmEngine().preflight(make_plan().require(), ctx)
 
 
 def test_node_scope_masks_url_passwords_of_public_variables():
@@ -352,3 +352,20 @@ def test_tail_keeps_the_last_lines_of_the_selected_rank(tmp_path):
     assert shown == ["[1] line 7\n", "[1] line 9\n"] and position == path.stat().st_size
     lines.close()
     assert shown[-1] == "[1] still writ\n"
+
+
+def test_submit_refuses_a_cluster_that_archives_job_environments():
+    """Issue 12 item 6: with AccountingStoreFlags=job_env slurmdbd stores the forwarded secrets'
+    values; submit refuses (exit 2) unless the project accepts it explicitly. Uses this
+    cluster's real `scontrol show config` with the flag set as such a cluster reports it."""
+    import re as _re
+
+    shown = jobs.show_config()
+    assert "SlurmctldHost" in shown, "the real cluster's configuration"
+    archiving = _re.sub(r"^AccountingStoreFlags\s*=.*$", "", shown, flags=_re.M) + "\nAccountingStoreFlags   = job_comment,job_env\n"
+    with pytest.raises(ConfigError) as refused:
+        jobs.refuse_archived_secrets(archiving, ["HF_TOKEN"], allowed=False)
+    assert "HF_TOKEN" in refused.value.message and "allow_env_in_accounting" in str(refused.value.problems[0])
+    jobs.refuse_archived_secrets(archiving, ["HF_TOKEN"], allowed=True)  # the explicit opt-in
+    jobs.refuse_archived_secrets(archiving, [], allowed=False)  # no secret forwarded: nothing to archive
+    jobs.refuse_archived_secrets(shown, ["HF_TOKEN"], allowed=False)  # this cluster does not archive them

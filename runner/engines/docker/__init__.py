@@ -28,7 +28,7 @@ class DockerEngine:
     def __init__(self, extra_labels: dict[str, str] | None = None):
         self.extra_labels = dict(extra_labels or {})
 
-    def preflight(self, ctx: RunContext) -> None:
+    def preflight(self, plan: LaunchPlan, ctx: RunContext) -> None:
         engine(ctx.config.get("container", "engine", default="auto") if ctx.config else None).ping()
 
     def request(self, plan: LaunchPlan, ctx: RunContext) -> DockerRequest:

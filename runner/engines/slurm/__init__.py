@@ -25,10 +25,19 @@ class SlurmEngine:
     audit_after = True  # audit the job's output files once it has ended
     computed_env = COMPUTED  # per node, by the agent: planned as such, never taken from this host
 
-    def preflight(self, ctx: RunContext) -> None:
-        settings_from(ctx.config, ctx.options.slurm)  # a refused flag value: exit 2 before a tracker run or sbatch
+    def preflight(self, plan: LaunchPlan, ctx: RunContext) -> None:
+        """Everything that can refuse the job, before a tracker run, a file or ``sbatch``."""
+        from runner import registry
+
+        settings_from(ctx.config, ctx.options.slurm)  # a refused flag value: exit 2
         jobs.tool("sbatch")
         jobs.tool("srun")
+        allowed = bool(ctx.config.get("slurm", "allow_env_in_accounting", default=False)) if ctx.config else False
+        jobs.refuse_archived_secrets(jobs.show_config(), sorted(plan.secret_env()), allowed)
+        if self._pull_policy(ctx) != "never":  # a refused login fails here (exit 2), not on every node after queueing
+            cred = registry.credentials_for(plan.image, self._lookup(ctx))
+            if cred is not None:
+                registry.check_login(cred, 10)
 
     @staticmethod
     def _lookup(ctx: RunContext):
@@ -56,14 +65,9 @@ class SlurmEngine:
             ctx.out.result(request.render())
 
     def launch(self, request: SlurmRequest, ctx: RunContext) -> Launched:
-        from runner import registry
         from runner.secrets import Secret
 
         lookup = self._lookup(ctx)
-        if request.pull != "never":  # a refused login fails here (exit 2), not on every node after queueing
-            cred = registry.credentials_for(request.plan.image, lookup)
-            if cred is not None:
-                registry.check_login(cred, 10)
         agent_values = {n: (Secret(lookup(n)) if n == "DOCKER_LOGIN_KEY" else lookup(n)) for n in request.agent_env}
         job_dir = jobs.job_dir_for(request.settings, request.plan.name, create=True)
         request = self.request(request.plan, ctx, job_dir)  # the script names the directory actually made

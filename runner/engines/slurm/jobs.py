@@ -66,6 +66,29 @@ def check_engine() -> list[str]:
     return warnings + accounting_warnings(config.stdout)
 
 
+def show_config() -> str:
+    """``scontrol show config`` (empty when it does not answer: ``check_engine`` reports that)."""
+    try:
+        return _run([tool("scontrol"), "show", "config"], timeout=20).stdout
+    except EngineUnavailable:
+        return ""
+
+
+def refuse_archived_secrets(show_config_text: str, secret_names: list[str], allowed: bool) -> None:
+    """Refuse (exit 2) a job that forwards secrets to a cluster whose accounting stores job
+    environments (``AccountingStoreFlags=job_env``): slurmdbd would archive their values,
+    readable by the cluster's admins for as long as accounting is kept."""
+    flags = re.search(r"^AccountingStoreFlags\s*=\s*(.*)$", show_config_text, re.M)
+    if allowed or not secret_names or not flags or "job_env" not in flags.group(1):
+        return
+    raise ConfigError(Problem(
+        f"this cluster's accounting stores job environments (AccountingStoreFlags={flags.group(1).strip()}): "
+        f"slurmdbd would archive the values of {', '.join(secret_names)}",
+        hint="ask the cluster's admins to drop job_env from AccountingStoreFlags, or accept it for this project "
+             "with slurm.allow_env_in_accounting: true",
+    ))
+
+
 def accounting_warnings(show_config: str) -> list[str]:
     """Warn when Slurm keeps batch scripts or job environments (secret values!) in its accounting."""
     warnings = []
