@@ -171,24 +171,8 @@ def _launcher_modes(cmd) -> None:
         q.add_argument("command", nargs="*", metavar="-- [container|direct [options] --] PRIMUS_ARGS")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="primus-runner",
-        description="Launch ML training jobs in containers (local Docker, CI, Slurm) without leaking a secret.",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    _global_options(parser, None)
-    parser.add_argument("--dry-run", dest="global_dry_run", action="store_true", help="print what would run; launch, submit and remove nothing (as primus-cli --dry-run)")
-    parser.add_argument("--debug", dest="global_debug", action="store_true", help="launcher modes: PRIMUS_LOG_LEVEL=DEBUG for the job (as primus-cli --debug)")
-    parser.add_argument("--version", action="version", version=f"primus-runner {__version__}")
-    sub = parser.add_subparsers(dest="cmd", metavar="COMMAND", parser_class=_Parser)
-
-    def cmd(name: str, help: str, example: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help, description=help, epilog=f"example:\n  {example}", formatter_class=argparse.RawDescriptionHelpFormatter)
-        _global_options(p, argparse.SUPPRESS)  # also after the command, as docker/kubectl/gh accept them
-        return p
-
+def _local_commands(cmd) -> None:
+    """check, plan and up: one launch on this host."""
     p = cmd("check", "validate config, env policy, required secrets, devices and the engine", "primus-runner check --gpu none")
     p.add_argument("--online", action="store_true", help="also contact the trackers (MLflow, W&B) with the real credentials")
     p.add_argument("--engine", choices=["docker", "slurm"], default="docker", help="which engine must answer (default docker)")
@@ -208,6 +192,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--report", metavar="FILE", help="write a JSON report of the run (no secret values)")
     _pull_option(p)
 
+
+def _container_commands(cmd) -> None:
+    """ps, logs and down: the runner's own containers (and a Slurm job's logs)."""
     p = cmd("ps", "list the runner's own containers (running and leftovers)", "primus-runner ps --json")
     p.add_argument("--all", "-a", action="store_true", help="accepted for familiarity: ps always lists running and stopped (leftover) runner containers")
     p.add_argument("--all-users", action="store_true", help="every user's runner containers (default: yours)")
@@ -225,6 +212,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="every container the runner started on this host")
     p.add_argument("--all-users", action="store_true", help="every user's runner containers (default: yours)")
 
+
+def _build_command(cmd) -> None:
+    """build: the ROCm/CUDA recipes or your own Dockerfile."""
     p = cmd("build", "build a training image from images/<flavor>/", "primus-runner build --flavor rocm --tag my/primus:dev")
     p.add_argument("--flavor", choices=["rocm", "cuda"], default=None, help="default rocm")
     p.add_argument("--base", metavar="IMAGE", help="base image (build argument BASE_IMAGE)")
@@ -238,6 +228,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--context", metavar="DIR", help="the build context of --file (default .)")
     _pull_option(p, "when to pull the base image")
 
+
+def _slurm_commands(cmd) -> None:
+    """submit, status and cancel: Slurm."""
     p = cmd("submit", "submit the job to Slurm, one container per node", "primus-runner submit --nodes 2 --wait -- python train.py")
     _launch_options(p)
     p.add_argument("--nodes", type=int, metavar="N")
@@ -257,6 +250,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = cmd("cancel", "cancel a Slurm job and remove its containers on every node", "primus-runner cancel 1234")
     p.add_argument("job")
 
+
+def _tool_commands(cmd) -> None:
+    """audit, completion and demo."""
     p = cmd("audit", "scan containers, images, files or directories for secret values in scope", "primus-runner audit primus-1a2b3c4d ./slurm-logs")
     p.add_argument("targets", nargs="*", metavar="TARGET", help="container, image, file or directory (default: the runner's containers and state)")
 
@@ -264,7 +260,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("shell", choices=["bash", "zsh", "fish"])
 
     cmd("demo", "run the built-in demo job locally (no registry, no GPU needed)", "primus-runner demo")
-    _launcher_modes(cmd)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="primus-runner",
+        description="Launch ML training jobs in containers (local Docker, CI, Slurm) without leaking a secret.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _global_options(parser, None)
+    parser.add_argument("--dry-run", dest="global_dry_run", action="store_true", help="print what would run; launch, submit and remove nothing (as primus-cli --dry-run)")
+    parser.add_argument("--debug", dest="global_debug", action="store_true", help="launcher modes: PRIMUS_LOG_LEVEL=DEBUG for the job (as primus-cli --debug)")
+    parser.add_argument("--version", action="version", version=f"primus-runner {__version__}")
+    sub = parser.add_subparsers(dest="cmd", metavar="COMMAND", parser_class=_Parser)
+
+    def cmd(name: str, help: str, example: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help, description=help, epilog=f"example:\n  {example}", formatter_class=argparse.RawDescriptionHelpFormatter)
+        _global_options(p, argparse.SUPPRESS)  # also after the command, as docker/kubectl/gh accept them
+        return p
+
+    for add in (_local_commands, _container_commands, _build_command, _slurm_commands, _tool_commands, _launcher_modes):
+        add(cmd)
 
     p = sub.add_parser("node-agent")  # no help=: hidden from --help; started by srun on each Slurm node
     p.add_argument("plan_file", nargs="?")
@@ -439,73 +456,105 @@ def _mode_options(args, sources):
 
 
 def _dispatch(args, sources, out: Output, parser) -> int:
-    from runner import options
+    """Each command's handler, imported on demand (a command loads only its own modules)."""
+    return _HANDLERS[args.cmd](args, sources, out, parser)
 
-    name = args.cmd
-    if name == "check":
-        from runner.check import run_check
 
-        return run_check(options.CheckOptions(tuple(args.command), sources, _flags(args), args.engine, args.online, args.timeout), out)
-    if name == "plan":
-        from runner.launch import prepare
-        from runner.render import show_plan
+def _check(args, sources, out, parser) -> int:
+    from runner.check import run_check
+    from runner.options import CheckOptions
 
-        show_plan(prepare(out, sources, args.command, _flags(args)).plan, out)
-        return 0
-    if name in ("up", "submit"):
-        from runner import pipeline
-        from runner.engines import engine_for
+    return run_check(CheckOptions(tuple(args.command), sources, _flags(args), args.engine, args.online, args.timeout), out)
 
-        return pipeline.run(_run_options(args, sources), engine_for("docker" if name == "up" else "slurm"), out)
-    if name == "logs" and _SLURM_JOB.match(args.name):
+
+def _plan(args, sources, out, parser) -> int:
+    from runner.launch import prepare
+    from runner.render import show_plan
+
+    show_plan(prepare(out, sources, args.command, _flags(args)).plan, out)
+    return 0
+
+
+def _launch(args, sources, out, parser) -> int:
+    from runner import pipeline
+    from runner.engines import engine_for
+
+    return pipeline.run(_run_options(args, sources), engine_for("docker" if args.cmd == "up" else "slurm"), out)
+
+
+def _containers(args, sources, out, parser) -> int:
+    from runner.options import ContainerSelection
+
+    if args.cmd == "logs" and _SLURM_JOB.match(args.name):
         from runner.engines.slurm import jobs
 
         return jobs.cmd_logs(args.name, out, follow=args.follow, node=args.node, tail=args.tail, output_dir=_slurm_output_dir(sources))
-    if name == "logs" and (args.node is not None or args.tail is not None):
+    if args.cmd == "logs" and (args.node is not None or args.tail is not None):
         from runner.errors import UsageError
 
         raise UsageError(f"--node and --tail are for a Slurm job id; '{args.name}' names a container", "primus-runner logs JOB_ID --node 1")
-    if name in ("ps", "logs", "down"):
-        from runner.engines.docker import commands
+    from runner.engines.docker import commands
 
-        names = (args.name,) if name == "logs" else tuple(getattr(args, "names", ()))
-        selection = options.ContainerSelection(sources, names, getattr(args, "all", False), getattr(args, "follow", False),
-                                               all_users=getattr(args, "all_users", False))
-        return getattr(commands, f"cmd_{name}")(selection, out)
-    if name == "build":
-        from runner import images
+    names = (args.name,) if args.cmd == "logs" else tuple(getattr(args, "names", ()))
+    selection = ContainerSelection(sources, names, getattr(args, "all", False), getattr(args, "follow", False),
+                                   all_users=getattr(args, "all_users", False))
+    return getattr(commands, f"cmd_{args.cmd}")(selection, out)
 
-        return images.cmd_build(options.BuildOptions(
-            sources=sources, flavor=args.flavor, base=args.base, tag=args.tag, build_args=tuple(args.build_arg),
-            no_cache=args.no_cache, dry_run=args.dry_run, secrets=tuple(args.secret), file=args.file, context=args.context,
-            pull=args.pull), out)
-    if name in ("status", "cancel"):
-        from runner.engines.slurm import jobs
 
-        return getattr(jobs, f"cmd_{name}")(args.job, out)
-    if name == "node-agent":
-        from runner.engines.slurm import agent
+def _build(args, sources, out, parser) -> int:
+    from runner import images
+    from runner.options import BuildOptions
 
-        return agent.cleanup(str(args.cleanup), out) if args.cleanup else agent.run_node(args.plan_file, out)
-    if name == "audit":
-        from runner import audit
+    return images.cmd_build(BuildOptions(
+        sources=sources, flavor=args.flavor, base=args.base, tag=args.tag, build_args=tuple(args.build_arg),
+        no_cache=args.no_cache, dry_run=args.dry_run, secrets=tuple(args.secret), file=args.file, context=args.context,
+        pull=args.pull), out)
 
-        return audit.cmd_audit(tuple(args.targets), sources, out)
-    if name == "completion":
-        from runner import completion
 
-        sys.stdout.write(completion.script(args.shell, parser))
-        sys.stdout.flush()
-        return 0
-    if name in ("container", "direct", "slurm"):
-        from runner import launcher_modes
+def _slurm_job(args, sources, out, parser) -> int:
+    from runner.engines.slurm import jobs
 
-        return launcher_modes.run_mode(_mode_options(args, sources), out)
-    if name == "demo":
-        from runner import demo
+    return getattr(jobs, f"cmd_{args.cmd}")(args.job, out)
 
-        return demo.cmd_demo(sources, out)
-    raise AssertionError(name)
+
+def _node_agent(args, sources, out, parser) -> int:
+    from runner.engines.slurm import agent
+
+    return agent.cleanup(str(args.cleanup), out) if args.cleanup else agent.run_node(args.plan_file, out)
+
+
+def _audit(args, sources, out, parser) -> int:
+    from runner import audit
+
+    return audit.cmd_audit(tuple(args.targets), sources, out)
+
+
+def _completion(args, sources, out, parser) -> int:
+    from runner import completion
+
+    sys.stdout.write(completion.script(args.shell, parser))
+    sys.stdout.flush()
+    return 0
+
+
+def _mode(args, sources, out, parser) -> int:
+    from runner import launcher_modes
+
+    return launcher_modes.run_mode(_mode_options(args, sources), out)
+
+
+def _demo(args, sources, out, parser) -> int:
+    from runner import demo
+
+    return demo.cmd_demo(sources, out)
+
+
+_HANDLERS = {
+    "check": _check, "plan": _plan, "up": _launch, "submit": _launch,
+    "ps": _containers, "logs": _containers, "down": _containers, "build": _build,
+    "status": _slurm_job, "cancel": _slurm_job, "node-agent": _node_agent, "audit": _audit,
+    "completion": _completion, "container": _mode, "direct": _mode, "slurm": _mode, "demo": _demo,
+}
 
 
 if __name__ == "__main__":

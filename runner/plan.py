@@ -300,23 +300,14 @@ def build_plan(
     decisions += [EnvDecision(key, True, False, "computed", "runner", value) for key, value in extra_env]
 
     settings = _container_settings(config, flags, notices, problems)
-    classifier = Classifier.from_config(config)
     scope = secret_scope(
-        [host_env, env_file.values], classifier.is_secret,
+        [host_env, env_file.values], Classifier.from_config(config).is_secret,
         public=[(d.name, d.value) for d in decisions if isinstance(d.value, str)],
         extra=[*((d.name, d.value) for d in decisions if isinstance(d.value, Secret)), *extra_secrets],
     )
     if sources:
         decisions = [replace(d, source=sources[d.name]) if d.name in sources and d.forwarded else d for d in decisions]
-    decisions, carried = _carry_embedded_secrets(decisions, scope)
-    # Optional tracker/store names that are simply absent are not worth a line in plan or a notice.
-    absent_optional = [d.name for d in decisions if d.skip_reason == "unset" and d.reason != "allowlist"]
-    decisions = [d for d in decisions if d.name not in absent_optional]
-    if carried:
-        notices.append(f"these public variables hold a secret value and travel as secrets (masked, through the stdin shim): {', '.join(carried)}")
-    unset = [d.name for d in decisions if d.skip_reason == "unset" and d.reason == "allowlist"]
-    if unset:
-        notices.append(f"not set on this host, not forwarded: {', '.join(unset)}")
+    decisions, absent_optional = _final_decisions(decisions, scope, notices)
     if not command:
         problems.append(Problem("no command given", hint="put the job's command after --, e.g. primus-runner up -- python train.py"))
 
@@ -332,6 +323,20 @@ def build_plan(
     )
     problems += _image_problems(plan.image, config)
     return Planned(plan, problems, warnings, scope, absent_optional)
+
+
+def _final_decisions(decisions: list[EnvDecision], scope: SecretScope, notices: list[str]) -> tuple[list[EnvDecision], list[str]]:
+    """Carry embedded secrets as secrets, drop optional names that are simply absent (they are
+    not worth a line in ``plan``; ``--verbose`` lists them), and say what matters."""
+    decisions, carried = _carry_embedded_secrets(decisions, scope)
+    absent_optional = [d.name for d in decisions if d.skip_reason == "unset" and d.reason != "allowlist"]
+    decisions = [d for d in decisions if d.name not in absent_optional]
+    if carried:
+        notices.append(f"these public variables hold a secret value and travel as secrets (masked, through the stdin shim): {', '.join(carried)}")
+    unset = [d.name for d in decisions if d.skip_reason == "unset" and d.reason == "allowlist"]
+    if unset:
+        notices.append(f"not set on this host, not forwarded: {', '.join(unset)}")
+    return decisions, absent_optional
 
 
 def _carry_embedded_secrets(decisions: list[EnvDecision], scope: SecretScope) -> tuple[list[EnvDecision], list[str]]:

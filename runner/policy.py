@@ -141,124 +141,138 @@ def resolve_env(
 ) -> EnvResolution:
     """Apply the passthrough rules of the contract to the host environment.
 
-    Values come from the process environment first, then the env file.
+    Values come from the process environment first, then the env file. The
+    steps run in the contract's order: the allowlist (config layers and
+    ``--env``), then required and tracker-wanted names, then prefix rules.
     """
-    classifier = Classifier.from_config(config)
-    result = EnvResolution()
-    decided: dict[str, EnvDecision] = {}
-    result.problems += prefix_problems(config, host_env)
-    # direct.env (the Primus launcher's direct mode) is refused like container.options.env.
-    for i, entry in enumerate(config.get("direct", "env", default=[]) or []):
-        name, sep, _ = str(entry).partition("=")
-        if sep and classifier.is_secret(name.strip()):
-            result.problems.append(Problem(
-                f"{name.strip()} is a secret but has a literal value in the config (direct.env[{i}])",
-                where=config.where(("direct", "env", i)),
-                hint=f"list just '{name.strip()}' in container.options.env and set its value in the environment or the env file"))
+    resolver = _Resolver(config, host_env, env_file, env_file_name)
+    resolver.result.problems += prefix_problems(config, host_env)
+    resolver.refuse_direct_env_literals()
+    resolver.allowlist(cli_env)
+    required = resolver.required_and_wanted(list(wanted))
+    resolver.prefixes()
+    resolver.result.decisions = list(resolver.decided.values())
+    resolver.report_missing(required)
+    return resolver.result
 
-    def lookup(name: str) -> tuple[str | None, str | None]:
-        if name in host_env:
-            return host_env[name], "env"
-        value = env_file.get(name)
+
+class _Resolver:
+    """The state of one ``resolve_env``: what is decided so far and what is wrong."""
+
+    def __init__(self, config: Config, host_env: Mapping[str, str], env_file: Mapping[str, str | None], env_file_name: str | None):
+        self.config = config
+        self.host_env = host_env
+        self.env_file = env_file
+        self.env_file_name = env_file_name
+        self.classifier = Classifier.from_config(config)
+        self.result = EnvResolution()
+        self.decided: dict[str, EnvDecision] = {}
+
+    def lookup(self, name: str) -> tuple[str | None, str | None]:
+        if name in self.host_env:
+            return self.host_env[name], "env"
+        value = self.env_file.get(name)
         if value is not None:
-            return value, f"env-file {env_file_name}" if env_file_name else "env-file"
+            return value, f"env-file {self.env_file_name}" if self.env_file_name else "env-file"
         return None, None
 
-    def decide(name: str, reason: str, where: str | None, literal: str | None = None, literal_source: str = "literal") -> None:
-        secret = classifier.is_secret(name)
-        if literal is not None:
-            value, source = literal, literal_source
-        else:
-            value, source = lookup(name)
+    def decide(self, name: str, reason: str, where: str | None, literal: str | None = None, literal_source: str = "literal") -> None:
+        secret = self.classifier.is_secret(name)
+        value, source = (literal, literal_source) if literal is not None else self.lookup(name)
         if value is None:
-            decision = EnvDecision(name, False, secret, reason, skip_reason="unset", where=where)
-        elif "\x00" in value:
-            result.problems.append(Problem(f"the value of {name} ({source}) contains a NUL byte, which no environment can hold", where=where))
+            self.decided[name] = EnvDecision(name, False, secret, reason, skip_reason="unset", where=where)
             return
-        else:
-            if secret and len(value.encode("utf-8", "surrogateescape")) < MIN_SECRET_LEN:
-                result.warnings.append(
-                    f"{name} is a secret by its name, but its value is too short to mask ({MIN_SECRET_LEN} bytes or more): "
-                    f"it is forwarded and not masked in output; if it is not a secret, add '!{name}' to passthrough.secrets")
-            decision = EnvDecision(name, True, secret, reason, source, Secret(value) if secret else value, where=where)
-        decided[name] = decision
+        if "\x00" in value:
+            self.result.problems.append(Problem(f"the value of {name} ({source}) contains a NUL byte, which no environment can hold", where=where))
+            return
+        if secret and len(value.encode("utf-8", "surrogateescape")) < MIN_SECRET_LEN:
+            self.result.warnings.append(
+                f"{name} is a secret by its name, but its value is too short to mask ({MIN_SECRET_LEN} bytes or more): "
+                f"it is forwarded and not masked in output; if it is not a secret, add '!{name}' to passthrough.secrets")
+        self.decided[name] = EnvDecision(name, True, secret, reason, source, Secret(value) if secret else value, where=where)
 
-    # 1. The allowlist, from every config layer and --env flags.
-    entries = [(entry, config.where(ENV_PATH + (i,))) for i, entry in enumerate(config.get(*ENV_PATH, default=[]) or [])]
-    entries += [(entry, CLI_WHERE) for entry in cli_env]
-    for entry, where in entries:
-        cli = where == CLI_WHERE
-        name, sep, literal = entry.partition("=")
-        name = name.strip()
-        if not NAME_RE.match(name):
-            label = "--env" if cli else "container.options.env"  # merged lists: the line says which entry
-            result.problems.append(  # the entry is not shown: it may be a value pasted in place of a name
-                Problem(f"{label}: invalid environment variable name (the entry is not shown)", where=where,
-                        hint="write NAME or NAME=value; names are letters, digits and _, not starting with a digit")
-            )
-            continue
-        if classifier.is_denied(name):
-            result.problems.append(
-                Problem(f"{name} is on the deny list and is never forwarded", where=where, hint="remove it from the env list")
-            )
-            continue
-        if sep and classifier.is_secret(name):
-            result.problems.append(
-                Problem(  # a value on the command line is in `ps` and shell history: refused like YAML
+    def refuse_direct_env_literals(self) -> None:
+        """``direct.env`` (the Primus launcher's direct mode) is refused like ``container.options.env``."""
+        for i, entry in enumerate(self.config.get("direct", "env", default=[]) or []):
+            name, sep, _ = str(entry).partition("=")
+            if sep and self.classifier.is_secret(name.strip()):
+                self.result.problems.append(Problem(
+                    f"{name.strip()} is a secret but has a literal value in the config (direct.env[{i}])",
+                    where=self.config.where(("direct", "env", i)),
+                    hint=f"list just '{name.strip()}' in container.options.env and set its value in the environment or the env file"))
+
+    def allowlist(self, cli_env: Iterable[str]) -> None:
+        """1. The allowlist, from every config layer and ``--env`` flags."""
+        entries = [(entry, self.config.where(ENV_PATH + (i,))) for i, entry in enumerate(self.config.get(*ENV_PATH, default=[]) or [])]
+        entries += [(entry, CLI_WHERE) for entry in cli_env]
+        for entry, where in entries:
+            cli = where == CLI_WHERE
+            name, sep, literal = entry.partition("=")
+            name = name.strip()
+            if not NAME_RE.match(name):
+                label = "--env" if cli else "container.options.env"  # merged lists: the line says which entry
+                self.result.problems.append(  # the entry is not shown: it may be a value pasted in place of a name
+                    Problem(f"{label}: invalid environment variable name (the entry is not shown)", where=where,
+                            hint="write NAME or NAME=value; names are letters, digits and _, not starting with a digit"))
+            elif self.classifier.is_denied(name):
+                self.result.problems.append(
+                    Problem(f"{name} is on the deny list and is never forwarded", where=where, hint="remove it from the env list"))
+            elif sep and self.classifier.is_secret(name):
+                self.result.problems.append(Problem(  # a value on the command line is in `ps` and shell history: refused like YAML
                     f"{name} is a secret but has a literal value " + ("on the command line" if cli else "in the config"),
                     where=where,
                     hint=(f"pass just --env {name}" if cli else f"list just '{name}'") + " and set its value in the environment or the env file",
-                )
-            )
-            continue
-        decide(name, "allowlist", where, literal if sep else None)
+                ))
+            else:
+                self.decide(name, "allowlist", where, literal if sep else None)
 
-    # 2. Names required by the config or by enabled trackers; tracker settings.
-    required = []
-    for i, n in enumerate(config.get("passthrough", "required", default=[]) or []):
-        where = config.where(("passthrough", "required", i))
-        if not NAME_RE.match(str(n)):  # not echoed: it may be a value pasted in place of a name
-            result.problems.append(Problem("passthrough.required: invalid environment variable name (the entry is not shown)",
-                                           where=where, hint="names are letters, digits and _, not starting with a digit"))
-            continue
-        required.append((n, "required", where))
-    for want in wanted:
-        if want.required:
-            required.append((want.name, want.reason, None))
-        if want.name in decided and decided[want.name].forwarded:
-            continue
-        if want.value is not None:  # an explicit config setting beats the host's value
-            decide(want.name, want.reason, None, want.value, "config")
-        elif want.name not in decided or want.required:
-            decide(want.name, want.reason, None)
-    for name, reason, where in required:
-        if name not in decided and not classifier.is_denied(name):
-            decide(name, reason, where)
+    def required_and_wanted(self, wanted: list[Wanted]) -> list[tuple[str, str, str | None]]:
+        """2. Names required by the config or by enabled trackers; tracker settings. Returns the required names."""
+        required = []
+        for i, n in enumerate(self.config.get("passthrough", "required", default=[]) or []):
+            where = self.config.where(("passthrough", "required", i))
+            if not NAME_RE.match(str(n)):  # not echoed: it may be a value pasted in place of a name
+                self.result.problems.append(Problem("passthrough.required: invalid environment variable name (the entry is not shown)",
+                                                    where=where, hint="names are letters, digits and _, not starting with a digit"))
+                continue
+            required.append((n, "required", where))
+        for want in wanted:
+            if want.required:
+                required.append((want.name, want.reason, None))
+            if want.name in self.decided and self.decided[want.name].forwarded:
+                continue
+            if want.value is not None:  # an explicit config setting beats the host's value
+                self.decide(want.name, want.reason, None, want.value, "config")
+            elif want.name not in self.decided or want.required:
+                self.decide(want.name, want.reason, None)
+        for name, reason, where in required:
+            if name not in self.decided and not self.classifier.is_denied(name):
+                self.decide(name, reason, where)
+        return required
 
-    # 3. Prefix rules: never a secret, never a denied name, never an invalid name.
-    for name in sorted(host_env):
-        if name in decided or not NAME_RE.match(name):
-            continue
-        prefix = classifier.prefix_of(name)
-        if prefix is None:
-            continue
-        reason = f"prefix {prefix}"
-        if classifier.is_denied(name):
-            decided[name] = EnvDecision(name, False, False, reason, skip_reason="denied by policy")
-        elif classifier.is_secret(name):
-            decided[name] = EnvDecision(name, False, True, reason, skip_reason="secret: prefixes never forward secrets; list it by name to forward it")
-        else:
-            decide(name, reason, None)
+    def prefixes(self) -> None:
+        """3. Prefix rules: never a secret, never a denied name, never an invalid name."""
+        for name in sorted(self.host_env):
+            if name in self.decided or not NAME_RE.match(name):
+                continue
+            prefix = self.classifier.prefix_of(name)
+            if prefix is None:
+                continue
+            reason = f"prefix {prefix}"
+            if self.classifier.is_denied(name):
+                self.decided[name] = EnvDecision(name, False, False, reason, skip_reason="denied by policy")
+            elif self.classifier.is_secret(name):
+                self.decided[name] = EnvDecision(name, False, True, reason, skip_reason="secret: prefixes never forward secrets; list it by name to forward it")
+            else:
+                self.decide(name, reason, None)
 
-    result.decisions = list(decided.values())
-    missing = sorted({name for name, _, _ in required if not (name in decided and decided[name].forwarded)})
-    if missing:
-        why = {name: reason for name, reason, _ in reversed(required)}
-        listed = ", ".join(f"{n} ({why[n]})" for n in missing)
-        result.problems.append(
-            Problem(
+    def report_missing(self, required: list[tuple[str, str, str | None]]) -> None:
+        """Every required name that is not forwarded, in one problem."""
+        missing = sorted({name for name, _, _ in required if not (name in self.decided and self.decided[name].forwarded)})
+        if missing:
+            why = {name: reason for name, reason, _ in reversed(required)}
+            listed = ", ".join(f"{n} ({why[n]})" for n in missing)
+            self.result.problems.append(Problem(
                 f"missing required variable{'s' if len(missing) > 1 else ''}: {listed}",
                 hint="export them or put them in the env file (.env or --env-file); nothing was launched",
-            )
-        )
-    return result
+            ))

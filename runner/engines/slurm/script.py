@@ -224,8 +224,11 @@ def _directive_value(value: str) -> str:
 def render_script(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path, agent_env: tuple[str, ...] = ()) -> str:
     """The batch script: names only, no ``set -x``, nothing that depends on a value."""
     names = export_names(plan, agent_env)
-    plan_file = job_dir / PLAN_FILE
-    agent = " ".join(shlex.quote(a) for a in agent_command())
+    return "\n".join(_directives(plan, settings, job_dir, names) + _steps(settings.nodes, job_dir, names))
+
+
+def _directives(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path, names: list[str]) -> list[str]:
+    """The script's header: every ``#SBATCH`` line, ``--export`` with the exact names."""
     job_name = plan.name if _TOKEN.match(plan.name) else "primus"
     n = settings.nodes
     lines = [
@@ -251,9 +254,16 @@ def render_script(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path, agen
     lines += [f"#SBATCH {d}" for d in flag_directives(settings)]
     lines.append(f"#SBATCH --export={','.join(names)}")
     lines += [f"#SBATCH {arg}" for arg in settings.sbatch_args]
+    return lines
+
+
+def _steps(n: int, job_dir: Path, names: list[str]) -> list[str]:
+    """One agent per node; on failure, the failing rank's code and a cleanup step on every node."""
+    plan_file = job_dir / PLAN_FILE
+    agent = " ".join(shlex.quote(a) for a in agent_command())
     step = f"--nodes={n} --ntasks-per-node=1"
     exits = f"{shlex.quote(str(job_dir))}/exit-\"$SLURM_JOB_ID\""
-    lines += [
+    return [
         "",
         "# One agent per node; it starts the container with the values from its environment.",
         "# MASTER_ADDR once for the whole job (the first node's NodeAddr): two queries to slurmctld, not two per node.",
@@ -282,6 +292,5 @@ def render_script(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path, agen
         'exit "$rc"',
         "",
     ]
-    return "\n".join(lines)
 
 
