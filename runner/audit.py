@@ -20,9 +20,10 @@ from typing import Any, Iterable, Iterator, Sequence
 from runner.errors import ConfigError, EngineUnavailable, UsageError
 from runner.options import Sources
 from runner.secrets import SecretScope
+from runner.plan import LABEL
 
 CHUNK = 1 << 20  # files are streamed in 1 MiB chunks, with an overlap of the longest pattern
-MANAGED = "io.primus-runner.managed=true"
+MANAGED = f"{LABEL}=true"  # the runner's containers
 NL = b"\n"
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from runner.errors import ConfigError, Problem
 from runner.resources import policies_dir
-from runner.yamlsource import Located, load_yaml
+from runner.yamlsource import Located, load_yaml, nearest_line
 
 # Lists that accumulate across layers instead of being replaced.
 CUMULATIVE = {
@@ -52,11 +52,7 @@ class Config:
         return node
 
     def where(self, path: tuple) -> str | None:
-        while path:
-            if path in self.lines:
-                return self.lines[path]
-            path = path[:-1]
-        return None
+        return nearest_line(self.lines, path)
 
 
 def default_layer_paths(extra: str | None) -> list[tuple[Path, bool]]:

@@ -24,7 +24,6 @@ from runner.errors import Problem
 from runner.policy import Classifier, Wanted
 from runner.resources import policies_dir
 
-FRAMEWORKS = ("megatron", "torchtitan", "maxtext", "generic")
 WANDB_MODES = {"online", "offline", "disabled", "dryrun", "run", "shared"}
 OFFLINE_WANDB_MODES = {"offline", "disabled", "dryrun"}
 

@@ -50,6 +50,7 @@ from runner.plan import LaunchPlan
 from runner.secrets import Secret
 from runner.tracker_config import CLIENT_NAMES, OFFLINE_WANDB_MODES, databricks_profile, is_databricks_uri
 from runner.ui import Output
+from runner.gitinfo import git
 
 BEGIN_TIMEOUT = 15.0  # seconds per request while creating / closing a run
 UPLOAD_TIMEOUT = 60.0
@@ -672,14 +673,6 @@ def online_check(plan: LaunchPlan, timeout: float = 10.0) -> list[dict]:
 # ---------------------------------------------------------------- the handshake
 
 
-def _git(*args: str) -> str | None:
-    try:
-        done = subprocess.run(["git", *args], capture_output=True, text=True, timeout=5, cwd=os.getcwd(), stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return done.stdout.strip() if done.returncode == 0 else None
-
-
 def run_tags(plan: LaunchPlan) -> dict[str, str]:
     """The tags the runner puts on a run it creates: facts and NAMES, never a value."""
     tags = {
@@ -696,11 +689,11 @@ def run_tags(plan: LaunchPlan) -> dict[str, str]:
         tags["mlflow.user"] = getpass.getuser()
     except Exception:  # no passwd entry in some containers
         pass
-    commit = _git("rev-parse", "HEAD")
+    commit = git(os.getcwd(), "rev-parse", "HEAD")
     if commit:
         tags["primus-runner.git_commit"] = commit
         tags["mlflow.source.git.commit"] = commit
-        dirty = _git("status", "--porcelain", "--untracked-files=no")
+        dirty = git(os.getcwd(), "status", "--porcelain", "--untracked-files=no")
         if dirty is not None:
             tags["primus-runner.git_dirty"] = "true" if dirty else "false"
     return tags

@@ -31,11 +31,16 @@ class Located:
     source: str = ""
 
     def where(self, path: tuple) -> str | None:
-        while path:
-            if path in self.lines:
-                return self.lines[path]
-            path = path[:-1]
-        return self.lines.get((), None)
+        return nearest_line(self.lines, path) or self.lines.get((), None)
+
+
+def nearest_line(lines: dict, path: tuple) -> str | None:
+    """``file:line`` of ``path`` or of its nearest ancestor that has one."""
+    while path:
+        if path in lines:
+            return lines[path]
+        path = path[:-1]
+    return None
 
 
 def read_text(path: Path, what: str) -> str:

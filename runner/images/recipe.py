@@ -27,6 +27,8 @@ from runner import __version__
 from runner.errors import ConfigError, Problem, UsageError
 from runner.options import BuildOptions
 from runner.secrets import Secret
+from runner.gitinfo import git
+from runner.plan import LABEL_VERSION
 
 FLAVORS = ("rocm", "cuda")
 DEFAULT_BASES = {"rocm": "rocm/primus:v26.5", "cuda": "nvcr.io/nvidia/pytorch:25.01-py3"}
@@ -47,7 +49,7 @@ L_REVISION = "org.opencontainers.image.revision"
 L_CREATED = "org.opencontainers.image.created"
 L_BASE = "org.opencontainers.image.base.name"
 L_FLAVOR = "io.primus-runner.flavor"
-L_VERSION = "io.primus-runner.version"
+L_VERSION = LABEL_VERSION
 L_RECIPE = "io.primus-runner.recipe-hash"
 L_BUILD_KEY = "io.primus-runner.build-key"
 
@@ -274,20 +276,11 @@ def host_pip_settings(host_env: Mapping[str, str], home: Path | None = None) -> 
 
 # ------------------------------------------------------------------ provenance
 
-def git(context: Path, *args: str) -> str | None:
-    """One git query about the context's repository; None outside a repository or without git."""
-    try:
-        result = subprocess.run(["git", "-C", str(context), *args], capture_output=True, text=True, timeout=5, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return (result.stdout.strip() or None) if result.returncode == 0 else None
-
-
 def provenance(context: Path) -> tuple[str, str]:
     """(source, revision): the repository URL without credentials (else the path) and the last
     commit that touched the context (stable while other files change, so rebuilds stay cached)."""
     source = f"file://{context}"
-    url = git(context, "remote", "get-url", "origin")
+    url = git(context, "remote", "get-url", "origin")  # runner.gitinfo
     if url:
         parts = urllib.parse.urlsplit(url)
         if parts.scheme and "@" in parts.netloc:
