@@ -45,21 +45,8 @@ class SlurmSettings:
     master_port: int
     output_dir: str | None
     sbatch_args: tuple[str, ...]
-    # The cluster options (flags only); rendered as #SBATCH directives in FLAG_ORDER.
-    nodelist: str | None = None
-    exclude: str | None = None
-    qos: str | None = None
-    reservation: str | None = None
-    exclusive: bool = False
-    gres: str | None = None
-    constraint: str | None = None
-    mem: str | None = None
-    cpus_per_task: int | None = None
-    mail_type: str | None = None
-    mail_user: str | None = None
-    dependency: str | None = None
-    requeue: bool = False
-    signal: str | None = None
+    # The cluster options (flags only: nodelist … signal), rendered as #SBATCH directives in FLAG_ORDER.
+    cluster: SlurmFlags = SlurmFlags()
 
 
 # Each value is ONE token of the characters Slurm's own syntax uses for that option: no
@@ -88,15 +75,15 @@ FLAG_ORDER = ("nodelist", "exclude", "qos", "reservation", "exclusive", "gres", 
 def _flag_problems(settings: "SlurmSettings") -> list[Problem]:
     problems = []
     for key, (pattern, form) in FLAG_RULES.items():
-        value = getattr(settings, key)
+        value = getattr(settings.cluster, key)
         if value is not None and (not isinstance(value, str) or not re.match(pattern, value) or value.startswith("-")):
             problems.append(Problem(f"--{key.replace('_', '-')} is not {form}", hint="one value in Slurm's own syntax; no spaces, quotes, '#' or options"))
-    if settings.mail_type is not None:
-        kinds = settings.mail_type.split(",")
+    if settings.cluster.mail_type is not None:
+        kinds = settings.cluster.mail_type.split(",")
         if not all(k in _MAIL_TYPES for k in kinds):
             problems.append(Problem(f"--mail-type takes a comma list of {', '.join(sorted(_MAIL_TYPES))}"))
-    if settings.cpus_per_task is not None and settings.cpus_per_task < 1:
-        problems.append(Problem(f"--cpus-per-task {settings.cpus_per_task}: at least 1"))
+    if settings.cluster.cpus_per_task is not None and settings.cluster.cpus_per_task < 1:
+        problems.append(Problem(f"--cpus-per-task {settings.cluster.cpus_per_task}: at least 1"))
     return problems
 
 
@@ -104,7 +91,7 @@ def flag_directives(settings: "SlurmSettings") -> list[str]:
     """The cluster options as ``--option[=value]`` (already checked by ``settings_from``)."""
     rendered = []
     for key in FLAG_ORDER:
-        value = getattr(settings, key)
+        value = getattr(settings.cluster, key)
         option = f"--{key.replace('_', '-')}"
         if value is True:
             rendered.append(option)
@@ -125,9 +112,7 @@ def settings_from(config, flags: SlurmFlags) -> SlurmSettings:
         master_port=int(get("master_port", 1234)),
         output_dir=get("output_dir"),
         sbatch_args=tuple(str(a) for a in (get("sbatch_args", []) or [])),
-        **{key: getattr(flags, key, None) for key in FLAG_ORDER if key not in ("exclusive", "requeue")},
-        exclusive=bool(getattr(flags, "exclusive", False)),
-        requeue=bool(getattr(flags, "requeue", False)),
+        cluster=flags,
     )
     problems = _flag_problems(settings)
     if settings.nodes < 1:
