@@ -136,7 +136,7 @@ def bench_build() -> None:
     from runner.images.builder import find_buildkit
     from runner.images.context import make_context
     from runner.images.recipe import resolve_build
-    from runner.launch import load_context
+    from runner.session.prepare import load_context
     from runner.options import BuildOptions, Sources
 
     base, tag, raw_tag, runs = "primus-test/python:bookworm", "primus-bench/rocm:bench", "primus-bench/rocm-raw:bench", 5
@@ -332,9 +332,9 @@ def bench_pull() -> None:
     removed before every run: `up --pull always -- true` vs `docker pull` + `docker run --rm`, and the runner's
     pull() alone vs `docker pull` alone; interleaved, median of 3."""
     sys.path.insert(0, str(REPO))
-    from runner.engine_api import Engine
-    from runner.engine_api.pull import pull
-    from runner.registry import credentials_for
+    from runner.clients.engine_api import Engine
+    from runner.clients.engine_api.pull import pull
+    from runner.clients.registry import credentials_for
 
     fields = dict(line.split("=", 1) for line in Path("/etc/primus-test-registry/credentials").read_text().split())
     image = f"{fields['registry']}/primus-test/big:latest"

@@ -19,13 +19,13 @@ from typing import Mapping, Sequence
 
 from runner import __version__
 from runner.config import Config
-from runner.envfile import EnvFile
+from runner.config.envfile import EnvFile
 from runner.errors import ConfigError, Problem
 from runner.options import LaunchFlags
 from runner.policy import Classifier, EnvDecision, resolve_env
 from runner.resources import policies_dir
 from runner.secrets import MASK, Secret, SecretScope, secret_scope
-from runner.tracker_config import TrackerPlan, analyze_trackers, job_lookup, literal_values
+from runner.trackers.config import TrackerPlan, analyze_trackers, job_lookup, literal_values
 
 # Docker's image reference grammar (distribution/reference): anything else -- a
 # space, ';', '$(', a backtick, upper case in the path -- is refused before any

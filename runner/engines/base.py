@@ -5,7 +5,7 @@ Modelled on TorchX's schedulers: ``request(plan)`` is pure and returns the
 engine's own request object, whose ``render()`` is exactly what ``--dry-run``
 prints; ``launch`` only executes a request; ``watch`` follows it to its end.
 The steps around a launch (tracker handshake, CI groups, summary, report,
-audit, exit code) live once, in ``runner.pipeline``.
+audit, exit code) live once, in ``runner.session.pipeline``.
 
 Adding an engine: see the checklist in docs/architecture.md.
 """
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 if TYPE_CHECKING:
-    from runner.audit import Finding
+    from runner.commands.audit import Finding
     from runner.options import RunOptions
     from runner.plan import LaunchPlan
     from runner.secrets import SecretScope

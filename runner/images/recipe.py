@@ -27,7 +27,7 @@ from runner import __version__
 from runner.errors import ConfigError, Problem, UsageError
 from runner.options import BuildOptions
 from runner.secrets import Secret
-from runner.gitinfo import git
+from runner.clients.git import git
 from runner.plan import LABEL_VERSION
 
 FLAVORS = ("rocm", "cuda")
@@ -280,7 +280,7 @@ def provenance(context: Path) -> tuple[str, str]:
     """(source, revision): the repository URL without credentials (else the path) and the last
     commit that touched the context (stable while other files change, so rebuilds stay cached)."""
     source = f"file://{context}"
-    url = git(context, "remote", "get-url", "origin")  # runner.gitinfo
+    url = git(context, "remote", "get-url", "origin")  # runner.clients.git
     if url:
         parts = urllib.parse.urlsplit(url)
         if parts.scheme and "@" in parts.netloc:
@@ -325,7 +325,7 @@ def _tag(opts: BuildOptions, config, flavor: str | None, context: Path) -> str:
 
 
 def resolve_build(opts: BuildOptions, context_info, host_env: Mapping[str, str] | None = None) -> BuildSpec:
-    """Decide the whole build from the options and ``runner.launch.Context``: no daemon contact, nothing written."""
+    """Decide the whole build from the options and ``runner.session.prepare.Context``: no daemon contact, nothing written."""
     from runner.images.context import context_files, recipe_hash, refuse_env_file, refuse_secret_content
     from runner.policy import Classifier
 

@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 def inspect_image(engine, name: str) -> dict | None:
     """``GET /images/NAME/json``, or None when the image is not there."""
-    from runner.engine_api import ApiError
+    from runner.clients.engine_api import ApiError
 
     try:
         return engine.request("GET", f"/images/{quote(name, safe='')}/json")
@@ -25,7 +25,7 @@ def inspect_image(engine, name: str) -> dict | None:
 
 
 def remove_image(engine, image_id: str) -> None:
-    from runner.engine_api import ApiError
+    from runner.clients.engine_api import ApiError
 
     try:
         engine.request("DELETE", f"/images/{quote(image_id, safe='')}", {"force": 1})

@@ -178,7 +178,7 @@ class Progress:
 
 def classic_stream(engine, spec, context: bytes, labels: dict[str, str]):
     """POST /build with the context tar; yields the daemon's JSON messages as they arrive."""
-    from runner.engine_api import ApiError
+    from runner.clients.engine_api import ApiError
 
     params = {
         "t": spec.tag, "dockerfile": spec.dockerfile, "buildargs": json.dumps(dict(spec.build_args)),
@@ -209,7 +209,7 @@ def classic_stream(engine, spec, context: bytes, labels: dict[str, str]):
 
 def run_classic(engine, spec, context: bytes, labels: dict[str, str], progress: Progress, masker) -> tuple[str | None, str | None, list[str]]:
     """(image id, error, masked log) of a classic build."""
-    from runner.engine_api import ApiError
+    from runner.clients.engine_api import ApiError
 
     log: list[str] = []
     image_id = error = None
@@ -302,7 +302,7 @@ def run_cli(builder, spec, context: bytes, labels: dict[str, str], secrets, prog
 def connect(preference: str | None = None, timeout: float = 600):
     """The runner's Engine API client (``container.engine``: auto | docker | podman); exit 1
     (one message, one fix) when the engine is not there."""
-    from runner.engine_api import Engine
+    from runner.clients.engine_api import Engine
 
     engine = Engine(timeout=timeout, preference=preference or "auto")
     engine.ping()
@@ -331,7 +331,7 @@ def run_build(spec, out: Output, masker, *, builder=None, secrets=(), engine=Non
     """
     import os
 
-    from runner.engine_api.pull import pull_as_needed
+    from runner.clients.engine_api.pull import pull_as_needed
     from runner.errors import RuntimeFailure
     from runner.images.builder import Builder
     from runner.images.context import base_images, build_key, make_context

@@ -46,7 +46,7 @@ def test_files_and_dirs_leaks_by_name_line_and_encoding(ws, canary):
 
 
 def test_a_value_split_across_the_read_chunks_is_found_with_its_line(ws, canary):
-    from runner.audit import CHUNK
+    from runner.commands.audit import CHUNK
 
     value = canary["DATABRICKS_TOKEN"].encode()
     big = ws.root / "big.log"

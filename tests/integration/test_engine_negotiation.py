@@ -183,7 +183,7 @@ def _no_forced_version(monkeypatch):
 
 
 def test_real_docker_20_10_negotiates_1_41(docker_client):
-    from runner.engine_api import Engine
+    from runner.clients.engine_api import Engine
 
     eng = Engine(host=f"unix://{DOCKER_SOCKET}")
     api = eng.negotiate()
@@ -197,7 +197,7 @@ def test_real_docker_20_10_negotiates_1_41(docker_client):
 def test_real_podman_negotiates_1_41_and_says_it_is_podman():
     from engines import podman_or_missing
 
-    from runner.engine_api import Engine
+    from runner.clients.engine_api import Engine
 
     target = podman_or_missing()
     eng = Engine(host=target.host)
@@ -211,7 +211,7 @@ def test_real_podman_negotiates_1_41_and_says_it_is_podman():
 
 
 def test_docker29_negotiates_1_45_and_never_sends_an_old_version(docker29):
-    from runner.engine_api import MAX_API_VERSION, Engine
+    from runner.clients.engine_api import MAX_API_VERSION, Engine
 
     eng = Engine(host=docker29.url)
     api = eng.negotiate()
@@ -224,7 +224,7 @@ def test_docker29_negotiates_1_45_and_never_sends_an_old_version(docker29):
 
 
 def test_one_negotiation_per_process_and_engine(docker29):
-    from runner.engine_api import Engine
+    from runner.clients.engine_api import Engine
 
     for _ in range(3):
         eng = Engine(host=docker29.url)
@@ -235,7 +235,7 @@ def test_one_negotiation_per_process_and_engine(docker29):
 
 
 def test_version_endpoint_when_ping_has_no_api_version_header(proxy_factory):
-    from runner.engine_api import Engine
+    from runner.clients.engine_api import Engine
 
     proxy = proxy_factory(api="1.44", ping_header=False)
     api = Engine(host=proxy.url).negotiate()
@@ -244,7 +244,7 @@ def test_version_endpoint_when_ping_has_no_api_version_header(proxy_factory):
 
 
 def test_docker_api_version_is_respected_without_asking(docker29, monkeypatch):
-    from runner.engine_api import Engine
+    from runner.clients.engine_api import Engine
 
     monkeypatch.setenv("DOCKER_API_VERSION", "1.44")
     eng = Engine(host=docker29.url)
@@ -254,7 +254,7 @@ def test_docker_api_version_is_respected_without_asking(docker29, monkeypatch):
 
 
 def test_forced_old_version_against_docker29_is_exit_1_with_the_fix(docker29, monkeypatch):
-    from runner.engine_api import Engine
+    from runner.clients.engine_api import Engine
     from runner.errors import EngineUnavailable
 
     monkeypatch.setenv("DOCKER_API_VERSION", "1.41")
@@ -267,7 +267,7 @@ def test_forced_old_version_against_docker29_is_exit_1_with_the_fix(docker29, mo
 
 
 def test_malformed_docker_api_version_is_a_usage_error(docker29, monkeypatch):
-    from runner.engine_api import Engine
+    from runner.clients.engine_api import Engine
     from runner.errors import UsageError
 
     monkeypatch.setenv("DOCKER_API_VERSION", "latest")
@@ -277,7 +277,7 @@ def test_malformed_docker_api_version_is_a_usage_error(docker29, monkeypatch):
 
 
 def test_daemon_older_than_1_41_is_exit_1_with_the_fix(proxy_factory):
-    from runner.engine_api import Engine
+    from runner.clients.engine_api import Engine
     from runner.errors import EngineUnavailable
 
     proxy = proxy_factory(api="1.40", minimum="1.12")
@@ -289,7 +289,7 @@ def test_daemon_older_than_1_41_is_exit_1_with_the_fix(proxy_factory):
 
 
 def test_daemon_whose_minimum_is_above_what_the_runner_speaks(proxy_factory):
-    from runner.engine_api import MAX_API_VERSION, Engine
+    from runner.clients.engine_api import MAX_API_VERSION, Engine
     from runner.errors import EngineUnavailable
 
     proxy = proxy_factory(api="1.60", minimum="1.50", ping_header=False)  # /version carries the minimum

@@ -237,9 +237,9 @@ def test_up_build_follows_config_gpu_and_env_file(tmp_path, busybox_image, docke
 def test_recipe_builds_on_the_classic_builder_with_its_mounts_dropped(python_image, docker_client, canary):
     """Without BuildKit the project's recipe still builds: the runner sends it without the RUN mounts."""
     from runner.config import load_config
-    from runner.envfile import EnvFile
+    from runner.config.envfile import EnvFile
     from runner.images.builder import Builder
-    from runner.launch import Context
+    from runner.session.prepare import Context
     from runner.options import BuildOptions
     from runner.secrets import secret_scope
     from runner.ui import Output
@@ -271,7 +271,7 @@ def test_pull_never_with_a_missing_base_exits_2_before_building(tmp_path, docker
 def test_layer_scan_finds_a_value_on_disk_and_in_docker_save(busybox_image, docker_client, canary, tmp_path):
     """Both ways of the layer scan (the daemon's overlay directories, else `docker save`) name the
     one layer that holds the value, and never a base layer."""
-    from runner.engine_api import Engine
+    from runner.clients.engine_api import Engine
     from runner.images import scan
     from runner.secrets import secret_scope
 

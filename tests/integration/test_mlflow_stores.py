@@ -282,7 +282,7 @@ def test_s3_store_with_a_wrong_endpoint_is_a_problem_for_check_online(tmp_path, 
 
 def _planned(work: Path, host: dict, trackers: str = "  disable_mlflow: false\n  mlflow_upload_logs: true\n"):
     from runner.config import load_config
-    from runner.envfile import EnvFile
+    from runner.config.envfile import EnvFile
     from runner.plan import LaunchFlags, build_plan
 
     (work / ".primus.yaml").write_text("container:\n  options:\n    image: img\ntrackers:\n  framework: generic\n" + trackers)
@@ -308,7 +308,7 @@ def home(tmp_path, monkeypatch):
 
 @pytest.mark.mlflow
 def test_without_the_extra_a_local_store_says_which_extra_to_install(home, local_store_server, monkeypatch, capsys):
-    from runner import tracker_runs
+    from runner.trackers import runs as tracker_runs
 
     monkeypatch.setattr(tracker_runs, "_client_available", lambda: False)
     uri, root = local_store_server
@@ -324,7 +324,7 @@ def test_without_the_extra_a_local_store_says_which_extra_to_install(home, local
 
 @pytest.mark.mlflow
 def test_without_the_extra_the_proxied_server_still_gets_the_log(home, mlflow_server, monkeypatch, canary):
-    from runner import tracker_runs
+    from runner.trackers import runs as tracker_runs
 
     monkeypatch.setattr(tracker_runs, "_client_available", lambda: False)
     planned = _planned(home, {"MLFLOW_TRACKING_URI": mlflow_server, **canary})
@@ -409,7 +409,7 @@ import urllib.error  # noqa: E402  (used by the stand-in)
 @pytest.mark.parametrize("sign_in", ["token", "oauth-m2m", "profile-token", "profile-oauth"])
 def test_every_databricks_sign_in_creates_and_closes_the_run(home, databricks, mlflow_server, sign_in, capfd):
     """Through MlflowClient and the Databricks SDK, as users sign in; check --online first."""
-    from runner import tracker_runs
+    from runner.trackers import runs as tracker_runs
 
     token, client_secret = "dapi-canary-" + uuid.uuid4().hex, "dose-canary-" + uuid.uuid4().hex
     host: dict[str, str] = {}

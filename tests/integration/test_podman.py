@@ -43,7 +43,7 @@ def ws(tmp_path, canary, busybox_image, engine_host) -> Workspace:
 
 @pytest.fixture
 def eng(engine_host):
-    from runner.engine_api import Engine
+    from runner.clients.engine_api import Engine
 
     return Engine(host=engine_host.host)
 
@@ -56,7 +56,7 @@ def _sha(value: str) -> str:
 
 
 def test_discovery_finds_rootful_podman_and_describe_names_it(engine_host):
-    from runner.engine_api import Engine, discover
+    from runner.clients.engine_api import Engine, discover
 
     env = {"HOME": "/nonexistent", "XDG_RUNTIME_DIR": "/nonexistent"}
     loc = discover("podman", env)
@@ -154,7 +154,7 @@ def test_forced_remove_does_not_wait_for_the_stop_timeout(eng):
     worker.join(120)  # far below the 600 s a stop-first remove would take
     try:
         assert done.is_set(), "remove waited for the stop timeout"
-        from runner.engine_api import ApiError
+        from runner.clients.engine_api import ApiError
 
         with pytest.raises(ApiError) as info:
             eng.inspect(cid)
@@ -165,7 +165,7 @@ def test_forced_remove_does_not_wait_for_the_stop_timeout(eng):
 
 
 def test_kill_of_a_stopped_container_and_a_name_conflict_read_as_on_docker(ws, eng):
-    from runner.engine_api import ApiError
+    from runner.clients.engine_api import ApiError
 
     name = unique("twice")
     cid, _ = _run_to_end(eng, name, {"Cmd": ["true"]})
@@ -184,8 +184,8 @@ def test_cuda_is_rendered_as_cdi_for_podman(eng):
     """Podman 4's compat create silently drops DeviceRequests (a CUDA job would run without
     GPUs), so ``gpu_host_config`` refuses with the fix; Podman's own create resolves the CDI
     name ``nvidia.com/gpu=all`` (no CDI spec on this host: it says so at start)."""
-    from runner.engine_api import ApiError
-    from runner.engine_api.client import gpu_host_config, libpod_gpu_devices
+    from runner.clients.engine_api import ApiError
+    from runner.clients.engine_api.client import gpu_host_config, libpod_gpu_devices
     from runner.errors import EngineUnavailable
 
     cid = eng.create(unique("gpus"), {"Image": "primus-test/busybox:latest", "Cmd": ["true"],
@@ -267,7 +267,7 @@ def test_rootless_podman_launch_with_a_secret_as_an_unprivileged_user(rootless, 
     (work / ".primus.yaml").write_text(CONFIG)
     shutil.chown(work / ".primus.yaml", ROOTLESS_USER, ROOTLESS_USER)
     env = {"PYTHONPATH": str(REPO), "XDG_CACHE_HOME": str(work / "cache"), "NO_COLOR": "1", "HF_TOKEN": canary["HF_TOKEN"]}
-    probe = rootless(str(ROOTLESS_PYTHON), "-c", "import json; from runner.engine_api import Engine; print(json.dumps(Engine().describe()))",
+    probe = rootless(str(ROOTLESS_PYTHON), "-c", "import json; from runner.clients.engine_api import Engine; print(json.dumps(Engine().describe()))",
                      env=env, cwd=work)
     assert probe.returncode == 0, probe.stderr.decode()
     info = json.loads(probe.stdout)

@@ -20,11 +20,11 @@ import pytest
 from engines import assert_no_leak, free_port
 from registry_helpers import (HELPER_NAME, CmdlineWatch, auths_entry, docker_inspect, files_containing,  # noqa: F401
                               test_registry, write_credential_helper, write_docker_config)
-from runner.engine_api import Engine
-from runner.engine_api.pull import image_present, pull
+from runner.clients.engine_api import Engine
+from runner.clients.engine_api.pull import image_present, pull
 from runner.errors import ConfigError, EngineUnavailable, UsageError
-from runner.pull_progress import PlainPullProgress, RichPullProgress
-from runner.registry import RegistryCredential, credentials_for
+from runner.ui.pull_progress import PlainPullProgress, RichPullProgress
+from runner.clients.registry import RegistryCredential, credentials_for
 from runner.secrets import Secret, secret_scope
 
 pytestmark = [pytest.mark.docker, pytest.mark.engines("docker")]
@@ -42,7 +42,7 @@ def engine(engine_host):
 
 
 def _remove(engine, image: str) -> None:
-    from runner.engine_api import ApiError
+    from runner.clients.engine_api import ApiError
 
     try:
         engine.request("DELETE", f"/images/{quote(image, safe='')}", {"force": 1})
@@ -253,7 +253,7 @@ def test_unknown_policy_is_a_usage_error(engine, busybox_image):
 # ------------------------------------------------------------------ pull_as_needed: what up/submit/build/node-agent call
 
 def test_pull_as_needed_looks_up_no_credential_when_the_image_is_local(engine, busybox_image, tmp_path):
-    from runner.engine_api.pull import pull_as_needed
+    from runner.clients.engine_api.pull import pull_as_needed
 
     # A credential lookup would fail here (the helper does not exist): it must not happen.
     write_docker_config(tmp_path / "dc", {"credsStore": "nosuchhelper-primus"})
@@ -269,7 +269,7 @@ def test_pull_as_needed_looks_up_no_credential_when_the_image_is_local(engine, b
 def test_pull_as_needed_plain_progress_masked_no_credential_in_env(engine, test_registry, fresh, user_home, capsys):
     """The Docker-config password is not in the environment, so the command's scope does not know it:
     the progress display masks it all the same."""
-    from runner.engine_api.pull import pull_as_needed
+    from runner.clients.engine_api.pull import pull_as_needed
     from runner.ui import Output
 
     write_docker_config(user_home / ".docker", auths_entry(test_registry))
@@ -286,8 +286,8 @@ def test_pull_as_needed_plain_progress_masked_no_credential_in_env(engine, test_
 
 _NODE_PULL = """
 import os, sys
-from runner.engine_api import Engine
-from runner.engine_api.pull import pull_as_needed
+from runner.clients.engine_api import Engine
+from runner.clients.engine_api.pull import pull_as_needed
 from runner.secrets import secret_scope
 from runner.ui import Output
 

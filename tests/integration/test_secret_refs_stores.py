@@ -19,7 +19,7 @@ import pytest
 
 from engines import assert_no_leak, free_port
 from runner.errors import ConfigError, EngineUnavailable
-from runner.secret_refs import SecretRef, check_refs, parse_ref, resolve
+from runner.secrets.refs import SecretRef, check_refs, parse_ref, resolve
 from secret_stores import isolated_aws_env, make_pass_store, remove_pass_store, start_moto_server
 
 

@@ -226,9 +226,9 @@ def test_check_online_reachable_and_unreachable(tmp_path, canary, mlflow_server)
 @pytest.mark.mlflow
 def test_handshake_tags_never_hold_a_value_and_kill_marks_killed(tmp_path, canary, mlflow_server, monkeypatch):
     """begin/finish directly (no container): KILLED for 143, a job-closed run still FAILED for exit 1."""
-    from runner import tracker_runs
+    from runner.trackers import runs as tracker_runs
     from runner.config import load_config
-    from runner.envfile import EnvFile
+    from runner.config.envfile import EnvFile
     from runner.plan import LaunchFlags, build_plan
     from runner.ui import Output
 

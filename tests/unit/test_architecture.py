@@ -48,23 +48,23 @@ def _top_level_imports(tree: ast.Module) -> set[str]:
 
 
 def test_argparse_only_in_the_cli():
-    users = sorted(m for m, tree in MODULES.items() if "argparse" in _imports(tree) and m not in ("runner.cli", "runner.completion"))
+    users = sorted(m for m, tree in MODULES.items() if "argparse" in _imports(tree) and m not in ("runner.cli", "runner.cli.completion"))
     assert users == [], f"below the CLI nothing knows argparse: {users}"
     # completion reads the parser it is handed; it never imports the CLI
-    assert not any(n.startswith("runner.cli") for n in _imports(MODULES["runner.completion"]))
+    assert not any(n.startswith("runner.cli") for n in _imports(MODULES["runner.cli.completion"]))
 
 
 def test_no_arrow_up_from_the_lower_layers():
-    lower = ("runner.engine_api", "runner.images", "runner.secrets", "runner.registry", "runner.plan", "runner.policy", "runner.config")
+    lower = ("runner.clients.engine_api", "runner.images", "runner.secrets", "runner.clients.registry", "runner.plan", "runner.policy", "runner.config")
     for module, tree in MODULES.items():
         if module.startswith(lower):
-            ups = sorted(n for n in _imports(tree) if n.startswith(("runner.engines", "runner.pipeline", "runner.cli")))
+            ups = sorted(n for n in _imports(tree) if (n.startswith(("runner.engines", "runner.session.pipeline", "runner.cli.")) or n == "runner.cli"))
             assert ups == [], f"{module} imports {ups}: arrows point down only"
 
 
 def test_engine_api_imports_neither_engines_nor_images():
     for module, tree in MODULES.items():
-        if module.startswith("runner.engine_api"):
+        if module.startswith("runner.clients.engine_api"):
             assert not [n for n in _imports(tree) if n.startswith(("runner.engines", "runner.images"))], module
 
 

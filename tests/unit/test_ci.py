@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from runner import ci
+from runner.ui import ci
 
 ENV_CANARY = f"canary-ci-env-{uuid.uuid4().hex[:12]}"
 FILE_CANARY = f"canary-ci-file-{uuid.uuid4().hex[:12]}"
@@ -203,7 +203,7 @@ def test_group_markers(monkeypatch, capfd, flavor):
 
 def _plan(tmp_path, monkeypatch, host_env):
     from runner.config import load_config
-    from runner.envfile import EnvFile
+    from runner.config.envfile import EnvFile
     from runner.plan import LaunchFlags, build_plan
 
     monkeypatch.setenv("HOME", str(tmp_path))

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from runner.cli import build_parser
-from runner.completion import script, spec_from_parser
+from runner.cli.completion import script, spec_from_parser
 
 SPEC = spec_from_parser(build_parser())
 CLI = f"{sys.executable} -m runner"

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from runner.engines.docker.container import parse_bytes
-from runner.engine_api import Demux
+from runner.clients.engine_api import Demux
 from runner.engines.docker.shim import SHIM, encode_payload, shim_entrypoint
 from runner.errors import ConfigError
 from runner.secrets import Secret

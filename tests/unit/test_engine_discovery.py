@@ -1,4 +1,4 @@
-"""Where the engine is (runner.engine_api.discovery): DOCKER_HOST, the Docker context, the
+"""Where the engine is (runner.clients.engine_api.discovery): DOCKER_HOST, the Docker context, the
 Docker socket, Podman's rootful and rootless sockets, and the one "not reachable" message.
 
 Sockets are real listening unix sockets in a temporary directory; the module's well-known
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.engine_api import discovery
-from runner.engine_api.discovery import EngineLocation, discover, unreachable
+from runner.clients.engine_api import discovery
+from runner.clients.engine_api.discovery import EngineLocation, discover, unreachable
 from runner.errors import ConfigError, EngineUnavailable
 
 
@@ -258,7 +258,7 @@ def test_sdk_kwargs_reach_the_same_engine():
 
 
 def test_gpu_rendering_per_engine():
-    from runner.engine_api.client import capabilities, gpu_host_config, libpod_gpu_devices
+    from runner.clients.engine_api.client import capabilities, gpu_host_config, libpod_gpu_devices
 
     assert gpu_host_config(None, "docker") == {} and gpu_host_config("rocm", "podman") == {}
     assert gpu_host_config("nvidia", "docker") == {"DeviceRequests": [{"Driver": "", "Count": -1, "Capabilities": [["gpu"]]}]}

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from runner.config import Config, load_config
-from runner.envfile import EnvFile
+from runner.config.envfile import EnvFile
 from runner.errors import ConfigError
 from runner.plan import LaunchFlags, Planned, build_plan
 from runner.resources import policies_dir

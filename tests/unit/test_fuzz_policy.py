@@ -17,12 +17,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from runner.config import Config, _merge
-from runner.envfile import EnvFile
+from runner.config.envfile import EnvFile
 from runner.plan import LaunchFlags, build_plan
 from runner.policy import NAME_RE, Classifier
 from runner.resources import policies_dir
 from runner.secrets import Secret
-from runner.yamlsource import load_yaml
+from runner.config.yamlsource import load_yaml
 
 DEFAULTS = load_yaml(policies_dir() / "defaults.yaml").data
 

@@ -12,8 +12,8 @@ import pytest
 
 from runner.cli import _default_launcher
 from runner.config import load_config
-from runner.envfile import EnvFile
-from runner.launcher_modes import find_checkout, inner_command, split_entry
+from runner.config.envfile import EnvFile
+from runner.cli.launcher_modes import find_checkout, inner_command, split_entry
 from runner.options import LaunchFlags
 from runner.plan import LABEL_OWNER, build_plan
 

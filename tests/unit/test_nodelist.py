@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from runner.nodelist import expand, first
+from runner.engines.slurm.nodelist import expand, first
 
 CASES = {
     "n[1-2]": ["n1", "n2"],

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from runner.config import load_config
-from runner.envfile import EnvFile, load_env_file
+from runner.config.envfile import EnvFile, load_env_file
 from runner.plan import LaunchFlags, build_plan
 from runner.secrets import Secret
 

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runner.primus_overrides import NotRepresentable, is_primus_training, literal, render, wanted
+from runner.trackers.primus_overrides import NotRepresentable, is_primus_training, literal, render, wanted
 
 
 def legacy_value(raw: str):

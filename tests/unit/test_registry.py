@@ -1,4 +1,4 @@
-"""runner.registry: where a pull's credential comes from, its header, and the /v2/ login check.
+"""runner.clients.registry: where a pull's credential comes from, its header, and the /v2/ login check.
 
 The login check runs against the real password-protected registry of
 ``.ci/setup-registry.sh`` (fails under CI=true when it is missing); the Bearer
@@ -20,7 +20,7 @@ from engines import assert_no_leak, free_port
 from registry_helpers import (HELPER_NAME, auths_entry, test_registry, write_credential_helper,  # noqa: F401 (fixture)
                               write_docker_config)
 from runner.errors import ConfigError, EngineUnavailable
-from runner.registry import (ENV_NAMES, HUB, HUB_AUTH_KEY, RegistryCredential, api_host, auth_header, check_login,
+from runner.clients.registry import (ENV_NAMES, HUB, HUB_AUTH_KEY, RegistryCredential, api_host, auth_header, check_login,
                              credentials_for, registry_of)
 from runner.secrets import Secret
 
@@ -237,7 +237,7 @@ def test_check_login_bearer_handshake(token_registry):
 def test_check_registry_for_check(test_registry):
     env = {"DOCKER_LOGIN_USER": test_registry.user, "DOCKER_LOGIN_KEY": test_registry.password,
            "DOCKER_LOGIN_REGISTRY": test_registry.addr}
-    from runner.registry import check_registry
+    from runner.clients.registry import check_registry
 
     line = check_registry(test_registry.busybox, lookup_of(env))
     assert line == f"registry {test_registry.addr}: user {test_registry.user} from env DOCKER_LOGIN_* accepted"
@@ -250,7 +250,7 @@ def test_check_registry_for_check(test_registry):
 # ------------------------------------------------------------------ progress renderers
 
 def test_plain_progress_one_line_per_layer_state_not_per_byte():
-    from runner.pull_progress import PlainPullProgress
+    from runner.ui.pull_progress import PlainPullProgress
 
     lines: list[str] = []
     p = PlainPullProgress(None, lines.append)
@@ -269,7 +269,7 @@ def test_plain_progress_one_line_per_layer_state_not_per_byte():
 
 
 def test_progress_for_masks_a_credential_the_scope_does_not_know(capsys):
-    from runner.pull_progress import PlainPullProgress, PullProgress, progress_for
+    from runner.ui.pull_progress import PlainPullProgress, PullProgress, progress_for
     from runner.secrets import secret_scope
     from runner.ui import Output
 

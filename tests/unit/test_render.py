@@ -7,9 +7,9 @@ import io
 from rich.console import Console
 
 from runner.config import load_config
-from runner.envfile import EnvFile
+from runner.config.envfile import EnvFile
 from runner.plan import LaunchFlags, build_plan
-from runner.render import plan_tables, plan_text
+from runner.ui.render import plan_tables, plan_text
 
 CANARY = "canary-render-41d0c2f7aa"
 

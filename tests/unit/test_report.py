@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from runner import report
+from runner.session import report
 from runner.errors import RuntimeFailure, UsageError
 
 CANARY = f"canary-report-{uuid.uuid4().hex[:12]}"
@@ -38,7 +38,7 @@ def validate(doc: dict) -> None:
 @pytest.fixture
 def planned(tmp_path, monkeypatch):
     from runner.config import load_config
-    from runner.envfile import EnvFile
+    from runner.config.envfile import EnvFile
     from runner.plan import LaunchFlags, build_plan
 
     monkeypatch.setenv("HOME", str(tmp_path))
@@ -80,7 +80,7 @@ def test_report_validates_and_holds_no_secret_value(tmp_path, planned):
 
 
 def test_report_carries_audit_leaks_and_run_ids(tmp_path, planned):
-    from runner.audit import Finding
+    from runner.commands.audit import Finding
 
     plan = planned.require().with_env({"MLFLOW_RUN_ID": "abc123"}, "tracker mlflow")
     path = tmp_path / "report.json"

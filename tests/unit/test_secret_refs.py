@@ -1,4 +1,4 @@
-"""Secret references (runner.secret_refs): parsing with file:line, and the env:, file:
+"""Secret references (runner.secrets.refs): parsing with file:line, and the env:, file:
 and cmd: sources with real files and real programs. pass: and aws-sm: against real
 stores are in tests/integration/test_secret_refs_stores.py.
 
@@ -21,7 +21,7 @@ import pytest
 from engines import assert_no_leak
 from runner.config import load_config
 from runner.errors import ConfigError, EngineUnavailable
-from runner.secret_refs import SecretRef, check_refs, parse_ref, parse_refs, resolve
+from runner.secrets.refs import SecretRef, check_refs, parse_ref, parse_refs, resolve
 from runner.secrets import Secret, secret_scope
 
 
@@ -324,7 +324,7 @@ def test_ctrl_c_while_waiting_stops_the_programs(tmp_path):
 
     hang = script(tmp_path / "hang", f"echo $$ > {tmp_path}/self.tmp\nmv {tmp_path}/self.tmp {tmp_path}/self\nexec sleep 300\n")
     code = (
-        "from runner.secret_refs import parse_ref, resolve\n"
+        "from runner.secrets.refs import parse_ref, resolve\n"
         f"resolve([parse_ref('T', 'cmd:{hang}')], lambda n: None, timeout=120)\n"
     )
     runner = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE)

@@ -179,7 +179,7 @@ def test_merge_key_with_override_loads(project):
 
 
 def test_merge_key_alias_override_loads():
-    from runner.yamlsource import parse_yaml
+    from runner.config.yamlsource import parse_yaml
 
     doc = "base: &b {a: 1, b: 2}\nuse:\n  <<: *b\n  b: 3\nmulti:\n  <<: [{a: 9, c: 1}, *b]\n"
     data = parse_yaml(doc, "t.yaml").data
@@ -408,9 +408,9 @@ def test_table_masks_before_it_cuts(work):
     from rich.console import Console
 
     from runner.config import load_config
-    from runner.envfile import EnvFile
+    from runner.config.envfile import EnvFile
     from runner.plan import LaunchFlags, build_plan
-    from runner.render import plan_tables
+    from runner.ui.render import plan_tables
     from runner.secrets import Masker
 
     password = fresh("urlpass")

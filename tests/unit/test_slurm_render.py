@@ -11,7 +11,7 @@ import pytest
 from runner.engines.slurm import agent, jobs
 from runner.engines.slurm import script as slurm_script
 from runner.config import load_config
-from runner.envfile import EnvFile
+from runner.config.envfile import EnvFile
 from runner.errors import ConfigError
 from runner.plan import LaunchFlags, build_plan
 from runner.secrets import Secret, encodings

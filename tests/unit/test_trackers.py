@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from runner.config import load_config
-from runner.envfile import EnvFile
+from runner.config.envfile import EnvFile
 from runner.plan import LaunchFlags, build_plan
 from runner.secrets import Secret
-from runner.tracker_config import is_databricks_uri, is_primus_training
+from runner.trackers.config import is_databricks_uri, is_primus_training
 
 CANARY = "canary-trackers-7f3e0a19c2"
 TRAIN = ["primus-cli", "train", "pretrain", "--config", "exp.yaml"]
@@ -120,7 +120,7 @@ def test_store_credentials_forwarded_as_secrets_only_when_mlflow_is_on(work):
 
 
 def test_a_store_credential_the_policy_does_not_mask_is_not_forwarded(work, monkeypatch):
-    from runner import tracker_config
+    from runner.trackers import config as tracker_config
 
     monkeypatch.setattr(tracker_config, "STORE_SECRETS", tracker_config.STORE_SECRETS + ("AWS_CA_BUNDLE",))
     planned = plan_for(work, "  disable_mlflow: false\n", {"MLFLOW_TRACKING_URI": "http://m:5000", "AWS_CA_BUNDLE": CANARY})
@@ -133,7 +133,7 @@ def test_analyze_trackers_steps_are_short():
     """Issue 11: functions under 60 lines."""
     import inspect
 
-    from runner import tracker_config
+    from runner.trackers import config as tracker_config
 
     for name, fn in inspect.getmembers(tracker_config, inspect.isfunction):
         if fn.__module__ == tracker_config.__name__:

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from engines import assert_no_leak
-from runner import tracker_runs
+from runner.trackers import runs as tracker_runs
 from runner.config import load_config
-from runner.envfile import EnvFile
+from runner.config.envfile import EnvFile
 from runner.plan import LaunchFlags, build_plan
 from runner.secrets import Masker
 from runner.ui import Output
@@ -333,7 +333,7 @@ def test_client_env_holds_the_plans_values_only_during_the_call(work, monkeypatc
     """The MLflow client reads credentials from os.environ: the plan's values (env file too) for one call, then the old ones."""
     import os
 
-    from runner.envfile import load_env_file
+    from runner.config.envfile import load_env_file
 
     secret = "canary-client-env-3e9d0c1b7a5f"
     (work / "job.env").write_text(f"AWS_SECRET_ACCESS_KEY={secret}\n")

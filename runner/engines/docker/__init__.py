@@ -37,7 +37,7 @@ class DockerEngine:
         return make_request(plan, self.extra_labels, daemon_log=keep_logs)
 
     def dry_run(self, request: DockerRequest, ctx: RunContext) -> None:
-        from runner.render import show_plan
+        from runner.ui.render import show_plan
 
         show_plan(request.plan, ctx.out)  # the contract: `up --dry-run` is `plan`
 
@@ -76,7 +76,7 @@ class DockerEngine:
 
     @staticmethod
     def _pull(ctx: RunContext, image: str, policy: str, present: bool | None) -> None:
-        from runner.engine_api.pull import pull_as_needed
+        from runner.clients.engine_api.pull import pull_as_needed
 
         pull_as_needed(engine(), image, policy=policy, lookup=ctx.lookup, out=ctx.out, present=present)
 
@@ -92,7 +92,7 @@ class DockerEngine:
         return watch(run, ctx.scope.masker, ctx.out, keep=ctx.options.keep, tail=ctx.tail, on_running=on_running)
 
     def audit(self, launched: Launched, ctx: RunContext) -> list:
-        from runner.audit import audit_container
+        from runner.commands.audit import audit_container
 
         return audit_container(launched.id, ctx.scope)
 

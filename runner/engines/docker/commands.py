@@ -11,7 +11,7 @@ import os
 import re
 import sys
 
-from runner.engine_api import ApiError, Demux, Engine
+from runner.clients.engine_api import ApiError, Demux, Engine
 from runner.errors import RuntimeFailure, UsageError
 from runner.options import ContainerSelection
 from runner.plan import LABEL, LABEL_OWNER
@@ -119,7 +119,7 @@ def cmd_logs(sel: ContainerSelection, out: Output) -> int:
     from urllib.parse import quote
 
     from runner.engines.docker.run import Sink
-    from runner.launch import load_context
+    from runner.session.prepare import load_context
 
     masker = load_context(sel.sources, out=out).scope.masker  # the secrets in scope of this directory's config and env
     out.use_masker(masker)

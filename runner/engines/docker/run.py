@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import BinaryIO, Callable
 from urllib.parse import quote
 
-from runner.engine_api import ApiError, Demux, Engine
+from runner.clients.engine_api import ApiError, Demux, Engine
 from runner.engines.base import Tail
 from runner.engines.docker import shim
 from runner.engines.docker.container import DockerRequest, check_clean, container_config, labels_for
@@ -185,7 +185,7 @@ def _create(eng: Engine, request: DockerRequest, masker: Masker, ensure_image: C
         request.config["Entrypoint"] = shim.shim_entrypoint() + image_entrypoint
     check_clean(request.config if request.use_shim or not request.secret_names else _public_part(request.config), masker)
     if plan.gpu_request:  # how a GPU request is rendered depends on the engine (Docker: DeviceRequests; Podman: CDI)
-        from runner.engine_api.client import gpu_host_config
+        from runner.clients.engine_api.client import gpu_host_config
 
         request.config["HostConfig"].pop("DeviceRequests", None)
         request.config["HostConfig"].update(gpu_host_config(plan.gpu_request, eng.kind, eng.api_version))

@@ -27,7 +27,7 @@ class SlurmEngine:
 
     def preflight(self, plan: LaunchPlan, ctx: RunContext) -> None:
         """Everything that can refuse the job, before a tracker run, a file or ``sbatch``."""
-        from runner import registry
+        from runner.clients import registry
 
         settings_from(ctx.config, ctx.options.slurm)  # a refused flag value: exit 2
         jobs.tool("sbatch")
@@ -49,7 +49,7 @@ class SlurmEngine:
         return getattr(ctx.options, "pull", None) or configured or "missing"
 
     def request(self, plan: LaunchPlan, ctx: RunContext, job_dir: Path | None = None) -> SlurmRequest:
-        from runner.registry import ENV_NAMES
+        from runner.clients.registry import ENV_NAMES
 
         settings = settings_from(ctx.config, ctx.options.slurm)
         job_dir = job_dir or jobs.job_dir_for(settings, plan.name, create=False)
@@ -107,7 +107,7 @@ class SlurmEngine:
         return jobs.final_exit_code(final, request.job_dir, launched.id)
 
     def audit(self, launched: Launched, ctx: RunContext) -> list:
-        from runner.audit import audit_paths
+        from runner.commands.audit import audit_paths
 
         request: SlurmRequest = launched.state["request"]
         paths = [request.job_dir] + ([Path(ctx.options.report)] if ctx.options.report else [])

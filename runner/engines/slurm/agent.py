@@ -121,8 +121,8 @@ def run_node(plan_file: str, out: Output) -> int:
 
 def _pull(image: str, policy: str, environ: dict, out: Output) -> int:
     """The image on this node as the policy wants it, with the registry login sbatch's environment carried."""
-    from runner.engine_api import Engine
-    from runner.engine_api.pull import pull_as_needed
+    from runner.clients.engine_api import Engine
+    from runner.clients.engine_api.pull import pull_as_needed
     from runner.errors import RunnerError
 
     try:

@@ -666,7 +666,7 @@ def hostnames(nodelist: str) -> list[str]:
         result = _run(["scontrol", "show", "hostnames", nodelist], timeout=20)
         if result.returncode == 0 and result.stdout.split():
             return result.stdout.split()
-    from runner.nodelist import expand
+    from runner.engines.slurm.nodelist import expand
 
     return expand(nodelist)
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from runner.errors import ConfigError, Problem
 from runner.resources import policies_dir
-from runner.yamlsource import Located, load_yaml, nearest_line
+from runner.config.yamlsource import Located, load_yaml, nearest_line
 
 # Lists that accumulate across layers instead of being replaced.
 CUMULATIVE = {

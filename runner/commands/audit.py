@@ -260,8 +260,8 @@ def audit_scope(sources: Sources, out) -> SecretScope:
     config error the built-in secret names and patterns are used and the problem
     is a warning.
     """
-    from runner import ci
-    from runner.launch import load_context
+    from runner.ui import ci
+    from runner.session.prepare import load_context
 
     try:
         scope = load_context(sources, out=out).scope  # secret references resolved too
@@ -323,7 +323,7 @@ def cmd_audit(targets: Sequence[str], sources: Sources, out) -> int:
 def _audit_engine_object(target: str, scanner: Scanner) -> list[Finding]:
     from urllib.parse import quote
 
-    from runner.engine_api import ApiError
+    from runner.clients.engine_api import ApiError
     from runner.engines.docker.commands import engine
 
     try:

@@ -13,13 +13,13 @@ import json
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-from runner.engine_api.client import ApiError
+from runner.clients.engine_api.client import ApiError
 from runner.errors import ConfigError, EngineUnavailable, Problem, RuntimeFailure, UsageError
 
 if TYPE_CHECKING:
-    from runner.engine_api.client import Engine
-    from runner.pull_progress import PullProgress
-    from runner.registry import RegistryCredential
+    from runner.clients.engine_api.client import Engine
+    from runner.ui.pull_progress import PullProgress
+    from runner.clients.registry import RegistryCredential
 
 POLICIES = ("missing", "always", "never")
 
@@ -81,13 +81,13 @@ def pull_as_needed(engine: "Engine", image: str, *, policy: str, lookup, out=Non
     ``progress`` is not given. ``present``: what the caller already knows (a
     create that answered 404 → False), saving the inspect. Returns True when pulled.
     """
-    from runner.registry import ENV_NAMES, credentials_for
+    from runner.clients.registry import ENV_NAMES, credentials_for
 
     if _present_enough(engine, image, policy, present):
         return False
     credential = credentials_for(image, lookup, env_names=env_names or ENV_NAMES)
     if progress is None and out is not None:
-        from runner.pull_progress import progress_for
+        from runner.ui.pull_progress import progress_for
 
         progress = progress_for(out, credential)
     return pull(engine, image, policy="always", credential=credential, progress=progress)
@@ -106,7 +106,7 @@ def pull(engine: "Engine", image: str, *, policy: str = "missing", credential: "
     repo, tag = split_reference(image)
     headers = {}
     if credential is not None:
-        from runner.registry import auth_header
+        from runner.clients.registry import auth_header
 
         headers["X-Registry-Auth"] = auth_header(credential)
     if progress is not None:
@@ -174,7 +174,7 @@ _NOT_FOUND = ("manifest unknown", "not found", "repository does not exist", "nam
 
 
 def _failure(image: str, credential: "RegistryCredential | None", message: str, status: int | None):
-    from runner.registry import registry_of
+    from runner.clients.registry import registry_of
 
     registry = registry_of(image)
     text = message.strip()

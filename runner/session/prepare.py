@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from runner.config import Config, _merge, load_config
-from runner.envfile import EnvFile, load_env_file
+from runner.config.envfile import EnvFile, load_env_file
 from runner.options import LaunchFlags, Sources
 from runner.plan import LaunchPlan, Planned, build_plan
 from runner.secrets import Secret, SecretScope, secret_scope
@@ -41,7 +41,7 @@ def load_context(sources: Sources, extra: Sequence[tuple[str, Secret]] = (), out
     is_secret = Classifier.from_config(config).is_secret
     refs = _secret_refs(config) if out is not None else {}
     if refs:
-        from runner.secret_refs import resolve_and_report
+        from runner.secrets.refs import resolve_and_report
 
         lookup = lambda name: os.environ.get(name, env_file.values.get(name))  # noqa: E731
         resolved, report = resolve_and_report(list(refs.values()), lookup)
@@ -79,7 +79,7 @@ def _secret_refs(config: Config) -> dict:
     if not config.get("secrets"):
         return {}
     from runner.errors import ConfigError
-    from runner.secret_refs import parse_refs
+    from runner.secrets.refs import parse_refs
 
     refs, problems = parse_refs(config)
     if problems:
@@ -92,7 +92,7 @@ def _with_resolved_refs(planned: Planned, refs: dict, config: Config, command, h
     """Resolve the references this launch needs (the names it forwards or was asked for), in
     parallel and in memory only, and plan again with their values: a reference wins over
     the environment."""
-    from runner.secret_refs import resolve
+    from runner.secrets.refs import resolve
 
     considered = {d.name for d in planned.plan.env}
     needed = [ref for name, ref in refs.items() if name in considered]
@@ -140,7 +140,7 @@ def prepare(
     if refs and planned.plan is not None:
         planned = _with_resolved_refs(planned, refs, config, command, host_env, env_file, flags, extra_env, resolved)
     out.use_masker(planned.scope.masker)
-    from runner import ci
+    from runner.ui import ci
 
     ci.register_masks(planned.scope.values())
     if planned.absent_optional:  # optional tracker variables simply not set: noise unless asked for

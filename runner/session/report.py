@@ -66,7 +66,7 @@ def build_report(
     run_ids: Mapping[str, str] | None = None,
 ) -> dict:
     """The report as a JSON-ready dict (see ``policies/report.schema.json``)."""
-    from runner.ci import safe_link
+    from runner.ui.ci import safe_link
 
     run_ids = dict(run_ids or {})
     for name, value in plan.public_env().items():  # the ids the runner handed the job

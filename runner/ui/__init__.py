@@ -39,7 +39,7 @@ class Output:
     # -- human messages (stderr) ------------------------------------------
     def _err(self, prefix: str, message: str, style: str) -> None:
         text = self.masker.mask(message)
-        from runner import ci
+        from runner.ui import ci
 
         if prefix in ("error: ", "warning: ") and ci.annotate(prefix[:-2], text):
             return  # under GitHub Actions: an annotation instead of a plain line

@@ -127,7 +127,7 @@ def early_scope(sources: "Sources") -> "SecretScope":
     patterns = [p.upper() for p in found]
     values: dict = {}
     try:
-        from runner.envfile import load_env_file
+        from runner.config.envfile import load_env_file
 
         values = load_env_file(sources.env_file).values
     except Exception:  # the env file's own problem is reported by prepare()
@@ -142,7 +142,7 @@ def _early_patterns(config_file: str | None) -> tuple[list[str], set[str]]:
     try:
         from runner.config import default_layer_paths
         from runner.resources import policies_dir
-        from runner.yamlsource import load_yaml  # size-limited and bounded, like load_config
+        from runner.config.yamlsource import load_yaml  # size-limited and bounded, like load_config
 
         paths = [policies_dir() / "defaults.yaml"] + [p for p, _ in default_layer_paths(config_file)]
         for path in paths:

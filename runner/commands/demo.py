@@ -50,7 +50,7 @@ def ensure_demo_image(out: Output) -> None:
     import json
     from urllib.parse import quote
 
-    from runner.engine_api import ApiError
+    from runner.clients.engine_api import ApiError
     from runner.engines.docker.commands import engine
 
     eng = engine()
@@ -97,7 +97,7 @@ def cmd_demo(sources: Sources, out: Output) -> int:
     with open(policies_dir() / "demo.yaml", encoding="utf-8") as fh:
         layer = yaml.safe_load(fh)
     out.info("primus-runner demo: a local job, no registry, no GPU. Secret values print as ***.")
-    from runner import pipeline
+    from runner.session import pipeline
     from runner.options import RunOptions
 
     # The same path as `up`; the project's config files are left out: the demo is self-contained.

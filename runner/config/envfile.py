@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from runner.errors import ConfigError, Problem
-from runner.yamlsource import file_mode_warning, is_tracked_by_git, read_text
+from runner.config.yamlsource import file_mode_warning, is_tracked_by_git, read_text
 
 DEFAULT_NAME = ".env"
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 from urllib.parse import quote, urlencode
 
-from runner.engine_api import discovery
-from runner.engine_api.discovery import EngineLocation
+from runner.clients.engine_api import discovery
+from runner.clients.engine_api.discovery import EngineLocation
 from runner.errors import EngineUnavailable, UsageError
 
 # The oldest API the runner's requests are written for (Docker 20.10, Podman 4: 1.41)

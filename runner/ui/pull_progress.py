@@ -18,7 +18,7 @@ def _mb(n: int | float) -> str:
 
 
 class PullProgress:
-    """The callbacks ``runner.engine_api.pull.pull`` makes; this base shows nothing."""
+    """The callbacks ``runner.clients.engine_api.pull.pull`` makes; this base shows nothing."""
 
     def begin(self, image: str) -> None:
         pass

@@ -85,7 +85,7 @@ def mode_switches(opts: ModeOptions) -> tuple[bool, bool, dict]:
 
 def run_mode(opts: ModeOptions, out: Output) -> int:
     """One launcher invocation, translated and run; the job's exit code (or the runner's)."""
-    from runner import pipeline
+    from runner.session import pipeline
     from runner.engines import engine_for
 
     if opts.mode == "slurm" and opts.entry == "direct":

@@ -5,7 +5,7 @@ TorchTitan's ``metrics:`` block, MaxText's ``log_period``); ``generic`` uses the
 Megatron names for any job. Nothing here talks to a tracker; the one file it
 reads is ``~/.databrickscfg``, for the names of a profile's keys (never a
 value but the host). The online check and the run handshake live in
-``runner.tracker_runs``.
+``runner.trackers.runs``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
-from runner import primus_overrides
+from runner.trackers import primus_overrides
 from runner.config import ENV_PATH, Config
 from runner.errors import Problem
 from runner.policy import Classifier, Wanted
@@ -90,7 +90,7 @@ STORE_SECRETS = (
     "AZURE_STORAGE_ACCESS_KEY",
     "AZURE_CLIENT_SECRET",
 )
-# Everything the runner's own MLflow client sees (runner.tracker_runs._client_env).
+# Everything the runner's own MLflow client sees (runner.trackers.runs._client_env).
 CLIENT_NAMES = MLFLOW_NAMES + STORE_NAMES
 # trackers.<key> -> the environment variable the client reads, per framework.
 SETTING_ENV = {

@@ -31,7 +31,7 @@ class Findings:
 
 
 def run_check(opts: CheckOptions, out: Output) -> int:
-    from runner.launch import prepare
+    from runner.session.prepare import prepare
 
     found = Findings()
     resolved = _check_refs(opts, found)
@@ -59,8 +59,8 @@ def run_check(opts: CheckOptions, out: Output) -> int:
 def _check_refs(opts: CheckOptions, found: Findings) -> dict:
     """Resolve every ``secrets:`` reference once: the report (found or not, never a value)
     and the values for the plan."""
-    from runner import ci
-    from runner.launch import load_context
+    from runner.ui import ci
+    from runner.session.prepare import load_context
 
     try:
         context = load_context(opts.sources)
@@ -68,7 +68,7 @@ def _check_refs(opts: CheckOptions, found: Findings) -> dict:
         return {}  # prepare reports the config's problems
     if not context.config.get("secrets"):
         return {}
-    from runner.secret_refs import parse_refs, resolve_and_report
+    from runner.secrets.refs import parse_refs, resolve_and_report
 
     refs, problems = parse_refs(context.config)
     found.problems += problems
@@ -112,7 +112,7 @@ def _check_registry_and_builder(prepared, found: Findings) -> None:
     """The image's registry credential, validated without pulling, and the image builder."""
     from runner.errors import RunnerError
     from runner.images import builder_status
-    from runner.registry import check_registry
+    from runner.clients.registry import check_registry
 
     try:
         found.notes.append(check_registry(prepared.plan.image, prepared.lookup, timeout=10))
@@ -124,7 +124,7 @@ def _check_registry_and_builder(prepared, found: Findings) -> None:
 
 
 def _check_online(plan, timeout: float, found: Findings) -> None:
-    from runner import tracker_runs
+    from runner.trackers import runs as tracker_runs
 
     found.online = tracker_runs.online_check(plan, timeout=timeout)
     for item in found.online:
@@ -146,7 +146,7 @@ def _print(opts: CheckOptions, found: Findings, out: Output) -> None:
             report["secrets"] = found.secrets
         out.json(report)
         return
-    from runner import ci
+    from runner.ui import ci
 
     for warning in found.warnings:
         out.warn(warning)

@@ -14,7 +14,7 @@ import time
 
 from runner.engines.base import Engine, Launched, RunContext
 from runner.errors import Interrupted, LeakFound
-from runner.launch import prepare
+from runner.session.prepare import prepare
 from runner.options import RunOptions
 from runner.ui import Output
 
@@ -24,10 +24,11 @@ def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None 
 
     ``layer`` is a command's own config layer below the flags (the demo's), ``user_files``
     whether ~/.primus.yaml and ./.primus.yaml are read."""
-    from runner import ci, tracker_runs
+    from runner.ui import ci
+    from runner.trackers import runs as tracker_runs
 
     if options.report and not options.dry_run:
-        from runner import report
+        from runner.session import report
 
         report.check_path(options.report)  # fail before launch, not after a long run
     per_engine = [(name, "(per node)") for name in engine.computed_env]
@@ -72,12 +73,12 @@ def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None 
 def _after_run(options: RunOptions, engine: Engine, launched: Launched, ctx: RunContext, plan, code: int,
                began: float, links: dict, leaks: list) -> None:
     """Summary, report, ``--json`` result and audit of a watched run, the same for every engine."""
-    from runner import ci
+    from runner.ui import ci
 
     facts = engine.finished(launched, ctx, code)
     ci.write_summary(plan, code, links, ctx.scope.masker)  # $GITHUB_STEP_SUMMARY: names, links, exit code
     if options.report:
-        from runner import report
+        from runner.session import report
 
         report.write_report(
             options.report, plan=plan, started=began, ended=time.time(), exit_code=code, links=links, leaks=leaks,

@@ -24,7 +24,7 @@ docs: README.md and docs/ in the primus-runner repository."""
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # argparse's own usage errors: exit 2, one line, no traceback
-        from runner import ci
+        from runner.ui import ci
         from runner.options import Sources
 
         self.print_usage(sys.stderr)  # the message may quote an argument: masked like everything else
@@ -314,12 +314,12 @@ def _main(argv: list[str]) -> int:
         parser.print_help(sys.stderr)
         return 2
     try:
-        from runner import ci
+        from runner.ui import ci
 
         ci.early_masks(args.cmd, sources, args.json, out)  # under CI: ::add-mask:: first, before anything can fail and print
         return _dispatch(args, sources, out, parser) or 0
     except RunnerError as exc:
-        from runner import ci
+        from runner.ui import ci
         from runner.errors import ConfigError
 
         if isinstance(exc, ConfigError) and ci.report_problems(exc.problems, out.masker):
@@ -351,7 +351,7 @@ def _early_masker(command: str | None, sources):
         return None
 
     def build():
-        from runner import ci
+        from runner.ui import ci
 
         return ci.early_scope(sources).masker
 
@@ -426,7 +426,7 @@ def _direct_args(args) -> tuple[str, ...]:
 def _mode_options(args, sources):
     from dataclasses import replace
 
-    from runner import launcher_modes
+    from runner.cli import launcher_modes
     from runner.errors import UsageError
     from runner.options import LaunchFlags, ModeOptions
 
@@ -461,22 +461,22 @@ def _dispatch(args, sources, out: Output, parser) -> int:
 
 
 def _check(args, sources, out, parser) -> int:
-    from runner.check import run_check
+    from runner.commands.check import run_check
     from runner.options import CheckOptions
 
     return run_check(CheckOptions(tuple(args.command), sources, _flags(args), args.engine, args.online, args.timeout), out)
 
 
 def _plan(args, sources, out, parser) -> int:
-    from runner.launch import prepare
-    from runner.render import show_plan
+    from runner.session.prepare import prepare
+    from runner.ui.render import show_plan
 
     show_plan(prepare(out, sources, args.command, _flags(args)).plan, out)
     return 0
 
 
 def _launch(args, sources, out, parser) -> int:
-    from runner import pipeline
+    from runner.session import pipeline
     from runner.engines import engine_for
 
     return pipeline.run(_run_options(args, sources), engine_for("docker" if args.cmd == "up" else "slurm"), out)
@@ -524,13 +524,13 @@ def _node_agent(args, sources, out, parser) -> int:
 
 
 def _audit(args, sources, out, parser) -> int:
-    from runner import audit
+    from runner.commands import audit
 
     return audit.cmd_audit(tuple(args.targets), sources, out)
 
 
 def _completion(args, sources, out, parser) -> int:
-    from runner import completion
+    from runner.cli import completion
 
     sys.stdout.write(completion.script(args.shell, parser))
     sys.stdout.flush()
@@ -538,13 +538,13 @@ def _completion(args, sources, out, parser) -> int:
 
 
 def _mode(args, sources, out, parser) -> int:
-    from runner import launcher_modes
+    from runner.cli import launcher_modes
 
     return launcher_modes.run_mode(_mode_options(args, sources), out)
 
 
 def _demo(args, sources, out, parser) -> int:
-    from runner import demo
+    from runner.commands import demo
 
     return demo.cmd_demo(sources, out)
 

@@ -4,7 +4,7 @@ Imported by the engines and by image building; it imports neither, so every
 arrow points down into this package.
 """
 
-from runner.engine_api.client import (
+from runner.clients.engine_api.client import (
     MAX_API_VERSION,
     MIN_API_VERSION,
     START_HINT,
@@ -14,7 +14,7 @@ from runner.engine_api.client import (
     Negotiated,
     docker_host,
 )
-from runner.engine_api.discovery import EngineLocation, discover, unreachable
+from runner.clients.engine_api.discovery import EngineLocation, discover, unreachable
 
 __all__ = [
     "MAX_API_VERSION", "MIN_API_VERSION", "START_HINT", "ApiError", "Demux", "Engine", "EngineLocation",

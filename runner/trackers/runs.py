@@ -48,9 +48,9 @@ from runner import __version__
 from runner.errors import EngineUnavailable
 from runner.plan import LaunchPlan
 from runner.secrets import Secret
-from runner.tracker_config import CLIENT_NAMES, OFFLINE_WANDB_MODES, databricks_profile, is_databricks_uri
+from runner.trackers.config import CLIENT_NAMES, OFFLINE_WANDB_MODES, databricks_profile, is_databricks_uri
 from runner.ui import Output
-from runner.gitinfo import git
+from runner.clients.git import git
 
 BEGIN_TIMEOUT = 15.0  # seconds per request while creating / closing a run
 UPLOAD_TIMEOUT = 60.0

@@ -1,0 +1,1 @@
+"""Clients of what runs outside the process: the Engine API, registries, git."""

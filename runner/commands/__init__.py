@@ -1,0 +1,1 @@
+"""Commands that are not a launch: check, audit, demo."""

@@ -1,0 +1,1 @@
+"""One launch from options to exit code: prepare, pipeline, report."""

@@ -1,0 +1,1 @@
+"""The trackers: config (pure), overrides, the run clients."""
