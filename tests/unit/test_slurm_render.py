@@ -283,16 +283,13 @@ def test_a_cluster_flag_value_that_would_inject_is_exit_2(work, capsys, flag, va
 
 
 def test_cluster_flags_are_checked_before_a_tracker_run_or_sbatch(work, capsys):
-    """The engine's preflight validates them: a refused value creates no job directory and runs no sbatch."""
-    from runner.engines.base import RunContext
+    """The engine's typed settings validate them when built (the pipeline builds them right
+    after the plan): a refused value creates no job directory and runs no sbatch."""
     from runner.engines.slurm import SlurmEngine
     from runner.options import RunOptions, SlurmFlags
-    from runner.secrets import secret_scope
-    from runner.ui import Output
 
-    ctx = RunContext(RunOptions(command=("true",), slurm=SlurmFlags(qos="x --export=ALL")), secret_scope(), Output(), load_config())
     with pytest.raises(ConfigError):
-        SlurmEngine().preflight(make_plan().require(), ctx)
+        SlurmEngine().settings(load_config(), RunOptions(command=("true",), slurm=SlurmFlags(qos="x --export=ALL")))
 
 
 def test_node_scope_masks_url_passwords_of_public_variables():
