@@ -37,7 +37,8 @@ def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None 
         report.check_path(options.report)  # fail before launch, not after a long run
     per_engine = [(name, "(per node)") for name in engine.computed_env]
     flags = options.flags if options.pull is None else replace(options.flags, pull=options.pull)
-    prepared = prepare(out, options.sources, options.command, flags, extra_layer=layer, extra_env=per_engine, user_files=user_files)
+    prepared = prepare(out, options.sources, options.command, flags, extra_layer=layer, extra_env=per_engine, user_files=user_files,
+                       resolve_refs=not options.dry_run)  # a dry run runs no secret reference
     plan = prepared.plan
     if options.debug or launcher_switch(prepared.config, "debug"):  # the launcher's --debug / debug: true
         plan = plan.with_env({"PRIMUS_LOG_LEVEL": "DEBUG"}, "debug")
