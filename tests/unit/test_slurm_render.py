@@ -327,8 +327,9 @@ def test_a_secret_inside_a_forwarded_value_reaches_the_node_masker_not_the_conta
     planned = build_plan(config, ["true"], host, EnvFile(None), LaunchFlags(gpu="none"), name="j")
     plan = planned.require()
     assert "SERVICE_TOKEN" not in {d.name for d in plan.forwarded}
-    engine, ctx = SlurmEngine(), RunContext(RunOptions(command=("true",)), planned.scope, Output(), config, lookup=host.get)
-    request = engine.request(plan, ctx, Path("/x"))
+    engine, options = SlurmEngine(), RunOptions(command=("true",))
+    ctx = RunContext(options, planned.scope, Output(), engine.settings(config, options), lookup=host.get)
+    request = engine.request(plan, ctx)
     agent_values = engine._agent_values(request, ctx)
     masks = [n for n in request.export if n.startswith(slurm_script.MASK_PREFIX)]
     assert masks and set(masks) <= set(agent_values)
