@@ -36,8 +36,8 @@ def load_context(sources: Sources, extra: Sequence[tuple[str, Secret]] = (), out
     With ``out``, every ``secrets:`` reference is resolved too, so a value a job printed
     from a store is masked (logs) or found (audit); one that cannot be resolved is a
     warning there, not an error: those commands must still run."""
-    env_file = load_env_file(sources.env_file)
-    config = load_config(sources.config_file)
+    env_file = load_env_file(sources.env_file, sources.trust_project)
+    config = load_config(sources.config_file, trust_project=sources.trust_project)
     is_secret = Classifier.from_config(config).is_secret
     refs = secret_refs(config) if out is not None else {}
     if refs:
@@ -76,10 +76,13 @@ def early_scope(sources: Sources) -> SecretScope:
     """
     values: dict = {}
     try:
-        values = load_env_file(sources.env_file).values
+        values = load_env_file(sources.env_file, trust_project=True).values  # read for masks only
     except Exception:  # the env file's own problem is reported by prepare()
         pass
-    classifier = Classifier.from_entries(_early_entries(sources.config_file))
+    # ``!NAME`` (marked public) is not honoured here: masking a look-alike early costs nothing,
+    # while a ``!HF_TOKEN`` in a cloned repository's file must never unmask a real secret
+    # before the trust check runs.
+    classifier = Classifier.from_entries(e for e in _early_entries(sources.config_file) if not e.startswith("!"))
     return secret_scope([os.environ, values], classifier.is_secret)
 
 
