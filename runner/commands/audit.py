@@ -76,20 +76,28 @@ def cmd_audit(targets: Sequence[str], sources: Sources, out) -> int:
         paths = runner_state_dirs()
         findings += audit_paths(paths, scanner)
         scanned += [str(p) for p in paths]
+    problems: list[str] = []
     for target in targets:
-        if os.path.lexists(target):
-            findings += audit_paths([target], scanner)
+        if os.path.lexists(target) or _names_a_path(target):
+            findings += audit_paths([target], scanner, problems)
         else:
             findings += _audit_engine_object(target, scanner)
         scanned.append(target)
 
     findings = list(dict.fromkeys(findings))  # drop exact duplicates, keep order
-    clean = not findings
+    clean = not findings and not problems
     if out.json_mode:
-        out.json({"clean": clean, "findings": [f.to_dict() for f in findings], "scanned": scanned, "secrets": scope.names()})
+        report = {"clean": clean, "findings": [f.to_dict() for f in findings], "scanned": scanned, "secrets": scope.names()}
+        out.json({**report, "errors": problems} if problems else report)
     else:
         for finding in findings:
             out.result(str(finding))
+    for problem in problems:
+        out.error(f"not audited: {problem}")
+    if problems and not findings:
+        out.error(f"{len(problems)} target(s) could not be read: the audit is not clean",
+                  "give paths audit can read (run it as a user who can), or leave those out")
+        return 2
     if clean:
         out.info(f"clean: {len(scope.names())} secret(s) in scope, none found in {len(scanned)} target(s)")
         return 0
@@ -99,6 +107,11 @@ def cmd_audit(targets: Sequence[str], sources: Sources, out) -> int:
         "remove them (docker rm / delete the files) and rotate the leaked secrets",
     )
     return 4
+
+
+def _names_a_path(target: str) -> bool:
+    """``./missing``, ``/x``, ``~/y``: a path even when nothing is there (never a container or image)."""
+    return target in (".", "..") or target.startswith(("/", "./", "../", "~"))
 
 
 def _audit_engine_object(target: str, scanner: Scanner) -> list[Finding]:

@@ -119,34 +119,41 @@ class Scanner:
 
 # ------------------------------------------------------------------ targets
 
-def audit_paths(paths: Iterable[str | os.PathLike], scope: Any) -> list[Finding]:
+def audit_paths(paths: Iterable[str | os.PathLike], scope: Any, problems: list[str] | None = None) -> list[Finding]:
     """Scan files and directories (recursively); symlinks and special files are not followed.
 
     Used by ``submit --audit`` on the job's output directory and rendered script.
+    ``problems``, when given, collects what could not be read (a missing or
+    unreadable target, a symlink given as a target): never clean, an error.
     """
     scanner = Scanner.of(scope)
     found: list[Finding] = []
+    note = problems.append if problems is not None else (lambda message: None)
     for path in paths:
-        for file in _walk(Path(path)):
+        for file in _walk(Path(path), note):
             for name in scanner.names_in(os.fsencode(file)):
                 found.append(Finding(name, f"{file} (file name)"))
             try:
                 with open(file, "rb") as fh:
                     found += scanner.scan_stream(fh, str(file))
-            except OSError:
-                continue  # vanished or unreadable: nothing the runner could have written there
+            except OSError as exc:
+                note(f"{file}: cannot be read ({exc.strerror or type(exc).__name__})")
     return found
 
 
-def _walk(path: Path) -> Iterator[Path]:
+def _walk(path: Path, note) -> Iterator[Path]:
     try:
         mode = os.lstat(path).st_mode
-    except OSError:
+    except OSError as exc:
+        note(f"{path}: {exc.strerror or 'cannot be examined'}")
         return
     if stat.S_ISREG(mode):
         yield path
     elif stat.S_ISDIR(mode):
-        for root, dirs, files in os.walk(path, followlinks=False):
+        def unreadable(exc: OSError) -> None:
+            note(f"{exc.filename}: cannot be read ({exc.strerror or type(exc).__name__})")
+
+        for root, dirs, files in os.walk(path, followlinks=False, onerror=unreadable):
             dirs.sort()
             for name in sorted(files):
                 file = Path(root) / name
@@ -155,3 +162,7 @@ def _walk(path: Path) -> Iterator[Path]:
                         yield file
                 except OSError:
                     continue
+    elif stat.S_ISLNK(mode):
+        note(f"{path}: is a symbolic link, which audit does not follow (give the file it points to)")
+    else:
+        note(f"{path}: is not a regular file or directory")
