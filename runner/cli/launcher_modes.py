@@ -140,10 +140,11 @@ def _mounts_at(spec: str, checkout: str) -> bool:
 def _clean(opts: ModeOptions, out: Output, dry_run: bool, preference: str) -> None:
     """``--clean``: the invoking user's runner containers (every user's with ``--all-users``),
     never any other container, and nothing in a dry run."""
-    from runner.engines.docker.commands import engine, owner_filter, remove_containers
+    from runner.clients.engine_api.shared import engine_client
+    from runner.engines.docker.commands import owner_filter, remove_containers
     from runner.plan import LABEL
 
-    eng = engine(preference)  # the first call chooses the engine (container.engine) for the whole process
+    eng = engine_client(preference)  # the first call chooses the engine (container.engine) for the whole process
     if dry_run:
         labels = [f"{LABEL}=true"] + [f"{k}={v}" for k, v in owner_filter(opts.all_users).items()]
         count = len(eng.containers(labels))
