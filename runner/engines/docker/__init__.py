@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from runner.engines.base import Launched, RunContext
-from runner.engines.docker.commands import engine
+from runner.clients.engine_api.shared import engine_client
 from runner.engines.docker.container import DockerRequest
 from runner.engines.docker.run import Attached, inspect_local, inspect_or_fetch, launch, make_request, resolve, watch
 from runner.errors import EngineUnavailable
@@ -55,7 +55,7 @@ class DockerEngine:
         return ctx.settings if isinstance(ctx.settings, DockerSettings) else DockerSettings()
 
     def preflight(self, plan: LaunchPlan, ctx: RunContext) -> None:
-        engine(self._settings(ctx).engine).ping()
+        engine_client(self._settings(ctx).engine).ping()
 
     def request(self, plan: LaunchPlan, ctx: RunContext) -> DockerRequest:
         # No raw copy of the output in the daemon's logs unless the container is kept or detached.
@@ -70,12 +70,12 @@ class DockerEngine:
         first gets the image the pull policy asks for (a pull or ``--build``)."""
         if dry_run:
             try:
-                eng = engine(self._settings(ctx).engine)
+                eng = engine_client(self._settings(ctx).engine)
                 image = inspect_local(eng, request.plan.image) if request.use_shim else None
                 return resolve(request, eng, image)
             except EngineUnavailable:  # no engine answers: the request says what it could not know
                 return request
-        eng = engine(self._settings(ctx).engine)
+        eng = engine_client(self._settings(ctx).engine)
         policy = request.plan.pull
         if policy == "always":  # before create, like `docker run --pull always`
             self._pull(ctx, request.plan.image, policy, present=None)
@@ -93,7 +93,7 @@ class DockerEngine:
                 f"container.secrets_via is 'env': the values of {', '.join(request.secret_names)} go into the container's "
                 "environment, visible to anyone who can run `docker inspect` on it (set it to stdin to avoid this)"
             )
-        run = launch(engine(), request, ctx.scope.masker, ctx.out, detach=ctx.options.detach,
+        run = launch(engine_client(), request, ctx.scope.masker, ctx.out, detach=ctx.options.detach,
                      ensure_image=self._ensure_image(ctx, request.plan.pull, request.plan.gpu))
         return Launched(run.cid, request.plan.name, run)
 
@@ -115,7 +115,7 @@ class DockerEngine:
     def _pull(ctx: RunContext, image: str, policy: str, present: bool | None) -> None:
         from runner.clients.engine_api.pull import pull_as_needed
 
-        pull_as_needed(engine(), image, policy=policy, lookup=ctx.lookup, out=ctx.out, present=present)
+        pull_as_needed(engine_client(), image, policy=policy, lookup=ctx.lookup, out=ctx.out, present=present)
 
     def announce(self, launched: Launched, ctx: RunContext, detached: bool) -> None:
         if detached:
@@ -129,9 +129,9 @@ class DockerEngine:
         return watch(run, ctx.scope.masker, ctx.out, keep=ctx.options.keep, tail=ctx.tail, on_running=on_running)
 
     def audit(self, launched: Launched, ctx: RunContext) -> list:
-        from runner.commands.audit import audit_container
+        from runner.engines.docker.audit import audit_container
 
-        return audit_container(launched.id, ctx.scope)
+        return audit_container(engine_client(), launched.id, ctx.scope)
 
     def finished(self, launched: Launched, ctx: RunContext, exit_code: int) -> dict:
         return {}
