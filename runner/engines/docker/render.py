@@ -10,10 +10,8 @@ it is, not printed as a script.
 from __future__ import annotations
 
 import shlex
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from runner.engines.docker.container import DockerRequest
+# The request type is runner.engines.docker.container.DockerRequest (not imported: it imports this module).
 
 SHIM_TOKEN = "<stdin-shim>"
 
