@@ -32,7 +32,8 @@ def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None 
 
         report.check_path(options.report)  # fail before launch, not after a long run
     per_engine = [(name, "(per node)") for name in engine.computed_env]
-    prepared = prepare(out, options.sources, options.command, options.flags, extra_layer=layer, extra_env=per_engine, user_files=user_files)
+    prepared = prepare(out, options.sources, options.command, options.flags, extra_layer=layer, extra_env=per_engine, user_files=user_files,
+                       gpu_mode={"slurm": "node", "docker": "host"}.get(engine.name, "off"))
     ctx = RunContext(options, prepared.scope, out, prepared.config, lookup=prepared.lookup)
     plan = prepared.plan
     if options.dry_run or prepared.config.get("main", "dry_run", default=False):  # the launcher's main.dry_run too
@@ -40,6 +41,9 @@ def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None 
         return 0
     tracker_runs.prefetch(plan)  # a tracker client that must be imported starts loading now, beside the preflight
     engine.preflight(plan, ctx)  # before a tracker run is created for a launch that cannot happen
+    claim = getattr(engine, "claim", None)
+    if claim is not None:  # the GPUs the plan chose, taken for real (free ones, under a lock)
+        plan = claim(plan, ctx)
     handshake = tracker_runs.begin(plan, out)  # tracker runs exist before the job: every rank logs to the same run
     plan = plan.with_env(handshake.env, "tracker run")
     began = time.time()

@@ -188,7 +188,8 @@ def _create(eng: Engine, request: DockerRequest, masker: Masker, ensure_image: C
         from runner.clients.engine_api.client import gpu_host_config
 
         request.config["HostConfig"].pop("DeviceRequests", None)
-        request.config["HostConfig"].update(gpu_host_config(plan.gpu_request, eng.kind, eng.api_version))
+        ids = [g.device_id for g in plan.gpus] or None
+        request.config["HostConfig"].update(gpu_host_config(plan.gpu_request, eng.kind, eng.api_version, device_ids=ids))
     for attempt in (0, 1):
         try:
             cid = eng.create(plan.name, request.config)
