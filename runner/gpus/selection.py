@@ -42,9 +42,12 @@ def parse(text) -> Selection:
         return ALL
     if raw.isdigit():
         return Selection("count", count=int(raw), text=raw)
+    body = raw.strip("\"'")
+    if body.startswith("device="):  # Docker's --gpus '"device=5"': one index is a list, not a count
+        body = body[len("device="):]
     items: list = []
     seen: dict[int, str] = {}
-    for part in raw.split(","):
+    for part in body.split(","):
         part = part.strip()
         match = _RANGE.match(part)
         if match:
