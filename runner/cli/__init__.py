@@ -85,6 +85,8 @@ def _global_options(p: argparse.ArgumentParser, default) -> None:
     g.add_argument("--json", action="store_true", help="machine-readable JSON on stdout (check, plan, ps, submit, status, build)", **flag)
     g.add_argument("--no-color", action="store_true", help="plain output (NO_COLOR does the same)", **flag)
     g.add_argument("--verbose", action="store_true", help="more detail; tracebacks (masked) for internal errors", **flag)
+    g.add_argument("--trust-project", action="store_true", help="trust this directory's .primus.yaml and .env as they are, "
+                   "for a pipeline that checks out its own repository (PRIMUS_RUNNER_TRUST_PROJECT=1 does the same)", **flag)
 
 
 def _pull_option(p: argparse.ArgumentParser, what: str = "when to pull the image") -> None:
@@ -262,6 +264,11 @@ def _tool_commands(cmd) -> None:
 
     cmd("demo", "run the built-in demo job locally (no registry, no GPU needed)", "primus-runner demo")
 
+    p = cmd("trust", "trust this directory's project files (.primus.yaml, .env, a Primus checkout's runner/.primus.yaml) "
+            "as they are now: their secret references, endpoints and build paths then apply", "primus-runner trust --show")
+    p.add_argument("--show", action="store_true", help="list the project files, whether each is trusted, and what trust would allow; record nothing")
+    p.add_argument("--revoke", action="store_true", help="forget the trust of this directory's project files")
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
@@ -309,7 +316,7 @@ def _main(argv: list[str]) -> int:
 
     parser = build_parser()
     args = parser.parse_args(_default_launcher(argv))
-    sources = Sources(args.config, args.env_file)
+    sources = Sources(args.config, args.env_file, args.trust_project)
     out = Output(json_mode=args.json, color=not args.no_color, verbose=args.verbose, fallback=_early_masker(args.cmd, sources))
     if not args.cmd:
         parser.print_help(sys.stderr)
@@ -377,10 +384,10 @@ _SLURM_JOB = __import__("re").compile(r"^\d+(_\d+)?$")  # `logs 1234`: a Slurm j
 def _slurm_output_dir(sources):
     from runner.config import load_config
 
-    return load_config(sources.config_file).get("slurm", "output_dir")
+    return load_config(sources.config_file, trust_project=sources.trust_project).get("slurm", "output_dir")
 
 
-_GLOBAL_FLAGS = {"--json", "--no-color", "--verbose", "--dry-run", "--debug"}
+_GLOBAL_FLAGS = {"--json", "--no-color", "--verbose", "--dry-run", "--debug", "--trust-project"}
 
 
 def _default_launcher(argv: list[str]) -> list[str]:
@@ -472,7 +479,7 @@ def _plan(args, sources, out, parser) -> int:
     from runner.session.prepare import prepare
     from runner.ui.render import show_plan
 
-    show_plan(prepare(out, sources, args.command, _flags(args)).plan, out)
+    show_plan(prepare(out, sources, args.command, _flags(args), resolve_refs=False).plan, out)  # plan runs no reference
     return 0
 
 
@@ -544,6 +551,12 @@ def _mode(args, sources, out, parser) -> int:
     return launcher_modes.run_mode(_mode_options(args, sources), out)
 
 
+def _trust(args, sources, out, parser) -> int:
+    from runner.commands import trust
+
+    return trust.cmd_trust(sources, out, show=args.show, revoke=args.revoke)
+
+
 def _demo(args, sources, out, parser) -> int:
     from runner.commands import demo
 
@@ -555,6 +568,7 @@ _HANDLERS = {
     "ps": _containers, "logs": _containers, "down": _containers, "build": _build,
     "status": _slurm_job, "cancel": _slurm_job, "node-agent": _node_agent, "audit": _audit,
     "completion": _completion, "container": _mode, "direct": _mode, "slurm": _mode, "demo": _demo,
+    "trust": _trust,
 }
 
 
