@@ -155,6 +155,7 @@ class LaunchPlan:
             "framework": self.trackers.framework,
             "enabled": list(self.trackers.enabled),
             "overrides": list(self.trackers.overrides),
+            "override_sources": [{"override": token, "from": where} for token, where in self.trackers.override_sources],
             "mlflow_run_name": self.trackers.run_name,
         }
         return doc

@@ -24,12 +24,12 @@ docs: README.md and docs/ in the primus-runner repository."""
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # argparse's own usage errors: exit 2, one line, no traceback
-        from runner.ui import ci
+        from runner.context import early_scope
         from runner.options import Sources
 
         self.print_usage(sys.stderr)  # the message may quote an argument: masked like everything else
         sources = Sources(*_sources_in(sys.argv[1:]))
-        print(f"error: {ci.early_scope(sources).masker.mask(message)}", file=sys.stderr)
+        print(f"error: {early_scope(sources).masker.mask(message)}", file=sys.stderr)
         raise SystemExit(2)
 
 
@@ -322,9 +322,9 @@ def _main(argv: list[str]) -> int:
         parser.print_help(sys.stderr)
         return 2
     try:
-        from runner.ui import ci
+        from runner.context import early_masks
 
-        ci.early_masks(args.cmd, sources, args.json, out)  # under CI: ::add-mask:: first, before anything can fail and print
+        early_masks(args.cmd, sources, args.json, out)  # under CI: ::add-mask:: first, before anything can fail and print
         return _dispatch(args, sources, out, parser) or 0
     except RunnerError as exc:
         from runner.ui import ci
@@ -359,9 +359,9 @@ def _early_masker(command: str | None, sources):
         return None
 
     def build():
-        from runner.ui import ci
+        from runner.context import early_scope
 
-        return ci.early_scope(sources).masker
+        return early_scope(sources).masker
 
     return build
 

@@ -37,6 +37,7 @@ def plan_text(plan: LaunchPlan) -> str:
         lines.append("not forwarded:")
         for d in plan.skipped:
             lines.append(f"  {d.name}   ({d.reason}: {d.skip_reason})")
+    lines += override_lines(plan)
     return "\n".join(lines)
 
 
@@ -48,6 +49,15 @@ def _gpus_text(plan: LaunchPlan) -> str:
         return f"{plan.gpu_select} (per node, from the Slurm allocation)" if plan.gpu_select != "all" else "all (the flavor's devices)"
     shown = [f"{g.index} ({g.render or 'device ' + g.device_id}, {g.uuid})" for g in plan.gpus]
     return f"{plan.gpu_select}: " + ", ".join(shown)
+
+
+def override_lines(plan: LaunchPlan) -> list[str]:
+    """Each tracker override appended to the Primus command, with the ``file:line`` it comes from."""
+    sources = plan.trackers.override_sources
+    if not sources:
+        return []
+    return ["tracker overrides (appended to the Primus command; they beat the experiment YAML):",
+            *(f"  {token}   <- {where}" for token, where in sources)]
 
 
 def _quote(arg: str) -> str:
@@ -101,6 +111,8 @@ def show_plan(plan: LaunchPlan, out: Output) -> None:
         console = Console(file=buffer, force_terminal=True, width=shutil.get_terminal_size().columns, highlight=False)
         for table in plan_tables(plan, out.masker):
             console.print(table)
+        for line in override_lines(plan):
+            console.print(line, markup=False)
         out.result(buffer.getvalue().rstrip("\n"))
     else:
         out.result(plan_text(plan))
