@@ -39,7 +39,6 @@ class Prepared:
         return value if value is not None else self.env_file.values.get(name)
 
 
-<<<<<<< HEAD
 def _gpu_holders(config: Config):
     """Who holds which GPU now, asked only when a launch selects GPUs: the engine's runner
     containers (when it answers; a read, nothing changes) and the launches in progress."""
@@ -58,21 +57,6 @@ def _gpu_holders(config: Config):
     return held
 
 
-def _secret_refs(config: Config) -> dict:
-    """The ``secrets:`` references by name (their syntax errors stop the command, exit 2)."""
-    if not config.get("secrets"):
-        return {}
-    from runner.errors import ConfigError
-    from runner.secrets.refs import parse_refs
-
-    refs, problems = parse_refs(config)
-    if problems:
-        raise ConfigError(problems)
-    return {ref.name: ref for ref in refs}
-
-
-=======
->>>>>>> main
 def _with_resolved_refs(planned: Planned, refs: dict, config: Config, command, host_env: dict, env_file: EnvFile,
                         flags: LaunchFlags, extra_env, resolved: "dict | None | bool", **gpu_args) -> Planned:
     """Resolve the references this launch needs (the names it forwards or was asked for), in
