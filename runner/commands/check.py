@@ -128,9 +128,9 @@ def _held_now() -> dict[str, str]:
     from runner.gpus import holders
 
     try:
-        from runner.engines.docker.commands import engine
+        from runner.clients.engine_api.shared import engine_client
 
-        return holders.current(engine())
+        return holders.current(engine_client())
     except (EngineUnavailable, OSError):
         return holders.current(None)
 

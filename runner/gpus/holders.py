@@ -38,11 +38,10 @@ def label_value(gpus: Sequence[Gpu]) -> str:
 
 
 def container_holders(eng) -> dict[str, str]:
-    """normalised UUID → the name of the runner container that holds it (``eng``: an Engine API client)."""
-    from runner.plan import LABEL
-
+    """normalised UUID → the name of the runner container that holds it (``eng``: an Engine API client).
+    Only the runner sets this label, on the containers it starts."""
     held: dict[str, str] = {}
-    for item in eng.containers([f"{LABEL}=true", LABEL_GPUS]):
+    for item in eng.containers([LABEL_GPUS]):
         if item.get("State") not in _LIVE_STATES:
             continue
         name = (item.get("Names") or [item.get("Id", "")[:12]])[0].lstrip("/")

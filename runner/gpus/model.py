@@ -1,4 +1,4 @@
-"""The ``Gpu`` record, the host root discovery reads under, and discovery by flavor."""
+"""The ``Gpu`` record and the host root discovery reads under."""
 
 from __future__ import annotations
 
@@ -73,19 +73,6 @@ def host_root(environ=None) -> str:
 def under(root: str, path: str) -> str:
     """``path`` (absolute, canonical) under ``root``."""
     return path if root == "/" else os.path.join(root, path.lstrip("/"))
-
-
-def discover(flavor: str, root: str) -> list[Gpu]:
-    """The flavor's GPUs under ``root`` in the vendor's enumeration order ([] when it has none)."""
-    if flavor == "rocm":
-        from runner.gpus import rocm
-
-        return rocm.discover(root)
-    if flavor == "cuda":
-        from runner.gpus import cuda
-
-        return cuda.discover(root)
-    return []
 
 
 def numa_node(root: str, pci: str) -> int | None:

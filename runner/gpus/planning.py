@@ -15,7 +15,8 @@ from typing import Callable, Mapping, Sequence
 
 from runner.errors import Problem
 from runner.gpus import holders
-from runner.gpus.model import Gpu, GpuError, discover, under
+from runner.gpus.discovery import discover
+from runner.gpus.model import Gpu, GpuError, under
 from runner.gpus.selection import parse
 
 # Numbered inside the job (from 0): a host value points at the wrong GPU or at none.

@@ -48,9 +48,9 @@ def _gpu_holders(config: Config):
         from runner.gpus import holders
 
         try:
-            from runner.engines.docker.commands import engine
+            from runner.clients.engine_api.shared import engine_client
 
-            return holders.current(engine(config.get("container", "engine", default="auto")))
+            return holders.current(engine_client(config.get("container", "engine", default="auto")))
         except (EngineUnavailable, OSError):
             return holders.current(None)
 

@@ -39,7 +39,7 @@ class DockerEngine:
         from runner.gpus import discover, holders, planning
         from runner.gpus.selection import parse
 
-        eng = engine()
+        eng = engine_client()
         found = discover(plan.gpu, plan.host_root)
         chosen = holders.claim(parse(plan.gpu_select), found, plan.gpu, plan.name, lambda: holders.container_holders(eng))
         return planning.with_gpus(plan, chosen, plan.host_root)
