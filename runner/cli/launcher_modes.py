@@ -150,7 +150,7 @@ def _clean(opts: ModeOptions, out: Output, dry_run: bool, preference: str) -> No
         count = len(eng.containers(labels))
         out.info(f"--clean (dry run): would remove {count} primus-runner container{'s' if count != 1 else ''}")
         return
-    count = remove_containers(owner_filter(opts.all_users))
+    count = remove_containers(owner_filter(opts.all_users), eng)
     out.info(f"--clean: removed {count} primus-runner container{'s' if count != 1 else ''}")
 
 
