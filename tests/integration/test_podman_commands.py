@@ -3,9 +3,9 @@
 comes first when the engine is auto-detected), they find the Podman containers
 ``up`` made there. Engines: ``bash .ci/setup-engines.sh`` (Docker and rootful Podman).
 
-``down --all`` is not run here: on this shared rootful Podman it would also
-remove other tests' containers of the same user; it takes the same client as
-``down NAME`` (``runner.engines.docker.commands._client``).
+``down --all`` runs as a dry run here: on this shared rootful Podman a real one
+would also remove other tests' containers of the same user. It takes the same
+client as ``down NAME`` (``runner.engines.docker.commands._client``).
 """
 
 from __future__ import annotations
@@ -52,6 +52,9 @@ def test_ps_logs_and_down_find_the_podman_container_up_made(ws):
                 break
             time.sleep(0.1)
         assert logs.returncode == 0 and b"hello-from-podman" in logs.stdout, logs.stderr
+        would = ws.run("--json", "down", "--all", "--dry-run")
+        assert would.returncode == 0, would.stderr
+        assert name in json.loads(would.stdout)["would_remove"]  # before: "would remove 0" (Docker's)
         down = ws.run("down", name)
         assert down.returncode == 0, down.stderr
         assert f"removed {name}".encode() in down.stderr
