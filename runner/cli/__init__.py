@@ -71,7 +71,7 @@ def _flags(args):
     return LaunchFlags(
         image=args.image, env=tuple(args.env), volume=tuple(args.volume), device=tuple(args.device), gpu=args.gpu,
         gpus=args.gpus, name=args.name, workdir=args.workdir, shm_size=args.shm_size, memory=args.memory, cpus=args.cpus,
-        network=args.network, ipc=args.ipc, user=args.user,
+        network=args.network, ipc=args.ipc, user=args.user, pull=getattr(args, "pull", None),
     )
 
 
@@ -214,6 +214,7 @@ def _container_commands(cmd) -> None:
     p.add_argument("names", nargs="*", metavar="NAME")
     p.add_argument("--all", action="store_true", help="every container the runner started on this host")
     p.add_argument("--all-users", action="store_true", help="every user's runner containers (default: yours)")
+    p.add_argument("--dry-run", action="store_true", help="say which containers would be removed; remove nothing")
 
 
 def _build_command(cmd) -> None:
@@ -252,6 +253,7 @@ def _slurm_commands(cmd) -> None:
     p.add_argument("job")
     p = cmd("cancel", "cancel a Slurm job and remove its containers on every node", "primus-runner cancel 1234")
     p.add_argument("job")
+    p.add_argument("--dry-run", action="store_true", help="say what would be cancelled and removed; do nothing")
 
 
 def _tool_commands(cmd) -> None:
@@ -374,7 +376,7 @@ def _run_options(args, sources):
         command=tuple(args.command), sources=sources, flags=_flags(args), dry_run=getattr(args, "dry_run", False) or args.global_dry_run,
         detach=args.detach if args.cmd == "up" else (args.cmd == "submit" and not args.wait),
         keep=getattr(args, "keep", False), build=getattr(args, "build", False), audit=getattr(args, "audit", False),
-        report=getattr(args, "report", None), slurm=slurm, pull=getattr(args, "pull", None),
+        report=getattr(args, "report", None), slurm=slurm, pull=getattr(args, "pull", None), debug=args.global_debug,
     )
 
 
@@ -476,11 +478,13 @@ def _check(args, sources, out, parser) -> int:
 
 
 def _plan(args, sources, out, parser) -> int:
-    from runner.session.prepare import prepare
-    from runner.ui.render import show_plan
+    from runner.engines import engine_for
+    from runner.options import RunOptions
+    from runner.session import pipeline
 
-    show_plan(prepare(out, sources, args.command, _flags(args), resolve_refs=False).plan, out)  # plan runs no reference
-    return 0
+    # `plan` is `up --dry-run`: the same plan, the same request, the same problems.
+    return pipeline.run(RunOptions(command=tuple(args.command), sources=sources, flags=_flags(args), dry_run=True),
+                        engine_for("docker"), out)
 
 
 def _launch(args, sources, out, parser) -> int:
@@ -505,7 +509,8 @@ def _containers(args, sources, out, parser) -> int:
 
     names = (args.name,) if args.cmd == "logs" else tuple(getattr(args, "names", ()))
     selection = ContainerSelection(sources, names, getattr(args, "all", False), getattr(args, "follow", False),
-                                   all_users=getattr(args, "all_users", False))
+                                   all_users=getattr(args, "all_users", False),
+                                   dry_run=args.cmd == "down" and _dry_run(args, sources))
     return getattr(commands, f"cmd_{args.cmd}")(selection, out)
 
 
@@ -515,14 +520,26 @@ def _build(args, sources, out, parser) -> int:
 
     return images.cmd_build(BuildOptions(
         sources=sources, flavor=args.flavor, base=args.base, tag=args.tag, build_args=tuple(args.build_arg),
-        no_cache=args.no_cache, dry_run=args.dry_run, secrets=tuple(args.secret), file=args.file, context=args.context,
+        no_cache=args.no_cache, dry_run=_dry_run(args, sources), secrets=tuple(args.secret), file=args.file, context=args.context,
         pull=args.pull), out)
 
 
 def _slurm_job(args, sources, out, parser) -> int:
     from runner.engines.slurm import jobs
 
-    return getattr(jobs, f"cmd_{args.cmd}")(args.job, out)
+    if args.cmd == "cancel":
+        return jobs.cmd_cancel(args.job, out, dry_run=_dry_run(args, sources))
+    return jobs.cmd_status(args.job, out)
+
+
+def _dry_run(args, sources) -> bool:
+    """The global ``--dry-run``, the command's own, or ``dry_run: true`` in a launcher section."""
+    if args.global_dry_run or getattr(args, "dry_run", False):
+        return True
+    from runner.config import load_config
+    from runner.config.switches import launcher_switch
+
+    return launcher_switch(load_config(sources.config_file), "dry_run")
 
 
 def _node_agent(args, sources, out, parser) -> int:

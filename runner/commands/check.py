@@ -49,7 +49,7 @@ def run_check(opts: CheckOptions, out: Output) -> int:
         found.warnings += list(plan.notices)
         _check_devices(plan, found)
     _check_engine(opts, prepared, found)
-    if plan is not None and opts.engine != "slurm":
+    if plan is not None and opts.engine != "slurm" and not prepared.planned.problems:  # a plan with problems has no image to ask for
         _check_registry_and_builder(prepared, found)
     if opts.online and plan is not None:
         _check_online(plan, opts.timeout, found)

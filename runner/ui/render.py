@@ -94,13 +94,30 @@ def plan_tables(plan: LaunchPlan, masker: Masker | None = None):
     return summary, env
 
 
-def show_plan(plan: LaunchPlan, out: Output) -> None:
-    """JSON with ``--json``; rich tables on a terminal; plain text for pipes (fast, stable to grep)."""
+def plan_json(plan: LaunchPlan, request=None) -> dict:
+    """``plan --json`` (and a dry run's): the plan's keys, and the engine's request under ``request``."""
+    doc = plan.to_dict()
+    if request is not None:
+        doc["request"] = request.to_dict()
+    return doc
+
+
+def show_plan(plan: LaunchPlan, out: Output, request=None) -> None:
+    """JSON with ``--json``; rich tables on a terminal; plain text for pipes (fast, stable to grep).
+    With the engine's ``request``, its rendering follows the plan (what the engine is sent)."""
+    if out.json_mode:
+        out.json(plan_json(plan, request))
+        return
+    _show_plan_text(plan, out)
+    if request is not None:
+        out.result("")
+        out.result(request.render())
+
+
+def _show_plan_text(plan: LaunchPlan, out: Output) -> None:
     import sys
 
-    if out.json_mode:
-        out.json(plan.to_dict())
-    elif out.color and sys.stdout.isatty():
+    if out.color and sys.stdout.isatty():
         import io
         import shutil
 
