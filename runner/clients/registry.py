@@ -201,9 +201,18 @@ def _from_docker_config(registry: str, path: str, kind: str) -> RegistryCredenti
 
 
 def _helper_error(exc: BaseException) -> str:
-    text = str(exc)
-    match = re.search(r"StoreError\('(.*)'\)", text, re.S)
-    return (match.group(1) if match else text).strip()[:300]
+    """How the helper failed, never what it printed: its stdout is its answer (the ``Secret`` field
+    included), and a helper that fails after printing one would otherwise have it quoted here."""
+    import subprocess
+
+    seen: BaseException | None = exc
+    for _ in range(10):  # the SDK wraps the helper's CalledProcessError in its own errors
+        if seen is None:
+            break
+        if isinstance(seen, subprocess.CalledProcessError):
+            return f"it exited with status {seen.returncode} (its output is not shown: it may hold the credential)"
+        seen = seen.__cause__ or seen.__context__
+    return "it failed (its output is not shown: it may hold the credential)"
 
 
 # ------------------------------------------------------------------ header

@@ -36,7 +36,17 @@ def plan_text(plan: LaunchPlan) -> str:
         lines.append("not forwarded:")
         for d in plan.skipped:
             lines.append(f"  {d.name}   ({d.reason}: {d.skip_reason})")
+    lines += override_lines(plan)
     return "\n".join(lines)
+
+
+def override_lines(plan: LaunchPlan) -> list[str]:
+    """Each tracker override appended to the Primus command, with the ``file:line`` it comes from."""
+    sources = plan.trackers.override_sources
+    if not sources:
+        return []
+    return ["tracker overrides (appended to the Primus command; they beat the experiment YAML):",
+            *(f"  {token}   <- {where}" for token, where in sources)]
 
 
 def _quote(arg: str) -> str:
@@ -73,13 +83,30 @@ def plan_tables(plan: LaunchPlan, masker: Masker | None = None):
     return summary, env
 
 
-def show_plan(plan: LaunchPlan, out: Output) -> None:
-    """JSON with ``--json``; rich tables on a terminal; plain text for pipes (fast, stable to grep)."""
+def plan_json(plan: LaunchPlan, request=None) -> dict:
+    """``plan --json`` (and a dry run's): the plan's keys, and the engine's request under ``request``."""
+    doc = plan.to_dict()
+    if request is not None:
+        doc["request"] = request.to_dict()
+    return doc
+
+
+def show_plan(plan: LaunchPlan, out: Output, request=None) -> None:
+    """JSON with ``--json``; rich tables on a terminal; plain text for pipes (fast, stable to grep).
+    With the engine's ``request``, its rendering follows the plan (what the engine is sent)."""
+    if out.json_mode:
+        out.json(plan_json(plan, request))
+        return
+    _show_plan_text(plan, out)
+    if request is not None:
+        out.result("")
+        out.result(request.render())
+
+
+def _show_plan_text(plan: LaunchPlan, out: Output) -> None:
     import sys
 
-    if out.json_mode:
-        out.json(plan.to_dict())
-    elif out.color and sys.stdout.isatty():
+    if out.color and sys.stdout.isatty():
         import io
         import shutil
 
@@ -90,6 +117,8 @@ def show_plan(plan: LaunchPlan, out: Output) -> None:
         console = Console(file=buffer, force_terminal=True, width=shutil.get_terminal_size().columns, highlight=False)
         for table in plan_tables(plan, out.masker):
             console.print(table)
+        for line in override_lines(plan):
+            console.print(line, markup=False)
         out.result(buffer.getvalue().rstrip("\n"))
     else:
         out.result(plan_text(plan))

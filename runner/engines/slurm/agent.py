@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from runner.engines.slurm.jobs import address_of, master_address, require_job_id
-from runner.engines.slurm.script import LABEL_NODE_RANK, LABEL_SLURM_JOB, PLAN_FORMAT
+from runner.engines.slurm.script import LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, PLAN_FORMAT
 from runner.errors import ConfigError, Problem, UsageError
 from runner.plan import LaunchPlan
 from runner.secrets import Secret, SecretScope, secret_scope
@@ -43,7 +43,9 @@ def plan_from_document(doc: dict, environ: dict[str, str], extra_secrets: tuple[
             values[entry["name"]] = Secret(value) if entry["secret"] else value
     plan = LaunchPlan.from_record(record, values)
     scope = secret_scope(
-        public=[(d.name, d.value) for d in plan.forwarded if not d.secret],
+        # URL passwords of every forwarded value: a carried secret (a URL with a password) is masked
+        # whole by its own entry, the password alone by this one.
+        public=[(d.name, d.value.reveal() if isinstance(d.value, Secret) else d.value) for d in plan.forwarded],
         # The agent's own secrets (the registry key it pulls with) are masked too, never given to the container.
         extra=list(plan.secret_env().items()) + [(n, Secret(environ[n])) for n in extra_secrets if environ.get(n)],
     )
@@ -69,7 +71,8 @@ def run_node(plan_file: str, out: Output) -> int:
         doc = json.loads(Path(plan_file).read_text())
     except (OSError, ValueError) as exc:
         raise ConfigError(Problem(f"cannot read the plan file {plan_file}: {exc}", hint="the job directory must be on a file system every node sees"))
-    plan, scope, missing = plan_from_document(doc, environ, extra_secrets=("DOCKER_LOGIN_KEY",))
+    masks = tuple(sorted(n for n in environ if n.startswith(MASK_PREFIX)))
+    plan, scope, missing = plan_from_document(doc, environ, extra_secrets=("DOCKER_LOGIN_KEY", *masks))
     out.use_masker(scope.masker)
     secret_names = {e["name"] for e in doc["plan"]["env"] if e["secret"]}
     node = environ.get("SLURMD_NODENAME", "?")
@@ -121,12 +124,12 @@ def run_node(plan_file: str, out: Output) -> int:
 
 def _pull(image: str, policy: str, environ: dict, out: Output) -> int:
     """The image on this node as the policy wants it, with the registry login sbatch's environment carried."""
-    from runner.clients.engine_api import Engine
     from runner.clients.engine_api.pull import pull_as_needed
+    from runner.clients.engine_api.shared import engine_client
     from runner.errors import RunnerError
 
     try:
-        pull_as_needed(Engine(), image, policy=policy, lookup=environ.get, out=out)
+        pull_as_needed(engine_client(), image, policy=policy, lookup=environ.get, out=out)
     except RunnerError as exc:
         out.error(f"node {environ.get('SLURMD_NODENAME', '?')}: {exc.message}", exc.hint)
         return exc.exit_code
@@ -141,9 +144,10 @@ def _run_container(plan: LaunchPlan, scope: SecretScope, out: Output, labels: di
     from runner.options import RunOptions
 
     engine = DockerEngine(extra_labels=labels)
-    ctx = RunContext(RunOptions(command=plan.command), scope, out, config=None)
+    ctx = RunContext(RunOptions(command=plan.command), scope, out)
+    plan = replace(plan, pull="missing")  # the node pulled as the policy said (_pull): no second pull
     try:
-        launched = engine.launch(engine.request(plan, ctx), ctx)
+        launched = engine.launch(engine.resolve(engine.request(plan, ctx), ctx), ctx)
     except Interrupted as exc:
         out.error(exc.message)
         return exc.exit_code

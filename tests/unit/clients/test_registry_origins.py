@@ -149,3 +149,28 @@ def test_a_token_realm_on_another_https_host_keeps_working(cert, servers):
     check_login(RegistryCredential(registry.netloc, "alice", Secret(secret), "test"), timeout=5)
     assert len(realm.requests) == 1
     assert_no_leak(registry.raw(), [secret], "the registry (it sees the token, never the password)")
+
+
+def test_a_failing_credential_helper_never_has_its_answer_quoted(tmp_path, monkeypatch):
+    """The helper prints its whole answer (the Secret field a canary) and then exits 1."""
+    import json
+    import os
+
+    from registry_helpers import write_docker_config
+    from runner.clients.registry import credentials_for
+    from runner.errors import ConfigError
+
+    secret = password()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    helper = bin_dir / "docker-credential-primusfails"
+    answer = json.dumps({"ServerURL": "ghcr.io", "Username": "alice", "Secret": secret})
+    helper.write_text(f"#!/bin/sh\nprintf '%s' '{answer}'\nexit 1\n")
+    helper.chmod(0o700)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    write_docker_config(tmp_path / "dc", {"credsStore": "primusfails"})
+    with pytest.raises(ConfigError) as info:
+        credentials_for("ghcr.io/org/img", {"DOCKER_CONFIG": str(tmp_path / "dc")}.get)
+    text = f"{info.value} {info.value.hint}"
+    assert_no_leak(text, [secret], "the helper failure")
+    assert info.value.exit_code == 2 and "docker-credential-primusfails" in text and "status 1" in text
