@@ -387,6 +387,11 @@ def _final_decisions(decisions: list[EnvDecision], scope: SecretScope, notices: 
     unset = [d.name for d in decisions if d.skip_reason == "unset" and d.reason == "allowlist"]
     if unset:
         notices.append(f"not set on this host, not forwarded: {', '.join(unset)}")
+    from runner.policy import ENV_FILE_ONLY
+
+    env_file_only = [d.name for d in decisions if d.skip_reason == ENV_FILE_ONLY]
+    if env_file_only:
+        notices.append(f"in the env file but not allowlisted, not forwarded: {', '.join(env_file_only)} (list them in container.options.env)")
     return decisions, absent_optional
 
 

@@ -18,6 +18,9 @@ from runner.options import ContainerSelection
 from runner.plan import LABEL, LABEL_OWNER
 from runner.ui import Output
 
+USAGE = UsageError.exit_code  # a name that is no container of the runner's (or of yours): invalid usage, like an unknown job
+
+
 def owner_filter(all_users: bool = False) -> dict[str, str]:
     """The label filter of the invoking user's containers (nothing with ``all_users``)."""
     return {} if all_users else {LABEL_OWNER: str(os.getuid())}
@@ -129,7 +132,7 @@ def cmd_logs(sel: ContainerSelection, out: Output) -> int:
     eng = _client(sel, context.config)
     info = _owned(eng, sel.names[0], out, sel.all_users)
     if info is None:
-        return 1
+        return USAGE
     stdout = Sink(sys.stdout.buffer, masker, None)
     stderr = Sink(sys.stderr.buffer, masker, None)
     sinks = {1: stdout, 2: stderr}
@@ -168,7 +171,7 @@ def cmd_down(sel: ContainerSelection, out: Output) -> int:
             eng.stop(info["Id"])
         eng.remove(info["Id"])
         out.info(f"removed {name}")
-    return 1 if failed else 0
+    return USAGE if failed else 0
 
 
 def _down_dry_run(eng: Engine, sel: ContainerSelection, out: Output) -> int:
