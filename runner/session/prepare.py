@@ -106,7 +106,7 @@ def prepare(
     quiet: bool = False,
     user_files: bool = True,
     resolved: dict | None = None,
-    resolve_refs: bool = True,
+    resolve_refs: bool | None = True,
     gpu_mode: str = "host",
 ) -> Prepared:
     """Config, env file, flags → the plan and its secret scope; installs the scope's masker.
@@ -114,7 +114,7 @@ def prepare(
     Secret references the launch needs are resolved here, once; ``resolved`` gives values
     a caller already resolved itself (``check`` resolves and reports every reference).
     ``resolve_refs=False`` (``plan``, dry runs) runs no reference: the plan shows where
-    each value would come from.
+    each value would come from; ``None``: the same when the config sets ``dry_run: true``.
     ``gpu_mode``: "node" when each Slurm node chooses its GPUs (nothing is chosen here),
     "off" for a launch without a container; else ("host") ``--gpus N`` is previewed against
     the GPUs other runner containers hold now (the launch claims them for real, under a
@@ -126,6 +126,10 @@ def prepare(
     config = load_config(sources.config_file, layer or None, user_files=user_files, trust_project=sources.trust_project)
     host_env = dict(os.environ)
     refs = secret_refs(config)
+    if resolve_refs is None:  # a launch: run the references unless the config asks for a dry run
+        from runner.config.switches import launcher_switch
+
+        resolve_refs = not launcher_switch(config, "dry_run")
     references = None
     if refs:  # a name given a reference is a secret whatever its name: added to the loaded config, not loaded again
         passthrough = config.data.setdefault("passthrough", {})

@@ -46,3 +46,18 @@ def test_a_dry_run_shows_where_a_reference_would_come_from(work, monkeypatch):
     plan = prepare_module.prepare(Output(), Sources(), ["true"], resolve_refs=False).plan
     assert plans == ["build_plan"]
     assert CANARY not in repr(plan.to_dict()) and "HF_TOKEN" in plan.to_dict()["secrets"]
+
+
+def test_dry_run_true_in_the_config_runs_no_reference(work, monkeypatch):
+    """`main: {dry_run: true}`: a launch is a dry run, so no `cmd:` reference is run (its marker never appears)."""
+    import subprocess
+    import sys
+
+    marker = work / "ran"
+    (work / ".primus.yaml").write_text(
+        "main:\n  dry_run: true\ncontainer:\n  gpu: none\n  options:\n    image: primus-test/busybox:latest\n    env: [HF_TOKEN]\n"
+        f"secrets:\n  HF_TOKEN: cmd:sh -c 'touch {marker}; echo {CANARY}'\n")
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(work), "DOCKER_HOST": "unix:///nonexistent/docker.sock", "PRIMUS_RUNNER_TRUST_PROJECT": "1"}
+    result = subprocess.run([sys.executable, "-m", "runner", "up", "--", "true"], cwd=work, env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert not marker.exists() and "HF_TOKEN" in result.stdout
