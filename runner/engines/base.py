@@ -76,6 +76,7 @@ class RunContext:
     config: Any  # runner.config.Config: the engine's own section (slurm:)
     tail: Tail = field(default_factory=Tail)
     lookup: Callable[[str], "str | None"] = lambda name: None  # a variable's value: environment, then env file
+    run: Any = None  # runner.runs.recorder.Run: the run's directories (Slurm: job_dir, node_cache)
 
 
 class Engine(Protocol):

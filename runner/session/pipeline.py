@@ -25,6 +25,7 @@ def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None 
     ``layer`` is a command's own config layer below the flags (the demo's), ``user_files``
     whether ~/.primus.yaml and ./.primus.yaml are read."""
     from runner.ui import ci
+    from runner.runs import recorder as runs
     from runner.trackers import runs as tracker_runs
 
     if options.report and not options.dry_run:
@@ -34,7 +35,8 @@ def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None 
     per_engine = [(name, "(per node)") for name in engine.computed_env]
     prepared = prepare(out, options.sources, options.command, options.flags, extra_layer=layer, extra_env=per_engine, user_files=user_files)
     ctx = RunContext(options, prepared.scope, out, prepared.config, lookup=prepared.lookup)
-    plan = prepared.plan
+    run_record = runs.begin(options, engine, prepared.plan, ctx, out)  # run id, record, log; tracker outputs and cache mounted
+    plan = run_record.plan
     if options.dry_run or prepared.config.get("main", "dry_run", default=False):  # the launcher's main.dry_run too
         engine.dry_run(engine.request(plan, ctx), ctx)
         return 0
@@ -50,6 +52,7 @@ def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None 
         handshake.finish(exc.exit_code if isinstance(exc, Interrupted) else 3)  # never leave a run RUNNING
         raise
     engine.announce(launched, ctx, detached=options.detach)
+    run_record.started(launched, handshake, detached=options.detach)
     if options.detach:  # the job's own tracker client closes the run (MLFLOW_RUN_ID / WANDB_RUN_ID)
         return 0
 
@@ -66,6 +69,7 @@ def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None 
     if launched.still_running:
         return code
     handshake.finish(code, ctx.tail.bytes())
+    leaks.extend(run_record.end(code))
     _after_run(options, engine, launched, ctx, plan, code, began, handshake.links, leaks)
     return code
 

@@ -52,11 +52,11 @@ class SlurmEngine:
         from runner.clients.registry import ENV_NAMES
 
         settings = settings_from(ctx.config, ctx.options.slurm)
-        job_dir = job_dir or jobs.job_dir_for(settings, plan.name, create=False)
+        job_dir = job_dir or getattr(ctx.run, "job_dir", None) or jobs.job_dir_for(settings, plan.name, create=False)
         lookup = self._lookup(ctx)
         agent_env = tuple(n for n in ENV_NAMES if lookup(n))  # the registry login the agents pull with
         return SlurmRequest(plan, settings, job_dir, render_script(plan, settings, job_dir, agent_env), tuple(export_names(plan, agent_env)),
-                            agent_env=agent_env, pull=self._pull_policy(ctx))
+                            agent_env=agent_env, pull=self._pull_policy(ctx), node_cache=getattr(ctx.run, "node_cache", None))
 
     def dry_run(self, request: SlurmRequest, ctx: RunContext) -> None:
         if ctx.out.json_mode:
@@ -69,7 +69,11 @@ class SlurmEngine:
 
         lookup = self._lookup(ctx)
         agent_values = {n: (Secret(lookup(n)) if n == "DOCKER_LOGIN_KEY" else lookup(n)) for n in request.agent_env}
-        job_dir = jobs.job_dir_for(request.settings, request.plan.name, create=True)
+        job_dir = getattr(ctx.run, "job_dir", None)  # the run's own (slurm.output_dir/<run>, or the run's directory)
+        if job_dir is not None:
+            job_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        else:
+            job_dir = jobs.job_dir_for(request.settings, request.plan.name, create=True)
         request = self.request(request.plan, ctx, job_dir)  # the script names the directory actually made
         job_id = jobs.sbatch(request, ctx.scope.masker, agent_values)
         return Launched(job_id, request.plan.name, {"request": request, "final": None})

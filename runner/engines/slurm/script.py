@@ -138,8 +138,10 @@ def settings_from(config, flags: SlurmFlags) -> SlurmSettings:
 
 
 # --------------------------------------------------------------------------- plan file
-def plan_document(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path, kill_wait: int | None = None, pull: str = "missing") -> dict:
-    """The plan file: the plan's record (variable NAMES only), the per-node settings and the pull policy."""
+def plan_document(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path, kill_wait: int | None = None, pull: str = "missing",
+                  cache: dict | None = None) -> dict:
+    """The plan file: the plan's record (variable NAMES only), the per-node settings, the pull policy and
+    the node-local job cache (``{"dir": template, "key": image key}``: each node mounts its own)."""
     record = plan.record()
     record["env"] = [e for e in record["env"] if e["name"] not in COMPUTED]
     return {
@@ -148,6 +150,7 @@ def plan_document(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path, kill
         "job_dir": str(job_dir),
         "slurm": {"nodes": settings.nodes, "master_port": settings.master_port, "gpus_per_node": gpus_for(plan, settings), "kill_wait": kill_wait},
         "pull": pull,
+        "cache": cache,
         "plan": record,
     }
 
@@ -178,6 +181,7 @@ class SlurmRequest:
     export: tuple[str, ...]
     agent_env: tuple[str, ...] = ()  # exported for the agent only (DOCKER_LOGIN_*), never the container's
     pull: str = "missing"
+    node_cache: dict | None = None  # the job cache each node mounts from its own disk
 
     def command(self, sbatch: str = "sbatch") -> list[str]:
         return [sbatch, "--parsable", f"--export={','.join(self.export)}", str(self.job_dir / SCRIPT_FILE)]
