@@ -15,6 +15,7 @@ class Sources:
 
     config_file: str | None = None
     env_file: str | None = None
+    trust_project: bool = False  # --trust-project: the project's own files as they are (runner.config.trust)
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,7 @@ class LaunchFlags:
     volume: tuple[str, ...] = ()
     device: tuple[str, ...] = ()
     gpu: str | None = None
+    gpus: str | None = None  # all | N | LIST (indices, ranges, UUIDs)
     name: str | None = None
     workdir: str | None = None
     shm_size: str | None = None
@@ -51,6 +53,7 @@ class LaunchFlags:
     network: str | None = None
     ipc: str | None = None
     user: str | None = None
+    pull: str | None = None  # --pull missing|always|never
 
     def config_layer(self) -> dict:
         """The flags as a config layer, so they merge and validate like a file."""
@@ -70,6 +73,10 @@ class LaunchFlags:
         layer: dict = {"container": {"options": options}} if options else {}
         if self.gpu is not None:
             layer.setdefault("container", {})["gpu"] = self.gpu
+        if self.gpus is not None:
+            layer.setdefault("container", {})["gpus"] = self.gpus
+        if self.pull is not None:
+            layer.setdefault("container", {})["pull"] = self.pull
         return layer
 
 
@@ -122,6 +129,7 @@ class RunOptions:
     report: str | None = None
     slurm: SlurmFlags = SlurmFlags()
     pull: str | None = None  # missing | always | never; None: container.pull from config (default missing)
+    debug: bool = False  # the launcher's --debug: PRIMUS_LOG_LEVEL=DEBUG for the job
 
 
 @dataclass(frozen=True)
@@ -144,6 +152,7 @@ class ContainerSelection:
     follow: bool = False
     all_users: bool = False  # every user's runner containers, not only the invoking user's
     tail: int | None = None  # logs: only the last N lines
+    dry_run: bool = False  # down: say what would be removed, remove nothing
 
 
 @dataclass(frozen=True)
@@ -161,7 +170,7 @@ class ModeOptions:
     debug: bool = False
     clean: bool = False
     all_users: bool = False
-    gpus: int | None = None  # the launcher's --gpus N (0: no GPU devices)
+    gpus: str | None = None  # the launcher's --gpus: all | N | LIST (0: no GPU devices, as primus-cli)
     detach: bool = False
     launcher: str = "srun"  # slurm: srun (attached, the job's code) | sbatch (submit, the job id)
     entry: str = "container"  # slurm: the per-node entry, container | direct

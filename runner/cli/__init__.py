@@ -24,12 +24,12 @@ docs: README.md and docs/ in the primus-runner repository."""
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # argparse's own usage errors: exit 2, one line, no traceback
-        from runner.ui import ci
+        from runner.context import early_scope
         from runner.options import Sources
 
         self.print_usage(sys.stderr)  # the message may quote an argument: masked like everything else
         sources = Sources(*_sources_in(sys.argv[1:]))
-        print(f"error: {ci.early_scope(sources).masker.mask(message)}", file=sys.stderr)
+        print(f"error: {early_scope(sources).masker.mask(message)}", file=sys.stderr)
         raise SystemExit(2)
 
 
@@ -52,6 +52,8 @@ def _launch_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--volume", "-v", action="append", default=[], metavar="SRC[:DST[:OPTS]]", help="bind mount or named volume")
     g.add_argument("--device", action="append", default=[], metavar="PATH", help="extra device")
     g.add_argument("--gpu", choices=["rocm", "cuda", "none"], help="GPU flavor: ROCm devices, NVIDIA device request, or none")
+    g.add_argument("--gpus", metavar="all|N|LIST", help="which GPUs: all (default), N free ones, or indices/ranges/UUIDs "
+                   "such as 0-3,5 (numbered from 0 inside the job; under Slurm N per node)")
     g.add_argument("--name", help="container name (default: from config, else primus-<random>)")
     g.add_argument("--workdir", metavar="DIR")
     g.add_argument("--shm-size", metavar="SIZE")
@@ -68,8 +70,8 @@ def _flags(args):
 
     return LaunchFlags(
         image=args.image, env=tuple(args.env), volume=tuple(args.volume), device=tuple(args.device), gpu=args.gpu,
-        name=args.name, workdir=args.workdir, shm_size=args.shm_size, memory=args.memory, cpus=args.cpus,
-        network=args.network, ipc=args.ipc, user=args.user,
+        gpus=args.gpus, name=args.name, workdir=args.workdir, shm_size=args.shm_size, memory=args.memory, cpus=args.cpus,
+        network=args.network, ipc=args.ipc, user=args.user, pull=getattr(args, "pull", None),
     )
 
 
@@ -83,6 +85,8 @@ def _global_options(p: argparse.ArgumentParser, default) -> None:
     g.add_argument("--json", action="store_true", help="machine-readable JSON on stdout (check, plan, ps, submit, status, build)", **flag)
     g.add_argument("--no-color", action="store_true", help="plain output (NO_COLOR does the same)", **flag)
     g.add_argument("--verbose", action="store_true", help="more detail; tracebacks (masked) for internal errors", **flag)
+    g.add_argument("--trust-project", action="store_true", help="trust this directory's .primus.yaml and .env as they are, "
+                   "for a pipeline that checks out its own repository (PRIMUS_RUNNER_TRUST_PROJECT=1 does the same)", **flag)
 
 
 def _pull_option(p: argparse.ArgumentParser, what: str = "when to pull the image") -> None:
@@ -114,8 +118,7 @@ def _mode_switches(p: argparse.ArgumentParser) -> None:
 
 
 def _container_entry_options(p: argparse.ArgumentParser) -> None:
-    _launch_options(p)
-    p.add_argument("--gpus", type=int, metavar="N", help="as primus-cli: 0 runs without GPU devices (else the --gpu flavor's devices)")
+    _launch_options(p)  # its --gpus 0 runs without GPU devices, as primus-cli
 
 
 def _direct_entry_options(p: argparse.ArgumentParser) -> None:
@@ -212,6 +215,7 @@ def _container_commands(cmd) -> None:
     p.add_argument("names", nargs="*", metavar="NAME")
     p.add_argument("--all", action="store_true", help="every container the runner started on this host")
     p.add_argument("--all-users", action="store_true", help="every user's runner containers (default: yours)")
+    p.add_argument("--dry-run", action="store_true", help="say which containers would be removed; remove nothing")
 
 
 def _runs_command(cmd) -> None:
@@ -277,6 +281,7 @@ def _slurm_commands(cmd) -> None:
     p.add_argument("job")
     p = cmd("cancel", "cancel a Slurm job and remove its containers on every node", "primus-runner cancel 1234")
     p.add_argument("job")
+    p.add_argument("--dry-run", action="store_true", help="say what would be cancelled and removed; do nothing")
 
 
 def _tool_commands(cmd) -> None:
@@ -288,6 +293,11 @@ def _tool_commands(cmd) -> None:
     p.add_argument("shell", choices=["bash", "zsh", "fish"])
 
     cmd("demo", "run the built-in demo job locally (no registry, no GPU needed)", "primus-runner demo")
+
+    p = cmd("trust", "trust this directory's project files (.primus.yaml, .env, a Primus checkout's runner/.primus.yaml) "
+            "as they are now: their secret references, endpoints and build paths then apply", "primus-runner trust --show")
+    p.add_argument("--show", action="store_true", help="list the project files, whether each is trusted, and what trust would allow; record nothing")
+    p.add_argument("--revoke", action="store_true", help="forget the trust of this directory's project files")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -336,15 +346,15 @@ def _main(argv: list[str]) -> int:
 
     parser = build_parser()
     args = parser.parse_args(_default_launcher(argv))
-    sources = Sources(args.config, args.env_file)
+    sources = Sources(args.config, args.env_file, args.trust_project)
     out = Output(json_mode=args.json, color=not args.no_color, verbose=args.verbose, fallback=_early_masker(args.cmd, sources))
     if not args.cmd:
         parser.print_help(sys.stderr)
         return 2
     try:
-        from runner.ui import ci
+        from runner.context import early_masks
 
-        ci.early_masks(args.cmd, sources, args.json, out)  # under CI: ::add-mask:: first, before anything can fail and print
+        early_masks(args.cmd, sources, args.json, out)  # under CI: ::add-mask:: first, before anything can fail and print
         return _dispatch(args, sources, out, parser) or 0
     except RunnerError as exc:
         from runner.ui import ci
@@ -379,9 +389,9 @@ def _early_masker(command: str | None, sources):
         return None
 
     def build():
-        from runner.ui import ci
+        from runner.context import early_scope
 
-        return ci.early_scope(sources).masker
+        return early_scope(sources).masker
 
     return build
 
@@ -394,7 +404,7 @@ def _run_options(args, sources):
         command=tuple(args.command), sources=sources, flags=_flags(args), dry_run=getattr(args, "dry_run", False) or args.global_dry_run,
         detach=args.detach if args.cmd == "up" else (args.cmd == "submit" and not args.wait),
         keep=getattr(args, "keep", False), build=getattr(args, "build", False), audit=getattr(args, "audit", False),
-        report=getattr(args, "report", None), slurm=slurm, pull=getattr(args, "pull", None),
+        report=getattr(args, "report", None), slurm=slurm, pull=getattr(args, "pull", None), debug=args.global_debug,
     )
 
 
@@ -404,10 +414,10 @@ _SLURM_JOB = __import__("re").compile(r"^\d+(_\d+)?$")  # `logs 1234`: a Slurm j
 def _slurm_output_dir(sources):
     from runner.config import load_config
 
-    return load_config(sources.config_file).get("slurm", "output_dir")
+    return load_config(sources.config_file, trust_project=sources.trust_project).get("slurm", "output_dir")
 
 
-_GLOBAL_FLAGS = {"--json", "--no-color", "--verbose", "--dry-run", "--debug"}
+_GLOBAL_FLAGS = {"--json", "--no-color", "--verbose", "--dry-run", "--debug", "--trust-project"}
 
 
 def _default_launcher(argv: list[str]) -> list[str]:
@@ -496,11 +506,13 @@ def _check(args, sources, out, parser) -> int:
 
 
 def _plan(args, sources, out, parser) -> int:
-    from runner.session.prepare import prepare
-    from runner.ui.render import show_plan
+    from runner.engines import engine_for
+    from runner.options import RunOptions
+    from runner.session import pipeline
 
-    show_plan(prepare(out, sources, args.command, _flags(args)).plan, out)
-    return 0
+    # `plan` is `up --dry-run`: the same plan, the same request, the same problems.
+    return pipeline.run(RunOptions(command=tuple(args.command), sources=sources, flags=_flags(args), dry_run=True),
+                        engine_for("docker"), out)
 
 
 def _launch(args, sources, out, parser) -> int:
@@ -531,7 +543,8 @@ def _containers(args, sources, out, parser) -> int:
 
     names = (args.name,) if args.cmd == "logs" else tuple(getattr(args, "names", ()))
     selection = ContainerSelection(sources, names, getattr(args, "all", False), getattr(args, "follow", False),
-                                   all_users=getattr(args, "all_users", False), tail=getattr(args, "tail", None))
+                                   all_users=getattr(args, "all_users", False), tail=getattr(args, "tail", None),
+                                   dry_run=args.cmd == "down" and _dry_run(args, sources))
     return getattr(commands, f"cmd_{args.cmd}")(selection, out)
 
 
@@ -541,7 +554,7 @@ def _build(args, sources, out, parser) -> int:
 
     return images.cmd_build(BuildOptions(
         sources=sources, flavor=args.flavor, base=args.base, tag=args.tag, build_args=tuple(args.build_arg),
-        no_cache=args.no_cache, dry_run=args.dry_run, secrets=tuple(args.secret), file=args.file, context=args.context,
+        no_cache=args.no_cache, dry_run=_dry_run(args, sources), secrets=tuple(args.secret), file=args.file, context=args.context,
         pull=args.pull), out)
 
 
@@ -558,7 +571,19 @@ def _runs(args, sources, out, parser) -> int:
 def _slurm_job(args, sources, out, parser) -> int:
     from runner.engines.slurm import jobs
 
-    return getattr(jobs, f"cmd_{args.cmd}")(args.job, out)
+    if args.cmd == "cancel":
+        return jobs.cmd_cancel(args.job, out, dry_run=_dry_run(args, sources))
+    return jobs.cmd_status(args.job, out)
+
+
+def _dry_run(args, sources) -> bool:
+    """The global ``--dry-run``, the command's own, or ``dry_run: true`` in a launcher section."""
+    if args.global_dry_run or getattr(args, "dry_run", False):
+        return True
+    from runner.config import load_config
+    from runner.config.switches import launcher_switch
+
+    return launcher_switch(load_config(sources.config_file), "dry_run")
 
 
 def _node_agent(args, sources, out, parser) -> int:
@@ -587,6 +612,12 @@ def _mode(args, sources, out, parser) -> int:
     return launcher_modes.run_mode(_mode_options(args, sources), out)
 
 
+def _trust(args, sources, out, parser) -> int:
+    from runner.commands import trust
+
+    return trust.cmd_trust(sources, out, show=args.show, revoke=args.revoke)
+
+
 def _demo(args, sources, out, parser) -> int:
     from runner.commands import demo
 
@@ -598,6 +629,7 @@ _HANDLERS = {
     "ps": _containers, "logs": _containers, "down": _containers, "runs": _runs, "build": _build,
     "status": _slurm_job, "cancel": _slurm_job, "node-agent": _node_agent, "audit": _audit,
     "completion": _completion, "container": _mode, "direct": _mode, "slurm": _mode, "demo": _demo,
+    "trust": _trust,
 }
 
 

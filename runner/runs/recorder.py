@@ -163,12 +163,13 @@ def _job_dir(engine_name: str, config, run_id: str, name: str) -> Path | None:
     return root.absolute() / f"{run_id}-{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}"
 
 
-def begin(options, engine, plan, ctx, out) -> Run:
+def begin(options, engine, plan, ctx, out, config) -> Run:
     """The run for this launch; ``run.plan`` is the plan to launch. Raises ``ConfigError`` (exit 2,
-    nothing written) only for a tracker output the settings say to refuse."""
-    config = ctx.config
+    nothing written) only for a tracker output the settings say to refuse. ``config``: the merged config."""
+    from runner.config.switches import launcher_switch
+
     run_id = paths.new_run_id()
-    dry = bool(options.dry_run or (config is not None and config.get("main", "dry_run", default=False)))
+    dry = bool(options.dry_run or launcher_switch(config, "dry_run"))
     run = Run(plan, run_id, out, dry=dry)
     run.masker, run.scope, run.audit = ctx.scope.masker, ctx.scope, bool(options.audit)
     slurm = engine.name == "slurm"

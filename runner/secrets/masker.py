@@ -14,6 +14,7 @@ are linear: no set of all prefixes, no per-byte loop in Python.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import re
 import urllib.parse
@@ -58,6 +59,9 @@ def _lower_percent(form: bytes) -> bytes:
     return re.sub(rb"%[0-9A-F]{2}", lambda m: m.group(0).lower(), form)
 
 
+_DFA_BYTES = 8 << 10
+
+
 def encodings(value: str | bytes) -> set[bytes]:
     """The plain value and the forms a job might print it in.
 
@@ -88,6 +92,7 @@ def encodings(value: str | bytes) -> set[bytes]:
                 form = _b64_stable(raw, offset, codec)
                 if len(form) >= _MIN_ENCODED_LEN:
                     forms.add(form)
+        forms.update(_wrapped_b64(raw))
     if b"\n" in raw:  # a PEM key or a JSON credential printed line by line (a logger's prefix per line)
         for line in raw.splitlines():
             line = line.strip()
@@ -95,6 +100,24 @@ def encodings(value: str | bytes) -> set[bytes]:
                 forms.add(line)
     forms.discard(b"")
     return forms
+
+
+# ``base64`` (coreutils) and MIME wrap at 76 columns, PEM and ``openssl base64`` at 64.
+_B64_WRAP = (76, 64)
+_MIN_WRAPPED_PIECE = 8
+
+
+def _wrapped_b64(raw: bytes) -> set[bytes]:
+    """The lines of a wrapped base64 encoding of ``raw`` (a value over 57 bytes spans lines):
+    each line is masked on its own, whether the value ends the input (padded) or more follows
+    (``echo`` adds a newline: only the characters the value alone decides)."""
+    pieces: set[bytes] = set()
+    for whole in (base64.b64encode(raw), _b64_stable(raw, 0, base64.b64encode)):
+        for width in _B64_WRAP:
+            if len(whole) <= width:
+                continue
+            pieces.update(p for p in (whole[i:i + width] for i in range(0, len(whole), width)) if len(p) >= _MIN_WRAPPED_PIECE)
+    return pieces
 
 
 class Masker:
@@ -138,7 +161,14 @@ class Masker:
         if self._patterns:
             import ahocorasick_rs
 
-            self._automaton = ahocorasick_rs.BytesAhoCorasick(self._patterns, matchkind=ahocorasick_rs.MatchKind.Standard)
+            # Up to _DFA_BYTES of patterns a DFA (the fastest search, its construction bounded by that
+            # size); beyond it a contiguous NFA, built in linear time: a DFA's construction grows
+            # superlinearly in a long, repetitive value (a 16 KB run of one byte took 25 s), while
+            # the NFA searches at about half its speed.
+            kind = "DFA" if sum(map(len, self._patterns)) <= _DFA_BYTES else "ContiguousNFA"
+            automaton = functools.partial(ahocorasick_rs.BytesAhoCorasick, matchkind=ahocorasick_rs.MatchKind.Standard,
+                                          implementation=getattr(ahocorasick_rs.Implementation, kind))
+            self._automaton = automaton(self._patterns)
             by_head: dict[bytes, list[bytes]] = {}
             for p in self._patterns:
                 for k in range(1, min(_HEAD, len(p))):
@@ -148,7 +178,7 @@ class Masker:
             if by_head:
                 heads = list(by_head)
                 self._head_patterns = [by_head[h] for h in heads]
-                self._heads = ahocorasick_rs.BytesAhoCorasick(heads, matchkind=ahocorasick_rs.MatchKind.Standard)
+                self._heads = automaton(heads)
 
     def matches(self, data: bytes):
         """(NAME, start, end) for every occurrence of every encoding in ``data``, overlapping ones too."""

@@ -13,6 +13,7 @@ def plan_text(plan: LaunchPlan) -> str:
         ("command", " ".join(_quote(a) for a in plan.command)),
         ("name", plan.name),
         ("gpu", plan.gpu + (f" (device request: {plan.gpu_request})" if plan.gpu_request else "")),
+        ("gpus", _gpus_text(plan)),
         ("devices", ", ".join(plan.devices) or "-"),
         ("mounts", ", ".join(str(m) for m in plan.mounts) or "-"),
         ("ipc / network", f"{plan.ipc or '-'} / {plan.network or '-'}"),
@@ -22,6 +23,7 @@ def plan_text(plan: LaunchPlan) -> str:
         ("resources", f"shm {plan.shm_size or '-'}, memory {plan.memory or '-'}, cpus {plan.cpus or '-'}"),
         ("secrets via", "stdin shim (kept out of docker inspect)" if plan.secrets_via == "stdin" else "container env (visible in docker inspect)"),
         ("trackers", f"{plan.trackers.framework}: {', '.join(plan.trackers.enabled) or 'none enabled'}"),
+        ("config files", ", ".join(plan.config_files) or "-"),  # every layer read, lowest first
     ]
     width = max(len(k) for k, _ in rows)
     lines = [f"{k.ljust(width)}  {v}" for k, v in rows]
@@ -35,7 +37,27 @@ def plan_text(plan: LaunchPlan) -> str:
         lines.append("not forwarded:")
         for d in plan.skipped:
             lines.append(f"  {d.name}   ({d.reason}: {d.skip_reason})")
+    lines += override_lines(plan)
     return "\n".join(lines)
+
+
+def _gpus_text(plan: LaunchPlan) -> str:
+    """The chosen GPUs: index, device node (ROCm) or device ID (CUDA), UUID."""
+    if plan.gpu == "none":
+        return "-"
+    if not plan.gpus:
+        return f"{plan.gpu_select} (per node, from the Slurm allocation)" if plan.gpu_select != "all" else "all (the flavor's devices)"
+    shown = [f"{g.index} ({g.render or 'device ' + g.device_id}, {g.uuid})" for g in plan.gpus]
+    return f"{plan.gpu_select}: " + ", ".join(shown)
+
+
+def override_lines(plan: LaunchPlan) -> list[str]:
+    """Each tracker override appended to the Primus command, with the ``file:line`` it comes from."""
+    sources = plan.trackers.override_sources
+    if not sources:
+        return []
+    return ["tracker overrides (appended to the Primus command; they beat the experiment YAML):",
+            *(f"  {token}   <- {where}" for token, where in sources)]
 
 
 def _quote(arg: str) -> str:
@@ -72,13 +94,30 @@ def plan_tables(plan: LaunchPlan, masker: Masker | None = None):
     return summary, env
 
 
-def show_plan(plan: LaunchPlan, out: Output) -> None:
-    """JSON with ``--json``; rich tables on a terminal; plain text for pipes (fast, stable to grep)."""
+def plan_json(plan: LaunchPlan, request=None) -> dict:
+    """``plan --json`` (and a dry run's): the plan's keys, and the engine's request under ``request``."""
+    doc = plan.to_dict()
+    if request is not None:
+        doc["request"] = request.to_dict()
+    return doc
+
+
+def show_plan(plan: LaunchPlan, out: Output, request=None) -> None:
+    """JSON with ``--json``; rich tables on a terminal; plain text for pipes (fast, stable to grep).
+    With the engine's ``request``, its rendering follows the plan (what the engine is sent)."""
+    if out.json_mode:
+        out.json(plan_json(plan, request))
+        return
+    _show_plan_text(plan, out)
+    if request is not None:
+        out.result("")
+        out.result(request.render())
+
+
+def _show_plan_text(plan: LaunchPlan, out: Output) -> None:
     import sys
 
-    if out.json_mode:
-        out.json(plan.to_dict())
-    elif out.color and sys.stdout.isatty():
+    if out.color and sys.stdout.isatty():
         import io
         import shutil
 
@@ -89,6 +128,8 @@ def show_plan(plan: LaunchPlan, out: Output) -> None:
         console = Console(file=buffer, force_terminal=True, width=shutil.get_terminal_size().columns, highlight=False)
         for table in plan_tables(plan, out.masker):
             console.print(table)
+        for line in override_lines(plan):
+            console.print(line, markup=False)
         out.result(buffer.getvalue().rstrip("\n"))
     else:
         out.result(plan_text(plan))

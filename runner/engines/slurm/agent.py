@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from runner.engines.slurm.jobs import address_of, master_address, require_job_id
-from runner.engines.slurm.script import LABEL_NODE_RANK, LABEL_SLURM_JOB, PLAN_FORMAT
+from runner.engines.slurm.script import LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, PLAN_FORMAT
 from runner.errors import ConfigError, Problem, UsageError
 from runner.plan import LaunchPlan
 from runner.secrets import Secret, SecretScope, secret_scope
@@ -43,7 +43,9 @@ def plan_from_document(doc: dict, environ: dict[str, str], extra_secrets: tuple[
             values[entry["name"]] = Secret(value) if entry["secret"] else value
     plan = LaunchPlan.from_record(record, values)
     scope = secret_scope(
-        public=[(d.name, d.value) for d in plan.forwarded if not d.secret],
+        # URL passwords of every forwarded value: a carried secret (a URL with a password) is masked
+        # whole by its own entry, the password alone by this one.
+        public=[(d.name, d.value.reveal() if isinstance(d.value, Secret) else d.value) for d in plan.forwarded],
         # The agent's own secrets (the registry key it pulls with) are masked too, never given to the container.
         extra=list(plan.secret_env().items()) + [(n, Secret(environ[n])) for n in extra_secrets if environ.get(n)],
     )
@@ -69,7 +71,8 @@ def run_node(plan_file: str, out: Output) -> int:
         doc = json.loads(Path(plan_file).read_text())
     except (OSError, ValueError) as exc:
         raise ConfigError(Problem(f"cannot read the plan file {plan_file}: {exc}", hint="the job directory must be on a file system every node sees"))
-    plan, scope, missing = plan_from_document(doc, environ, extra_secrets=("DOCKER_LOGIN_KEY",))
+    masks = tuple(sorted(n for n in environ if n.startswith(MASK_PREFIX)))
+    plan, scope, missing = plan_from_document(doc, environ, extra_secrets=("DOCKER_LOGIN_KEY", *masks))
     out.use_masker(scope.masker)
     secret_names = {e["name"] for e in doc["plan"]["env"] if e["secret"]}
     node = environ.get("SLURMD_NODENAME", "?")
@@ -109,7 +112,14 @@ def run_node(plan_file: str, out: Output) -> int:
     if doc.get("cache"):
         plan = _with_node_cache(plan, doc["cache"], out)
 
-    code = _pull(plan.image, doc.get("pull", "missing"), environ, out)
+    code = 0
+    try:
+        plan = _node_gpus(plan, environ, node, out)
+    except ConfigError as exc:  # an allocation this node cannot map: nothing starts here
+        out.error(f"node {node}: {exc.message}", exc.hint)
+        code = exc.exit_code
+    if code == 0:
+        code = _pull(plan.image, doc.get("pull", "missing"), environ, out)
     if code == 0:
         code = _run_container(plan, scope, out, {LABEL_SLURM_JOB: job_id, LABEL_NODE_RANK: rank})
     try:
@@ -135,14 +145,43 @@ def _with_node_cache(plan: LaunchPlan, spec: dict, out: Output) -> LaunchPlan:
     return cache.apply(plan, directory)
 
 
+def _node_gpus(plan: LaunchPlan, environ: dict[str, str], node: str, out: Output) -> LaunchPlan:
+    """The GPUs Slurm gave this step, as this node's devices (containers live in the engine's
+    cgroup, not the job's: Slurm's device constraint does not reach them, these devices do)."""
+    if plan.gpu == "none":
+        return plan
+    from runner.gpus import discover, host_root, planning
+    from runner.gpus import slurm as gres
+    from runner.gpus.model import ROOT_ENV, GpuError
+
+    root = host_root(environ) if environ.get(ROOT_ENV) else plan.host_root
+    found = discover(plan.gpu, root)
+    indices = gres.allocated(environ, plan.gpu)
+    if indices is None:
+        if plan.gpu_select != "all":
+            raise GpuError(f"--gpus {plan.gpu_select} asked for GPUs per node, but Slurm allocated none to this step",
+                           hint="ask Slurm for them: --gpus-per-node N or --gres gpu:N (the cluster needs GresTypes=gpu)")
+        if not found:
+            return plan  # a node whose GPUs are not read here: the flavor's default devices
+        gpus = found
+    else:
+        if not found:
+            raise GpuError(f"Slurm allocated GPUs {','.join(map(str, indices))}, but no {plan.gpu} GPU is found under {root}",
+                           hint="set PRIMUS_RUNNER_HOST_ROOT to where this node's sysfs is, or check the driver")
+        gpus = gres.node_gpus(indices, found, gres.gres_files(node), node)
+    out.info(f"node {node}: GPUs {', '.join(f'{g.index} ({g.render or g.uuid})' for g in gpus)}")
+    plan = replace(plan, gpu_select=",".join(str(g.index) for g in gpus) if indices is not None else "all")
+    return planning.with_gpus(plan, gpus, root)
+
+
 def _pull(image: str, policy: str, environ: dict, out: Output) -> int:
     """The image on this node as the policy wants it, with the registry login sbatch's environment carried."""
-    from runner.clients.engine_api import Engine
     from runner.clients.engine_api.pull import pull_as_needed
+    from runner.clients.engine_api.shared import engine_client
     from runner.errors import RunnerError
 
     try:
-        pull_as_needed(Engine(), image, policy=policy, lookup=environ.get, out=out)
+        pull_as_needed(engine_client(), image, policy=policy, lookup=environ.get, out=out)
     except RunnerError as exc:
         out.error(f"node {environ.get('SLURMD_NODENAME', '?')}: {exc.message}", exc.hint)
         return exc.exit_code
@@ -157,9 +196,10 @@ def _run_container(plan: LaunchPlan, scope: SecretScope, out: Output, labels: di
     from runner.options import RunOptions
 
     engine = DockerEngine(extra_labels=labels)
-    ctx = RunContext(RunOptions(command=plan.command), scope, out, config=None)
+    ctx = RunContext(RunOptions(command=plan.command), scope, out)
+    plan = replace(plan, pull="missing")  # the node pulled as the policy said (_pull): no second pull
     try:
-        launched = engine.launch(engine.request(plan, ctx), ctx)
+        launched = engine.launch(engine.resolve(engine.request(plan, ctx), ctx), ctx)
     except Interrupted as exc:
         out.error(exc.message)
         return exc.exit_code
