@@ -58,11 +58,12 @@ def reconcile(store: Store, rec: dict) -> dict:
 
 
 def _reconcile_container(rec: dict) -> None:
-    from runner.clients.engine_api import ApiError, Engine
+    from runner.clients.engine_api import ApiError
+    from runner.clients.engine_api.shared import engine_at
     from runner.errors import EngineUnavailable
 
     try:
-        info = Engine(host=rec.get("engine_host")).inspect(rec["container_id"])
+        info = engine_at(rec.get("engine_host")).inspect(rec["container_id"])
     except ApiError as exc:
         if exc.status == 404:
             rec.update(state="unknown", note="its container was removed before its end was seen")
@@ -261,7 +262,7 @@ def _in(directory: str | None):
 def run_masker(rec: dict, sources, out):
     """The run's own secret scope: its directory's config and env file, its secret references resolved."""
     from runner.options import Sources
-    from runner.session.prepare import load_context
+    from runner.context import load_context
     from runner.errors import RunnerError
 
     own = rec.get("sources") or {}
@@ -324,11 +325,12 @@ def _container_logs(rec: dict, masker, follow: bool, tail: int | None, log: Path
     """A detached container's output from its engine while it exists (kept in the run's log once it has ended)."""
     from urllib.parse import quote
 
-    from runner.clients.engine_api import ApiError, Demux, Engine
+    from runner.clients.engine_api import ApiError, Demux
+    from runner.clients.engine_api.shared import engine_at
     from runner.errors import EngineUnavailable
 
     try:
-        eng = Engine(host=rec.get("engine_host"))
+        eng = engine_at(rec.get("engine_host"))
         info = eng.inspect(rec["container_id"])
     except (ApiError, EngineUnavailable, OSError):
         return None  # gone: the run's log (if it was kept) tells the rest

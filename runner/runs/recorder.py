@@ -93,6 +93,9 @@ class Run:
         else:
             rec["job_id"] = launched.id  # the process's pid
         self._save()
+        if detached:  # the runner's part ends here; `runs` and `logs` ask the engine for the rest
+            self._ended = True
+            liveness.release(self._lock)
 
     def end(self, code: int) -> list:
         """The job ended with ``code``: close the log, finish the record, say where the outputs are;
@@ -115,7 +118,7 @@ class Run:
         return self._audit() if self.audit else []
 
     def _audit(self) -> list:
-        from runner.commands.audit import audit_paths
+        from runner.secrets.scan import audit_paths
 
         targets = [p for p in (self.dir, self.cache_dir) if p is not None and p.exists()]
         return audit_paths(targets, self.scope) if targets else []
