@@ -52,6 +52,8 @@ def _launch_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--volume", "-v", action="append", default=[], metavar="SRC[:DST[:OPTS]]", help="bind mount or named volume")
     g.add_argument("--device", action="append", default=[], metavar="PATH", help="extra device")
     g.add_argument("--gpu", choices=["rocm", "cuda", "none"], help="GPU flavor: ROCm devices, NVIDIA device request, or none")
+    g.add_argument("--gpus", metavar="all|N|LIST", help="which GPUs: all (default), N free ones, or indices/ranges/UUIDs "
+                   "such as 0-3,5 (numbered from 0 inside the job; under Slurm N per node)")
     g.add_argument("--name", help="container name (default: from config, else primus-<random>)")
     g.add_argument("--workdir", metavar="DIR")
     g.add_argument("--shm-size", metavar="SIZE")
@@ -68,7 +70,7 @@ def _flags(args):
 
     return LaunchFlags(
         image=args.image, env=tuple(args.env), volume=tuple(args.volume), device=tuple(args.device), gpu=args.gpu,
-        name=args.name, workdir=args.workdir, shm_size=args.shm_size, memory=args.memory, cpus=args.cpus,
+        gpus=args.gpus, name=args.name, workdir=args.workdir, shm_size=args.shm_size, memory=args.memory, cpus=args.cpus,
         network=args.network, ipc=args.ipc, user=args.user, pull=getattr(args, "pull", None),
     )
 
@@ -116,8 +118,7 @@ def _mode_switches(p: argparse.ArgumentParser) -> None:
 
 
 def _container_entry_options(p: argparse.ArgumentParser) -> None:
-    _launch_options(p)
-    p.add_argument("--gpus", type=int, metavar="N", help="as primus-cli: 0 runs without GPU devices (else the --gpu flavor's devices)")
+    _launch_options(p)  # its --gpus 0 runs without GPU devices, as primus-cli
 
 
 def _direct_entry_options(p: argparse.ArgumentParser) -> None:
