@@ -102,7 +102,8 @@ def flag_directives(settings: "SlurmSettings") -> list[str]:
 
 
 def _gpu_count(config) -> int:
-    """``--gpus N`` (``container.gpus``) under Slurm: N GPUs per node, asked of Slurm."""
+    """``--gpus N`` (``container.gpus``) under Slurm: N GPUs per node, asked of Slurm (above
+    ``slurm.gpus_per_node``, below ``--gpus-per-node``)."""
     text = str(config.get("container", "gpus", default="") or "").strip()
     return int(text) if text.isdigit() else 0
 
@@ -115,7 +116,7 @@ def settings_from(config, flags: SlurmFlags) -> SlurmSettings:
         partition=pick(flags.partition, "partition"),
         time=None if pick(flags.time, "time") is None else str(pick(flags.time, "time")),
         account=pick(flags.account, "account"),
-        gpus_per_node=int(pick(flags.gpus_per_node, "gpus_per_node", _gpu_count(config))),
+        gpus_per_node=int(flags.gpus_per_node if flags.gpus_per_node is not None else _gpu_count(config) or get("gpus_per_node", 0)),
         master_port=int(get("master_port", 1234)),
         output_dir=get("output_dir"),
         sbatch_args=tuple(str(a) for a in (get("sbatch_args", []) or [])),
