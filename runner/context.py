@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from runner.config import Config, default_layer_paths, load_config
+from runner.config import Config, default_layer_paths, load_config, load_env_and_config
 from runner.config.envfile import EnvFile, load_env_file
 from runner.options import Sources
 from runner.policy import Classifier
@@ -36,8 +36,7 @@ def load_context(sources: Sources, extra: Sequence[tuple[str, Secret]] = (), out
     With ``out``, every ``secrets:`` reference is resolved too, so a value a job printed
     from a store is masked (logs) or found (audit); one that cannot be resolved is a
     warning there, not an error: those commands must still run."""
-    env_file = load_env_file(sources.env_file, sources.trust_project)
-    config = load_config(sources.config_file, trust_project=sources.trust_project)
+    env_file, config = load_env_and_config(sources)
     is_secret = Classifier.from_config(config).is_secret
     refs = secret_refs(config) if out is not None else {}
     if refs:
