@@ -72,8 +72,9 @@ def _check_refs(opts: CheckOptions, found: Findings) -> dict:
 
     refs, problems = parse_refs(context.config)
     found.problems += problems
-    lookup = lambda name: os.environ.get(name, context.env_file.values.get(name))  # noqa: E731
-    values, found.secrets = resolve_and_report(refs, lookup, opts.timeout, mask=early_scope(opts.sources).masker.mask)
+    from runner.config.envfile import env_lookup
+
+    values, found.secrets = resolve_and_report(refs, env_lookup(context.env_file), opts.timeout, mask=early_scope(opts.sources).masker.mask)
     where = {ref.name: ref.where for ref in refs}
     for item in found.secrets:
         if not item["found"]:
