@@ -63,9 +63,9 @@ def _build(spec, opts: BuildOptions, out: Output, secrets, masker, context, engi
     engine = engine or connect(_preference(context))
     builder = choose(spec, engine.kind)
 
-    def lookup(name: str) -> str | None:  # registry credentials for the base's pull: environment, then env file
-        return os.environ.get(name) or context.env_file.values.get(name)
+    from runner.config.envfile import env_lookup
 
+    lookup = env_lookup(context.env_file)  # registry credentials for the base's pull
     return run_build(spec, out, masker, builder=builder, secrets=secrets, engine=engine, pull=opts.pull, lookup=lookup)
 
 
