@@ -20,7 +20,7 @@ from typing import Callable, Mapping, Sequence
 from runner import __version__
 from runner.config import Config
 from runner.config.container_values import parse_bytes, parse_device, parse_ulimit
-from runner.config.envfile import EnvFile
+from runner.config.envfile import EnvFile, env_lookup
 from runner.errors import ConfigError, Problem
 from runner.gpus import Gpu, host_root
 from runner.options import LaunchFlags
@@ -298,9 +298,7 @@ def build_plan(
     options = config.get("container", "options", default={}) or {}
     job_name = str(name or flags.name or _per_job(options.get("name"), host_env) or default_name())
 
-    def lookup(key: str) -> str | None:
-        return host_env.get(key, env_file.values.get(key))
-
+    lookup = env_lookup(env_file, host_env)
     trackers = analyze_trackers(config, job_lookup(literal_values(config, flags.env), lookup), command, default_run_name=job_name)
     problems += trackers.problems
     warnings += trackers.warnings

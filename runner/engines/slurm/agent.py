@@ -2,7 +2,9 @@
 
 It rebuilds the plan from the plan file (names) and its own environment (values,
 which Slurm copied from sbatch's environment), adds ``NNODES``/``NODE_RANK``/
-``MASTER_ADDR``/``MASTER_PORT``/``GPUS_PER_NODE``, and runs one container through
+``MASTER_ADDR``/``MASTER_PORT``/``GPUS_PER_NODE``, maps the GPUs Slurm allocated to this
+step to this node's devices (containers live in the engine's cgroup, not the job's, so
+Slurm's own device limit does not reach them), and runs one container through
 the Docker engine (same stdin shim, masking and labels), so the job's output
 files only ever receive masked text. Its masker comes from the same
 ``secret_scope`` as the submitting host's: the forwarded secrets and the
