@@ -498,8 +498,10 @@ def _containers(args, sources, out, parser) -> int:
     from runner.options import ContainerSelection
 
     if args.cmd == "logs" and _SLURM_JOB.match(args.name):
+        from runner.context import load_context
         from runner.engines.slurm import jobs
 
+        out.use_masker(load_context(sources, out=out).scope.masker)  # secret references too: values a job printed from a store
         return jobs.cmd_logs(args.name, out, follow=args.follow, node=args.node, tail=args.tail, output_dir=_slurm_output_dir(sources))
     if args.cmd == "logs" and (args.node is not None or args.tail is not None):
         from runner.errors import UsageError
