@@ -20,7 +20,7 @@ from typing import Callable, Mapping, Sequence
 from runner import __version__
 from runner.config import Config
 from runner.config.container_values import parse_bytes, parse_device, parse_ulimit
-from runner.config.envfile import EnvFile
+from runner.config.envfile import EnvFile, env_lookup
 from runner.errors import ConfigError, Problem
 from runner.gpus import Gpu, host_root
 from runner.options import LaunchFlags
@@ -384,9 +384,7 @@ def _names_holding_secrets(scope: SecretScope, **names: str) -> list[Problem]:
 
 def _env_decisions(config: Config, command, host_env: Mapping[str, str], env_file: EnvFile, flags: LaunchFlags, job_name: str):
     """The trackers' analysis and the env policy's decisions for these values."""
-    def lookup(key: str) -> str | None:
-        return host_env.get(key, env_file.values.get(key))
-
+    lookup = env_lookup(env_file, host_env)
     trackers = analyze_trackers(config, job_lookup(literal_values(config, flags.env), lookup), command, default_run_name=job_name)
     return trackers, resolve_env(config, host_env, env_file.values, env_file.path, flags.env, trackers.wanted)
 

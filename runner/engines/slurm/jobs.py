@@ -205,6 +205,8 @@ def make_job_dir(path: Path) -> Path:
     try:
         path.mkdir(mode=0o700)
     except FileExistsError:
+        if not (path / PLAN_FILE).exists():  # the run's own directory, its tracker outputs already made (runner.runs)
+            return path
         raise RuntimeFailure(f"the job directory {path} appeared meanwhile (another submission?)", "submit again") from None
     return path
 
@@ -218,7 +220,7 @@ def sbatch(request: SlurmRequest, masker: Masker, agent_values: dict | None = No
     """
     sbatch_path = tool("sbatch")
     tool("srun")
-    doc = plan_document(request.plan, request.settings, request.job_dir, kill_wait(), pull=request.pull)
+    doc = plan_document(request.plan, request.settings, request.job_dir, kill_wait(), pull=request.pull, cache=request.node_cache)
     write_private(request.job_dir / PLAN_FILE, json.dumps(doc, indent=2), masker)
     write_private(request.job_dir / SCRIPT_FILE, request.script, masker)
     env = {k: v for k, v in os.environ.items() if k not in ("SBATCH_EXPORT", "SLURM_EXPORT_ENV", "SBATCH_EXPORT_FILE")}
@@ -412,17 +414,32 @@ class RankLines:
 
     def __init__(self, masker: Masker, write, json_lines: bool, rank: int | None = None, nodes: list[str] | None = None):
         self.masker, self.write, self.json_lines, self.only, self.nodes = masker, write, json_lines, rank, nodes or []
-        self.pending = b""
+        self._pending: list[bytes] = []  # the unfinished line, in pieces: joined once, when it ends (linear in its length)
+
+    @property
+    def pending(self) -> bytes:
+        return b"".join(self._pending)
+
+    @pending.setter
+    def pending(self, value: bytes) -> None:
+        self._pending = [value] if value else []
 
     def feed(self, chunk: bytes) -> None:
-        *lines, self.pending = (self.pending + chunk).split(b"\n")
+        if b"\n" not in chunk:
+            if chunk:
+                self._pending.append(chunk)
+            return
+        first, *lines, rest = chunk.split(b"\n")
+        self._pending.append(first)
+        self.line(b"".join(self._pending))
         for line in lines:
             self.line(line)
+        self._pending = [rest] if rest else []
 
     def close(self) -> None:
-        if self.pending:
-            self.line(self.pending)
-            self.pending = b""
+        if self._pending:
+            self.line(b"".join(self._pending))
+            self._pending = []
 
     @staticmethod
     def split(raw: bytes) -> tuple[int | None, bytes]:
@@ -532,7 +549,8 @@ def cmd_logs(job: str, out: Output, follow: bool = False, node: str | None = Non
     else:
         position = 0
     follower = Follower(path, lines, position)
-    follower.pump()
+    while follower.pump():  # all of it, however long, not only the first read
+        pass
     if follow:
         backoff, key, next_poll = Backoff(), None, time.monotonic() + POLL_FIRST
         while state is not None and not state.done:
