@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import runner.config
 import runner.session.prepare as prepare_module
 from runner.options import Sources
 from runner.ui import Output
@@ -27,7 +28,8 @@ def test_references_are_resolved_within_one_plan(work, monkeypatch):
         "secrets:\n  HF_TOKEN: env:SOURCE_OF_HF\n")
     monkeypatch.setenv("SOURCE_OF_HF", CANARY)
     monkeypatch.delenv("HF_TOKEN", raising=False)
-    loads = _counting(monkeypatch, prepare_module, "load_config")
+    loads = _counting(monkeypatch, runner.config, "load_config")  # what every loader of a command's config calls
+    monkeypatch.setattr(prepare_module, "load_config", runner.config.load_config)
     plans = _counting(monkeypatch, prepare_module, "build_plan")
     prepared = prepare_module.prepare(Output(), Sources(), ["true"])
     plan = prepared.plan
