@@ -28,7 +28,8 @@ LABEL_NODE_RANK = "io.primus-runner.node-rank"
 # Computed by the agent on each node; never taken from the submitting host.
 COMPUTED = ("NNODES", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT", "GPUS_PER_NODE")
 # What the agent itself needs on the node (to find srun/docker); never given to the container.
-AGENT_NAMES = ("PATH",)
+PLAN_DIGEST = "PRIMUS_RUNNER_PLAN_SHA256"  # the plan file's sha256, in the job's environment: checked on every node
+AGENT_NAMES = ("PATH", PLAN_DIGEST)
 MASK_PREFIX = "PRIMUS_RUNNER_MASK_"  # agent-only: a secret inside a forwarded value, for the node's masker
 _TOKEN = re.compile(r"^[A-Za-z0-9_.:+,=@/-]+$")
 
