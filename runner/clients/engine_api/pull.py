@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import math
 from typing import TYPE_CHECKING
-from urllib.parse import quote
 
 from runner.clients.engine_api.client import ApiError
 from runner.errors import ConfigError, EngineUnavailable, Problem, RuntimeFailure, UsageError
@@ -40,11 +39,8 @@ def split_reference(image: str) -> tuple[str, str]:
 def image_present(engine: "Engine", image: str) -> bool:
     """Is ``image`` in the engine's local store (``GET /images/{name}/json``)?"""
     try:
-        engine.request("GET", f"/images/{quote(image, safe='')}/json")
-        return True
+        return engine.inspect_image(image) is not None
     except ApiError as exc:
-        if exc.status == 404:
-            return False
         raise RuntimeFailure(f"could not inspect image {image}: {exc.message}") from None
 
 

@@ -213,6 +213,8 @@ def make_job_dir(path: Path) -> Path:
     try:
         path.mkdir(mode=0o700)
     except FileExistsError:
+        if not (path / PLAN_FILE).exists():  # the run's own directory, its tracker outputs already made (runner.runs)
+            return path
         raise RuntimeFailure(f"the job directory {path} appeared meanwhile (another submission?)", "submit again") from None
     st = os.lstat(path)
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
@@ -247,7 +249,7 @@ def sbatch(request: SlurmRequest, masker: Masker, agent_values: dict | None = No
     """
     sbatch_path = tool("sbatch")
     tool("srun")
-    doc = plan_document(request.plan, request.settings, request.job_dir, kill_wait(), pull=request.pull)
+    doc = plan_document(request.plan, request.settings, request.job_dir, kill_wait(), pull=request.pull, cache=request.node_cache)
     plan_text = json.dumps(doc, indent=2)
     write_private(request.job_dir / PLAN_FILE, plan_text, masker)
     write_private(request.job_dir / SCRIPT_FILE, request.script, masker)
