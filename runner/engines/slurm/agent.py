@@ -111,6 +111,8 @@ def run_node(plan_file: str, out: Output) -> int:
     if slurm.get("kill_wait"):  # finish our cleanup before Slurm's SIGKILL
         stop_timeout = max(1.0, min(stop_timeout, float(slurm["kill_wait"]) - 3))
     plan = replace(plan.with_env(computed, "slurm"), name=name, labels=labels, stop_timeout=stop_timeout)
+    if doc.get("cache"):
+        plan = _with_node_cache(plan, doc["cache"], out)
 
     code = 0
     try:
@@ -129,6 +131,20 @@ def run_node(plan_file: str, out: Output) -> int:
     except OSError:
         pass
     return code
+
+
+def _with_node_cache(plan: LaunchPlan, spec: dict, out: Output) -> LaunchPlan:
+    """This node's own job cache (``cache.node_dir``), mounted as on a single host."""
+    from runner.runs import cache
+
+    directory = cache.host_dir(str(spec["dir"]), plan.image)
+    try:
+        cache.make_dir(directory)
+    except OSError as exc:
+        out.warn(f"node {os.environ.get('SLURMD_NODENAME', '?')}: the job cache {directory} cannot be created "
+                 f"({exc.strerror or exc}); the job compiles from scratch")
+        return plan
+    return cache.apply(plan, directory)
 
 
 def _node_gpus(plan: LaunchPlan, environ: dict[str, str], node: str, out: Output) -> LaunchPlan:

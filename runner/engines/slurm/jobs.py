@@ -205,6 +205,8 @@ def make_job_dir(path: Path) -> Path:
     try:
         path.mkdir(mode=0o700)
     except FileExistsError:
+        if not (path / PLAN_FILE).exists():  # the run's own directory, its tracker outputs already made (runner.runs)
+            return path
         raise RuntimeFailure(f"the job directory {path} appeared meanwhile (another submission?)", "submit again") from None
     return path
 
@@ -218,7 +220,7 @@ def sbatch(request: SlurmRequest, masker: Masker, agent_values: dict | None = No
     """
     sbatch_path = tool("sbatch")
     tool("srun")
-    doc = plan_document(request.plan, request.settings, request.job_dir, kill_wait(), pull=request.pull)
+    doc = plan_document(request.plan, request.settings, request.job_dir, kill_wait(), pull=request.pull, cache=request.node_cache)
     write_private(request.job_dir / PLAN_FILE, json.dumps(doc, indent=2), masker)
     write_private(request.job_dir / SCRIPT_FILE, request.script, masker)
     env = {k: v for k, v in os.environ.items() if k not in ("SBATCH_EXPORT", "SLURM_EXPORT_ENV", "SBATCH_EXPORT_FILE")}
