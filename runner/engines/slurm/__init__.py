@@ -45,6 +45,12 @@ class SlurmEngine:
         from runner.clients import registry
 
         settings_from(ctx.config, ctx.options.slurm)  # a refused flag value: exit 2
+        for token in ctx.options.slurm.args + ctx.options.slurm.srun_args:  # the user's flags go on sbatch's command line
+            if ctx.scope.masker.contains_secret(token.encode("utf-8", "surrogateescape")):
+                from runner.errors import ConfigError, Problem
+
+                raise ConfigError(Problem("a Slurm flag holds a secret value: it would be on sbatch's command line (visible in ps)",
+                                          hint="pass secrets by name (container.options.env), never as a flag's value"))
         jobs.tool("sbatch")
         jobs.tool("srun")
         allowed = bool(ctx.config.get("slurm", "allow_env_in_accounting", default=False)) if ctx.config else False
@@ -102,6 +108,7 @@ class SlurmEngine:
         request = self.request(request.plan, ctx, job_dir)  # the script names the directory actually made
         agent_values = self._agent_values(request, ctx)
         job_id = jobs.sbatch(request, ctx.scope.masker, agent_values)
+        jobs.link_output(request, job_id)
         return Launched(job_id, request.plan.name, {"request": request, "final": None})
 
     def announce(self, launched: Launched, ctx: RunContext, detached: bool) -> None:
