@@ -240,7 +240,8 @@ class SlurmRequest:
         return [sbatch, "--parsable", f"--export={','.join(self.export)}", *self.settings.cli_args, str(self.job_dir / SCRIPT_FILE)]
 
     def to_dict(self) -> dict:
-        return {"script": self.script, "export": list(self.export), "command": self.command()}
+        return {"script": self.script, "export": list(self.export), "command": self.command(), "image": self.plan.image,
+                "job_command": list(self.plan.command)}
 
     def render(self) -> str:
         return self.script.rstrip("\n")
