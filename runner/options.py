@@ -44,6 +44,7 @@ class LaunchFlags:
     volume: tuple[str, ...] = ()
     device: tuple[str, ...] = ()
     gpu: str | None = None
+    gpus: str | None = None  # all | N | LIST (indices, ranges, UUIDs)
     name: str | None = None
     workdir: str | None = None
     shm_size: str | None = None
@@ -52,6 +53,7 @@ class LaunchFlags:
     network: str | None = None
     ipc: str | None = None
     user: str | None = None
+    pull: str | None = None  # --pull missing|always|never
     # The launcher's container options the runner models (docker run's own names in the config).
     privileged: bool | None = None
     cap_add: tuple[str, ...] = ()
@@ -88,6 +90,10 @@ class LaunchFlags:
         layer: dict = {"container": {"options": options}} if options else {}
         if self.gpu is not None:
             layer.setdefault("container", {})["gpu"] = self.gpu
+        if self.gpus is not None:
+            layer.setdefault("container", {})["gpus"] = self.gpus
+        if self.pull is not None:
+            layer.setdefault("container", {})["pull"] = self.pull
         return layer
 
 
@@ -145,6 +151,7 @@ class RunOptions:
     report: str | None = None
     slurm: SlurmFlags = SlurmFlags()
     pull: str | None = None  # missing | always | never; None: container.pull from config (default missing)
+    debug: bool = False  # the launcher's --debug: PRIMUS_LOG_LEVEL=DEBUG for the job
 
 
 @dataclass(frozen=True)
@@ -166,6 +173,7 @@ class ContainerSelection:
     all: bool = False
     follow: bool = False
     all_users: bool = False  # every user's runner containers, not only the invoking user's
+    dry_run: bool = False  # down: say what would be removed, remove nothing
 
 
 @dataclass(frozen=True)
@@ -183,7 +191,7 @@ class ModeOptions:
     debug: bool = False
     clean: bool = False
     all_users: bool = False
-    gpus: str | None = None  # the launcher's --gpus all|N|LIST, as given ("0": no GPU devices)
+    gpus: str | None = None  # the launcher's --gpus: all | N | LIST (0: no GPU devices, as primus-cli)
     detach: bool = False
     launcher: str = "srun"  # slurm: srun (attached, the job's code) | sbatch (submit, the job id)
     entry: str = "container"  # slurm: the per-node entry, container | direct

@@ -15,12 +15,14 @@ import posixpath
 import secrets as _random
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from runner import __version__
 from runner.config import Config
-from runner.config.envfile import EnvFile
+from runner.config.container_values import parse_bytes, parse_device, parse_ulimit
+from runner.config.envfile import EnvFile, env_lookup
 from runner.errors import ConfigError, Problem
+from runner.gpus import Gpu, host_root
 from runner.options import LaunchFlags
 from runner.policy import Classifier, EnvDecision, resolve_env
 from runner.resources import policies_dir
@@ -67,6 +69,9 @@ class LaunchPlan:
     mounts: tuple[Mount, ...] = ()
     devices: tuple[str, ...] = ()
     gpu_request: str | None = None
+    gpus: tuple[Gpu, ...] = ()  # the chosen GPUs (empty: none, or all of a host whose topology is not read here)
+    gpu_select: str = "all"  # what was asked: all | N | LIST (under Slurm N is per node)
+    host_root: str = "/"  # where /sys, /dev and /proc/driver/nvidia were read (PRIMUS_RUNNER_HOST_ROOT)
     cap_add: tuple[str, ...] = ()
     group_add: tuple[str, ...] = ()
     security_opt: tuple[str, ...] = ()
@@ -84,6 +89,7 @@ class LaunchPlan:
     cpus: float | None = None
     secrets_via: str = "stdin"
     stop_timeout: float = 10.0
+    pull: str = "missing"  # when the engine pulls the image: missing | always | never
     labels: tuple[tuple[str, str], ...] = ()
     notices: tuple[str, ...] = ()
     config_files: tuple[str, ...] = ()
@@ -128,7 +134,7 @@ class LaunchPlan:
         kinds = {f.name: f.type for f in fields(cls)}
         kwargs = {}
         for key, value in doc.items():
-            if key in ("env", "trackers", "mounts") or key not in kinds:
+            if key in ("env", "trackers", "mounts", "gpus") or key not in kinds:
                 continue
             kwargs[key] = tuple(tuple(v) if isinstance(v, list) else v for v in value) if isinstance(value, list) else value
         env = tuple(
@@ -137,6 +143,7 @@ class LaunchPlan:
         )
         trackers = TrackerPlan(**{k: tuple(v) if isinstance(v, list) else v for k, v in doc["trackers"].items()})
         mounts = tuple(Mount(**m) for m in doc["mounts"])
+        kwargs["gpus"] = tuple(Gpu(**g) for g in doc.get("gpus", ()))
         return cls(env=env, trackers=trackers, mounts=mounts, **kwargs)
 
     def to_dict(self) -> dict:
@@ -148,6 +155,7 @@ class LaunchPlan:
         doc["skipped"] = [{"name": d.name, "reason": d.skip_reason} for d in self.skipped]
         doc["env_sources"] = {d.name: {"reason": d.reason, "source": d.source} for d in self.forwarded}
         doc["labels"] = dict(self.labels)
+        doc["gpus"] = [g.to_dict() for g in self.gpus]
         doc["trackers"] = {
             "framework": self.trackers.framework,
             "enabled": list(self.trackers.enabled),
@@ -271,6 +279,8 @@ def build_plan(
     extra_env: Sequence[tuple[str, str]] = (),
     extra_secrets: Sequence[tuple[str, Secret]] = (),
     sources: Mapping[str, str] | None = None,
+    gpu_holders: Callable[[], Mapping[str, str]] | None = None,
+    gpu_mode: str = "host",
 ) -> Planned:
     """Decide everything about a launch. Writes nothing and calls no engine or network;
     it reads its arguments and, for validation, whether volume sources and optional
@@ -281,6 +291,9 @@ def build_plan(
     secrets known by other means (resolved references): in scope, masked.
     ``sources`` names where a variable's value came from when it is not the
     environment (``HF_TOKEN`` → ``pass:ml/hf``), for ``plan`` and ``check``.
+    GPUs are read from the host root (sysfs, never written); ``gpu_holders`` says which
+    GPUs other jobs hold (for ``--gpus N``); ``gpu_mode`` "node": each Slurm node chooses,
+    "off": no container, no GPU selection (``direct``).
     """
     problems: list[Problem] = []
     warnings: list[str] = list(env_file.warnings)
@@ -288,9 +301,7 @@ def build_plan(
     options = config.get("container", "options", default={}) or {}
     job_name = str(name or flags.name or _per_job(options.get("name"), host_env) or default_name())
 
-    def lookup(key: str) -> str | None:
-        return host_env.get(key, env_file.values.get(key))
-
+    lookup = env_lookup(env_file, host_env)
     trackers = analyze_trackers(config, job_lookup(literal_values(config, flags.env), lookup), command, default_run_name=job_name)
     problems += trackers.problems
     warnings += trackers.warnings
@@ -304,6 +315,7 @@ def build_plan(
     decisions += [EnvDecision(key, True, False, "computed", "runner", value) for key, value in extra_env]
 
     settings = _container_settings(config, flags, notices, problems)
+    problems += _engine_value_problems(config, settings)
     scope = secret_scope(
         [host_env, env_file.values], Classifier.from_config(config).is_secret,
         public=[(d.name, d.value) for d in decisions if isinstance(d.value, str)],
@@ -312,6 +324,7 @@ def build_plan(
     if sources:
         decisions = [replace(d, source=sources[d.name]) if d.name in sources and d.forwarded else d for d in decisions]
     decisions, absent_optional = _final_decisions(decisions, scope, notices)
+    problems += _names_holding_secrets(scope, job=job_name, run=trackers.run_name or "")
     if not command:
         problems.append(Problem("no command given", hint="put the job's command after --, e.g. primus-runner up -- python train.py"))
 
@@ -325,8 +338,43 @@ def build_plan(
         labels=((LABEL, "true"), (LABEL_JOB, job_name), (LABEL_VERSION, __version__), (LABEL_OWNER, str(os.getuid()))),
         **settings,
     )
+    if gpu_mode != "off":
+        plan = _with_gpu_selection(plan, config, flags, host_env, gpu_holders, gpu_mode == "node", problems)
     problems += _image_problems(plan.image, config)
     return Planned(plan, problems, warnings, scope, absent_optional)
+
+
+def _with_gpu_selection(plan: LaunchPlan, config: Config, flags: LaunchFlags, host_env: Mapping[str, str],
+                        holders, per_node: bool, problems: list[Problem]) -> LaunchPlan:
+    """``--gpus`` / ``container.gpus`` decided: the chosen GPUs and their devices, or the problems."""
+    from runner.gpus import planning
+
+    configured = config.get("container", "gpus", default=None)
+    text = str(flags.gpus if flags.gpus is not None else configured if configured is not None else "all")
+    where = None if flags.gpus is not None else config.where(("container", "gpus"))
+    root = host_root(host_env)
+    explicit = flags.gpus is not None or configured is not None
+    found = planning.resolve(plan.gpu, text, explicit, root, holders, per_node=per_node, where=where)
+    problems += found.problems
+    plan = replace(plan, gpu_select=text if plan.gpu != "none" else "none", host_root=root)
+    if found.problems or plan.gpu == "none":
+        return plan
+    if found.gpus:
+        plan = planning.with_gpus(plan, found.gpus, root)
+        problem = planning.privileged_problem(plan.privileged, found.gpus, found.found, config.where(("container", "options", "privileged")))
+        if problem:
+            problems.append(problem)
+    if found.gpus or per_node:
+        problems += planning.env_problems(plan.env, len(found.gpus) or None)
+    return plan
+
+
+def _names_holding_secrets(scope: SecretScope, **names: str) -> list[Problem]:
+    """A job or run name holding a secret value would name a container, a job directory and a
+    tracker run: refused here, before anything is created, without repeating it."""
+    shown = {"job": "the job name (--name or container.options.name)", "run": "the tracker run name (trackers.mlflow_run_name)"}
+    return [Problem(f"{shown[key]} holds a secret value", hint="choose a name that is not a secret")
+            for key, value in names.items() if value and scope.masker.contains_secret(value.encode("utf-8", "surrogateescape"))]
 
 
 def _final_decisions(decisions: list[EnvDecision], scope: SecretScope, notices: list[str]) -> tuple[list[EnvDecision], list[str]]:
@@ -340,6 +388,11 @@ def _final_decisions(decisions: list[EnvDecision], scope: SecretScope, notices: 
     unset = [d.name for d in decisions if d.skip_reason == "unset" and d.reason == "allowlist"]
     if unset:
         notices.append(f"not set on this host, not forwarded: {', '.join(unset)}")
+    from runner.policy import ENV_FILE_ONLY
+
+    env_file_only = [d.name for d in decisions if d.skip_reason == ENV_FILE_ONLY]
+    if env_file_only:
+        notices.append(f"in the env file but not allowlisted, not forwarded: {', '.join(env_file_only)} (list them in container.options.env)")
     return decisions, absent_optional
 
 
@@ -395,7 +448,27 @@ def _container_settings(config: Config, flags: LaunchFlags, notices: list[str], 
         cpus=float(options["cpus"]) if options.get("cpus") is not None else None,
         secrets_via=config.get("container", "secrets_via", default="stdin"),
         stop_timeout=float(config.get("container", "stop_timeout", default=10)),
+        pull=str(config.get("container", "pull", default=None) or "missing"),
     )
+
+
+def _engine_value_problems(config: Config, settings: dict) -> list[Problem]:
+    """The values an engine parses into typed fields (sizes, ulimits, device mappings), checked
+    here with their ``file:line``: a launch never reaches an engine with one it would refuse."""
+    problems = []
+    options = ("container", "options")
+    checks = [(parse_ulimit, "ulimit", _as_list(config.get(*options, "ulimit")), True),
+              (parse_device, "device", _as_list(config.get(*options, "device")), True),
+              (parse_bytes, "shm-size", [settings["shm_size"]] if settings["shm_size"] else [], False),
+              (parse_bytes, "memory", [settings["memory"]] if settings["memory"] else [], False)]
+    for parse, key, values, listed in checks:
+        for index, value in enumerate(values):
+            try:
+                parse(value)
+            except ValueError as exc:
+                where = config.where((*options, key, index) if listed else (*options, key))
+                problems.append(Problem(f"container.options.{key}: {exc}", where=where))
+    return problems
 
 
 def _image_problems(image: str, config: Config) -> list[Problem]:

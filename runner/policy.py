@@ -7,7 +7,6 @@ is the one place a name is classified.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Iterable, Mapping
@@ -16,9 +15,11 @@ from runner.config import ENV_PATH, Config
 from runner.errors import Problem
 from runner.secrets import Secret
 from runner.secrets.masker import MIN_SECRET_LEN
+from runner.secrets.names import NAME_RE
 
-NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 CLI_WHERE = "command line (--env)"
+# The skip reason of an env file entry nothing asked for (reported, names only, like an unset name).
+ENV_FILE_ONLY = "only in the env file, not allowlisted"
 
 
 MIN_PREFIX_LEN = 3  # "" or "P" forwards (nearly) the whole host environment
@@ -43,19 +44,23 @@ class Classifier:
 
     @classmethod
     def from_config(cls, config: Config) -> "Classifier":
-        entries = [str(e) for e in config.get("passthrough", "secrets", default=[]) or []]
+        return cls.from_entries(
+            config.get("passthrough", "secrets", default=[]) or [],
+            deny=config.get("passthrough", "deny", default=[]) or [],
+            prefixes=config.get("passthrough", "prefixes", default=[]) or [],
+        )
+
+    @classmethod
+    def from_entries(cls, secrets: Iterable, deny: Iterable[str] = (), prefixes: Iterable[str] = ()) -> "Classifier":
+        """From ``passthrough.secrets`` entries as written (also before a config can be merged: the early scope)."""
+        entries = [str(e) for e in secrets]
         patterns = tuple(e for e in entries if not e.startswith("!"))
         exact = {p.upper() for p in patterns if not any(c in p for c in "*?[")}
         public = frozenset(
             name for name in (e[1:].strip().upper() for e in entries if e.startswith("!"))
             if name and not any(c in name for c in "*?[") and name not in exact
         )
-        return cls(
-            secret_patterns=patterns,
-            deny=frozenset(config.get("passthrough", "deny", default=[]) or []),
-            prefixes=tuple(config.get("passthrough", "prefixes", default=[]) or []),
-            public=public,
-        )
+        return cls(secret_patterns=patterns, deny=frozenset(deny), prefixes=tuple(prefixes), public=public)
 
     def is_secret(self, name: str) -> bool:
         upper = name.upper()
@@ -151,6 +156,7 @@ def resolve_env(
     resolver.allowlist(cli_env)
     required = resolver.required_and_wanted(list(wanted))
     resolver.prefixes()
+    resolver.env_file_leftovers()
     resolver.result.decisions = list(resolver.decided.values())
     resolver.report_missing(required)
     return resolver.result
@@ -265,6 +271,13 @@ class _Resolver:
                 self.decided[name] = EnvDecision(name, False, True, reason, skip_reason="secret: prefixes never forward secrets; list it by name to forward it")
             else:
                 self.decide(name, reason, None)
+
+    def env_file_leftovers(self) -> None:
+        """4. Env file entries nothing forwards: said, never silently dropped (prefix rules
+        forward host variables only; a value in the env file is forwarded when listed)."""
+        for name in sorted(self.env_file):
+            if name not in self.decided and NAME_RE.match(name):
+                self.decided[name] = EnvDecision(name, False, self.classifier.is_secret(name), "env file", skip_reason=ENV_FILE_ONLY)
 
     def report_missing(self, required: list[tuple[str, str, str | None]]) -> None:
         """Every required name that is not forwarded, in one problem."""

@@ -24,12 +24,12 @@ docs: README.md and docs/ in the primus-runner repository."""
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # argparse's own usage errors: exit 2, one line, no traceback
-        from runner.ui import ci
+        from runner.context import early_scope
         from runner.options import Sources
 
         self.print_usage(sys.stderr)  # the message may quote an argument: masked like everything else
         sources = Sources(*_sources_in(sys.argv[1:]))
-        print(f"error: {ci.early_scope(sources).masker.mask(message)}", file=sys.stderr)
+        print(f"error: {early_scope(sources).masker.mask(message)}", file=sys.stderr)
         raise SystemExit(2)
 
 
@@ -52,6 +52,8 @@ def _launch_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--volume", "-v", action="append", default=[], metavar="SRC[:DST[:OPTS]]", help="bind mount or named volume")
     g.add_argument("--device", action="append", default=[], metavar="PATH", help="extra device")
     g.add_argument("--gpu", choices=["rocm", "cuda", "none"], help="GPU flavor: ROCm devices, NVIDIA device request, or none")
+    g.add_argument("--gpus", metavar="all|N|LIST", help="which GPUs: all (default), N free ones, or indices/ranges/UUIDs "
+                   "such as 0-3,5 (numbered from 0 inside the job; under Slurm N per node)")
     g.add_argument("--name", help="container name (default: from config, else primus-<random>)")
     g.add_argument("--workdir", metavar="DIR")
     g.add_argument("--shm-size", metavar="SIZE")
@@ -68,8 +70,8 @@ def _flags(args):
 
     return LaunchFlags(
         image=args.image, env=tuple(args.env), volume=tuple(args.volume), device=tuple(args.device), gpu=args.gpu,
-        name=args.name, workdir=args.workdir, shm_size=args.shm_size, memory=args.memory, cpus=args.cpus,
-        network=args.network, ipc=args.ipc, user=args.user,
+        gpus=args.gpus, name=args.name, workdir=args.workdir, shm_size=args.shm_size, memory=args.memory, cpus=args.cpus,
+        network=args.network, ipc=args.ipc, user=args.user, pull=getattr(args, "pull", None),
     )
 
 
@@ -116,8 +118,7 @@ def _mode_switches(p: argparse.ArgumentParser) -> None:
 
 
 def _container_entry_options(p: argparse.ArgumentParser) -> None:
-    _launch_options(p)
-    p.add_argument("--gpus", type=int, metavar="N", help="as primus-cli: 0 runs without GPU devices (else the --gpu flavor's devices)")
+    _launch_options(p)  # its --gpus 0 runs without GPU devices, as primus-cli
 
 
 def _direct_entry_options(p: argparse.ArgumentParser) -> None:
@@ -213,6 +214,7 @@ def _container_commands(cmd) -> None:
     p.add_argument("names", nargs="*", metavar="NAME")
     p.add_argument("--all", action="store_true", help="every container the runner started on this host")
     p.add_argument("--all-users", action="store_true", help="every user's runner containers (default: yours)")
+    p.add_argument("--dry-run", action="store_true", help="say which containers would be removed; remove nothing")
 
 
 def _build_command(cmd) -> None:
@@ -251,6 +253,7 @@ def _slurm_commands(cmd) -> None:
     p.add_argument("job")
     p = cmd("cancel", "cancel a Slurm job and remove its containers on every node", "primus-runner cancel 1234")
     p.add_argument("job")
+    p.add_argument("--dry-run", action="store_true", help="say what would be cancelled and removed; do nothing")
 
 
 def _tool_commands(cmd) -> None:
@@ -321,9 +324,9 @@ def _main(argv: list[str]) -> int:
         parser.print_help(sys.stderr)
         return 2
     try:
-        from runner.ui import ci
+        from runner.context import early_masks
 
-        ci.early_masks(args.cmd, sources, args.json, out)  # under CI: ::add-mask:: first, before anything can fail and print
+        early_masks(args.cmd, sources, args.json, out)  # under CI: ::add-mask:: first, before anything can fail and print
         return _dispatch(args, sources, out, parser) or 0
     except RunnerError as exc:
         from runner.ui import ci
@@ -358,9 +361,9 @@ def _early_masker(command: str | None, sources):
         return None
 
     def build():
-        from runner.ui import ci
+        from runner.context import early_scope
 
-        return ci.early_scope(sources).masker
+        return early_scope(sources).masker
 
     return build
 
@@ -373,7 +376,7 @@ def _run_options(args, sources):
         command=tuple(args.command), sources=sources, flags=_flags(args), dry_run=getattr(args, "dry_run", False) or args.global_dry_run,
         detach=args.detach if args.cmd == "up" else (args.cmd == "submit" and not args.wait),
         keep=getattr(args, "keep", False), build=getattr(args, "build", False), audit=getattr(args, "audit", False),
-        report=getattr(args, "report", None), slurm=slurm, pull=getattr(args, "pull", None),
+        report=getattr(args, "report", None), slurm=slurm, pull=getattr(args, "pull", None), debug=args.global_debug,
     )
 
 
@@ -449,11 +452,13 @@ def _check(args, sources, out, parser) -> int:
 
 
 def _plan(args, sources, out, parser) -> int:
-    from runner.session.prepare import prepare
-    from runner.ui.render import show_plan
+    from runner.engines import engine_for
+    from runner.options import RunOptions
+    from runner.session import pipeline
 
-    show_plan(prepare(out, sources, args.command, _flags(args), resolve_refs=False).plan, out)  # plan runs no reference
-    return 0
+    # `plan` is `up --dry-run`: the same plan, the same request, the same problems.
+    return pipeline.run(RunOptions(command=tuple(args.command), sources=sources, flags=_flags(args), dry_run=True),
+                        engine_for("docker"), out)
 
 
 def _launch(args, sources, out, parser) -> int:
@@ -478,7 +483,8 @@ def _containers(args, sources, out, parser) -> int:
 
     names = (args.name,) if args.cmd == "logs" else tuple(getattr(args, "names", ()))
     selection = ContainerSelection(sources, names, getattr(args, "all", False), getattr(args, "follow", False),
-                                   all_users=getattr(args, "all_users", False))
+                                   all_users=getattr(args, "all_users", False),
+                                   dry_run=args.cmd == "down" and _dry_run(args, sources))
     return getattr(commands, f"cmd_{args.cmd}")(selection, out)
 
 
@@ -488,14 +494,26 @@ def _build(args, sources, out, parser) -> int:
 
     return images.cmd_build(BuildOptions(
         sources=sources, flavor=args.flavor, base=args.base, tag=args.tag, build_args=tuple(args.build_arg),
-        no_cache=args.no_cache, dry_run=args.dry_run, secrets=tuple(args.secret), file=args.file, context=args.context,
+        no_cache=args.no_cache, dry_run=_dry_run(args, sources), secrets=tuple(args.secret), file=args.file, context=args.context,
         pull=args.pull), out)
 
 
 def _slurm_job(args, sources, out, parser) -> int:
     from runner.engines.slurm import jobs
 
-    return getattr(jobs, f"cmd_{args.cmd}")(args.job, out)
+    if args.cmd == "cancel":
+        return jobs.cmd_cancel(args.job, out, dry_run=_dry_run(args, sources))
+    return jobs.cmd_status(args.job, out)
+
+
+def _dry_run(args, sources) -> bool:
+    """The global ``--dry-run``, the command's own, or ``dry_run: true`` in a launcher section."""
+    if args.global_dry_run or getattr(args, "dry_run", False):
+        return True
+    from runner.config import load_config
+    from runner.config.switches import launcher_switch
+
+    return launcher_switch(load_config(sources.config_file), "dry_run")
 
 
 def _node_agent(args, sources, out, parser) -> int:

@@ -65,7 +65,9 @@ def mode_switches(opts: ModeOptions) -> tuple[bool, bool, dict]:
 
     config = load_config(opts.sources.config_file, opts.flags.config_layer() or None, trust_project=opts.sources.trust_project)
     section = "direct" if opts.mode == "direct" or opts.entry == "direct" else "container"
-    flag = lambda key: bool(config.get("main", key, default=False) or config.get(section, key, default=False))  # noqa: E731
+    from runner.config.switches import launcher_switch
+
+    flag = lambda key: launcher_switch(config, key)  # noqa: E731  main, container, slurm or direct
     entry = config.get(section, "entry", default=None)
     direct_env = [str(e) for e in (config.get("direct", "env", default=[]) or [])] if section == "direct" else []
     found = {"entry": entry, "direct_env": direct_env, "engine": config.get("container", "engine", default="auto")}
@@ -111,7 +113,10 @@ def _flags(opts: ModeOptions, checkout: str | None, workdir: str | None, debug: 
     volume = list(flags.volume)
     if checkout and not on_host and not any(_mounts_at(v, checkout) for v in volume):
         volume.append(f"{checkout}:{checkout}")  # the checkout at the same path, as the launcher mounts it
-    return replace(flags, env=tuple(env), volume=tuple(volume), workdir=flags.workdir or workdir)
+    gpu, gpus = flags.gpu, opts.gpus if opts.gpus is not None else flags.gpus
+    if gpus is not None and str(gpus).strip() == "0" and gpu is None:
+        gpu, gpus = "none", None  # primus-cli's --gpus 0: no GPU devices
+    return replace(flags, env=tuple(env), volume=tuple(volume), workdir=flags.workdir or workdir, gpu=gpu, gpus=gpus)
 
 
 def _mounts_at(spec: str, checkout: str) -> bool:
@@ -126,14 +131,16 @@ def _mounts_at(spec: str, checkout: str) -> bool:
 def _clean(opts: ModeOptions, out: Output, dry_run: bool, preference: str) -> None:
     """``--clean``: the invoking user's runner containers (every user's with ``--all-users``),
     never any other container, and nothing in a dry run."""
-    from runner.engines.docker.commands import engine, owner_filter, remove_containers
+    from runner.clients.engine_api.shared import engine_client
+    from runner.engines.docker.commands import owner_filter, remove_containers
     from runner.plan import LABEL
 
-    eng = engine(preference)  # the first call chooses the engine (container.engine) for the whole process
+    eng = engine_client(preference)  # the first call chooses the engine (container.engine) for the whole process
     if dry_run:
         labels = [f"{LABEL}=true"] + [f"{k}={v}" for k, v in owner_filter(opts.all_users).items()]
-        count = len(eng.containers(labels))
-        out.info(f"--clean (dry run): would remove {count} primus-runner container{'s' if count != 1 else ''}")
+        from runner.engines.docker.commands import would_remove
+
+        out.info("--clean (dry run): " + would_remove(eng.containers(labels)))
         return
-    count = remove_containers(owner_filter(opts.all_users))
+    count = remove_containers(owner_filter(opts.all_users), eng)
     out.info(f"--clean: removed {count} primus-runner container{'s' if count != 1 else ''}")

@@ -84,8 +84,6 @@ def container_flags(options: list, env: list, notices: list[str]) -> tuple[Launc
         security_opt=tuple(lists["security_opt"]), group_add=tuple(lists["group_add"]), ulimit=tuple(lists["ulimit"]),
         privileged=privileged, run_options=tuple(passthrough), **scalars,
     )
-    if extra.get("gpus") == "0":  # the launcher's --gpus 0: no GPU devices at all
-        flags = LaunchFlags(**{**flags.__dict__, "gpu": "none"})
     return flags, extra
 
 

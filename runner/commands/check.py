@@ -21,6 +21,7 @@ class Findings:
     engine: dict = field(default_factory=dict)  # the engine found: kind, host, version, API version
     secrets: list[dict] = field(default_factory=list)  # secret references: found or not, never a value
     online: list[dict] = field(default_factory=list)
+    gpus: dict = field(default_factory=dict)  # the flavor's GPUs found, who holds them, how they are passed
 
     @property
     def ok(self) -> bool:
@@ -48,7 +49,7 @@ def run_check(opts: CheckOptions, out: Output) -> int:
         found.warnings += list(plan.notices)
         _check_devices(plan, found)
     _check_engine(opts, prepared, found)
-    if plan is not None and opts.engine != "slurm":
+    if plan is not None and opts.engine != "slurm" and not prepared.planned.problems:  # a plan with problems has no image to ask for
         _check_registry_and_builder(prepared, found)
     if opts.online and plan is not None:
         _check_online(plan, opts.timeout, found)
@@ -59,8 +60,7 @@ def run_check(opts: CheckOptions, out: Output) -> int:
 def _check_refs(opts: CheckOptions, found: Findings) -> dict:
     """Resolve every ``secrets:`` reference once: the report (found or not, never a value)
     and the values for the plan."""
-    from runner.ui import ci
-    from runner.session.prepare import load_context
+    from runner.context import early_scope, load_context
 
     try:
         context = load_context(opts.sources)
@@ -72,8 +72,9 @@ def _check_refs(opts: CheckOptions, found: Findings) -> dict:
 
     refs, problems = parse_refs(context.config)
     found.problems += problems
-    lookup = lambda name: os.environ.get(name, context.env_file.values.get(name))  # noqa: E731
-    values, found.secrets = resolve_and_report(refs, lookup, opts.timeout, mask=ci.early_scope(opts.sources).masker.mask)
+    from runner.config.envfile import env_lookup
+
+    values, found.secrets = resolve_and_report(refs, env_lookup(context.env_file), opts.timeout, mask=early_scope(opts.sources).masker.mask)
     where = {ref.name: ref.where for ref in refs}
     for item in found.secrets:
         if not item["found"]:
@@ -82,6 +83,8 @@ def _check_refs(opts: CheckOptions, found: Findings) -> dict:
 
 
 def _check_devices(plan, found: Findings) -> None:
+    if plan.gpu != "none":
+        _check_gpus(plan, found)
     for device in plan.devices:
         path = device.split(":")[0]
         if not os.path.exists(path):
@@ -91,6 +94,70 @@ def _check_devices(plan, found: Findings) -> None:
             ))
 
 
+def _check_gpus(plan, found: Findings) -> None:
+    """The flavor's GPUs on this host (index, node, UUID, PCI address, NUMA node), who holds each,
+    and how the runner passes them; no GPU of the flavor at all is a problem."""
+    from runner.errors import RunnerError
+    from runner.gpus import discover
+    from runner.gpus.selection import normal_uuid
+
+    try:
+        gpus = discover(plan.gpu, plan.host_root)
+    except RunnerError as exc:
+        found.problems.append(Problem(exc.message, hint=exc.hint))
+        return
+    where = f" under {plan.host_root}" if plan.host_root != "/" else ""
+    if not gpus:
+        source = "/sys/class/kfd/kfd/topology" if plan.gpu == "rocm" else "/proc/driver/nvidia/gpus"
+        found.problems.append(Problem(
+            f"--gpu {plan.gpu}: no {plan.gpu} GPU on this host (nothing in {source}{where})",
+            hint="install the GPU driver, set PRIMUS_RUNNER_HOST_ROOT to where its /sys is, or run with --gpu none / the other flavor",
+        ))
+        return
+    held = _held_now()
+    chosen = {g.uuid for g in plan.gpus}
+    found.gpus = {"flavor": plan.gpu, "root": plan.host_root, "path": _gpu_path(plan.gpu), "found": []}
+    found.notes.append(f"{plan.gpu} GPUs{where} ({len(gpus)}), passed as {_gpu_path(plan.gpu)}:")
+    toolkit = _toolkit(plan.gpu)
+    if toolkit:
+        found.notes.append(f"  {toolkit} is installed; the runner passes the GPUs as above all the same (the same isolation, on every engine)")
+    for gpu in gpus:
+        holder = held.get(normal_uuid(gpu.uuid))
+        found.gpus["found"].append({**gpu.to_dict(), "held_by": holder, "chosen": gpu.uuid in chosen})
+        found.notes.append(f"  gpu {gpu.describe()}" + (f"  held by {holder}" if holder else "") + ("  [chosen]" if gpu.uuid in chosen else ""))
+
+
+def _held_now() -> dict[str, str]:
+    from runner.errors import EngineUnavailable
+    from runner.gpus import holders
+
+    try:
+        from runner.clients.engine_api.shared import engine_client
+
+        return holders.current(engine_client())
+    except (EngineUnavailable, OSError):
+        return holders.current(None)
+
+
+def _toolkit(flavor: str) -> str | None:
+    """A container toolkit or CDI spec on this host, by its files (nothing is run)."""
+    import shutil
+
+    vendor = "amd" if flavor == "rocm" else "nvidia"
+    specs = [p for d in ("/etc/cdi", "/var/run/cdi") for p in (f"{d}/{vendor}.json", f"{d}/{vendor}.yaml") if os.path.exists(p)]
+    if specs:
+        return f"a CDI spec ({specs[0]})"
+    tool = shutil.which("amd-ctk" if vendor == "amd" else "nvidia-ctk")
+    return f"the {'AMD' if vendor == 'amd' else 'NVIDIA'} container toolkit ({tool})" if tool else None
+
+
+def _gpu_path(flavor: str) -> str:
+    """How the runner isolates this flavor's GPUs (the same whether or not a toolkit is installed)."""
+    if flavor == "rocm":
+        return "--device /dev/kfd + each GPU's render and card nodes (the kernel's device cgroup)"
+    return "a device request naming the GPU IDs (Docker: DeviceRequests, needs nvidia-container-toolkit; Podman: CDI nvidia.com/gpu=N)"
+
+
 def _check_engine(opts: CheckOptions, prepared, found: Findings) -> None:
     try:
         if opts.engine == "slurm":
@@ -98,10 +165,10 @@ def _check_engine(opts: CheckOptions, prepared, found: Findings) -> None:
 
             found.warnings += jobs.check_engine()
             return
-        from runner.engines.docker.commands import engine
+        from runner.clients.engine_api.shared import engine_client
 
         preference = prepared.config.get("container", "engine", default="auto") if prepared else None
-        found.engine = engine(preference).describe()  # which engine, where, its version and the API version in use
+        found.engine = engine_client(preference).describe()  # which engine, where, its version and the API version in use
         e = found.engine
         found.notes.append(f"engine: {e['engine']} {e.get('version') or ''} at {e['host']} ({e['source']}), API {e['api_version']}")
     except EngineUnavailable as exc:
@@ -144,6 +211,8 @@ def _print(opts: CheckOptions, found: Findings, out: Output) -> None:
             report["trackers"] = found.online
         if found.secrets:
             report["secrets"] = found.secrets
+        if found.gpus:
+            report["gpus"] = found.gpus
         out.json(report)
         return
     from runner.ui import ci

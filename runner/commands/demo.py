@@ -51,9 +51,9 @@ def ensure_demo_image(out: Output) -> None:
     from urllib.parse import quote
 
     from runner.clients.engine_api import ApiError
-    from runner.engines.docker.commands import engine
+    from runner.clients.engine_api.shared import engine_client
 
-    eng = engine()
+    eng = engine_client()
     try:
         eng.request("GET", f"/images/{quote(IMAGE, safe='')}/json")
         return
@@ -85,9 +85,9 @@ def cmd_demo(sources: Sources, out: Output) -> int:
     import yaml
 
     from runner.engines.docker import DockerEngine
-    from runner.engines.docker.commands import engine
+    from runner.clients.engine_api.shared import engine_client
 
-    engine().ping()
+    engine_client().ping()
     ensure_demo_image(out)
     if not os.environ.get("DEMO_API_KEY"):
         # A throwaway secret for this run only: it lives in this process's memory.

@@ -119,6 +119,26 @@ def load_config(
     return merged
 
 
+def load_env_and_config(sources, cli_layer: dict | None = None, user_files: bool = True):
+    """(env file, merged config) of ``sources`` (``runner.options.Sources``), every problem of
+    both reported at once (an untrusted ``./.env`` and ``.primus.yaml`` in one message)."""
+    from runner.config.envfile import load_env_file
+
+    problems: list[Problem] = []
+    env_file = config = None
+    try:
+        env_file = load_env_file(sources.env_file, sources.trust_project)
+    except ConfigError as exc:
+        problems += exc.problems
+    try:
+        config = load_config(sources.config_file, cli_layer, user_files=user_files, trust_project=sources.trust_project)
+    except ConfigError as exc:
+        problems += exc.problems
+    if problems:
+        raise ConfigError(problems)
+    return env_file, config
+
+
 def _locate_all(data: Any, path: tuple, lines: dict, where: str) -> None:
     lines[path] = where
     if isinstance(data, dict):
@@ -217,8 +237,9 @@ def _cache_dir() -> Path:
     return Path(base) / "primus-runner" / "valid"
 
 
-def _fingerprint(schema: bytes, data: Any) -> str:
-    blob = json.dumps(data, sort_keys=True, default=str).encode()
+def _fingerprint(schema: bytes, layer: "Located") -> str:
+    """A file's layer by the hash of its bytes (never by serialising what its aliases expand to)."""
+    blob = layer.digest.encode() if layer.digest else json.dumps(layer.data, sort_keys=True, default=str).encode()
     return hashlib.sha256(schema + b"\0" + blob).hexdigest()
 
 
@@ -231,7 +252,7 @@ def validate(layer: Located) -> list[Problem]:
     so a hash does not reveal one.
     """
     schema_bytes = _schema_bytes()
-    marker = _cache_dir() / _fingerprint(schema_bytes, layer.data)
+    marker = _cache_dir() / _fingerprint(schema_bytes, layer)
     if marker.exists():
         return []
     import jsonschema

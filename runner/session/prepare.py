@@ -10,48 +10,13 @@ import os
 from dataclasses import dataclass
 from typing import Sequence
 
-from runner.config import Config, _merge, load_config
-from runner.config.envfile import EnvFile, load_env_file
+from runner.config import Config, _merge, load_config, load_env_and_config
+from runner.config.envfile import EnvFile, env_lookup
+from runner.context import Context, load_context, secret_refs  # noqa: F401  (Context, load_context: re-exported)
 from runner.options import LaunchFlags, Sources
 from runner.plan import LaunchPlan, Planned, build_plan
-from runner.secrets import Secret, SecretScope, secret_scope
+from runner.secrets import SecretScope
 from runner.ui import Output
-
-
-@dataclass(frozen=True)
-class Context:
-    """A command's configuration without a launch: merged config, env file, secret scope."""
-
-    config: Config
-    env_file: EnvFile
-    scope: SecretScope
-
-
-def load_context(sources: Sources, extra: Sequence[tuple[str, Secret]] = (), out: Output | None = None) -> Context:
-    """Config, env file and every secret in scope (host env + env file + ``extra``), for
-    commands that print or scan but launch nothing (build, audit, logs).
-
-    With ``out``, every ``secrets:`` reference is resolved too, so a value a job printed
-    from a store is masked (logs) or found (audit); one that cannot be resolved is a
-    warning there, not an error: those commands must still run."""
-    from runner.policy import Classifier
-
-    env_file = load_env_file(sources.env_file, sources.trust_project)
-    config = load_config(sources.config_file, trust_project=sources.trust_project)
-    is_secret = Classifier.from_config(config).is_secret
-    refs = _secret_refs(config) if out is not None else {}
-    if refs:
-        from runner.secrets.refs import resolve_and_report
-
-        lookup = lambda name: os.environ.get(name, env_file.values.get(name))  # noqa: E731
-        resolved, report = resolve_and_report(list(refs.values()), lookup)
-        for item in report:
-            if not item["found"]:
-                out.warn(f"secret {item['name']} ({item['source']}) could not be resolved: {item['error']}")
-        extra = [*extra, *resolved.items()]
-        is_secret = lambda name, base=is_secret: base(name) or name in refs  # noqa: E731
-    scope = secret_scope([os.environ, env_file.values], is_secret, extra=extra)
-    return Context(config, env_file, scope)
 
 
 @dataclass
@@ -70,25 +35,29 @@ class Prepared:
 
     def lookup(self, name: str) -> str | None:
         """A variable's value as the runner sees it: the environment first, then the env file."""
-        value = os.environ.get(name)
-        return value if value is not None else self.env_file.values.get(name)
+        return env_lookup(self.env_file)(name)
 
 
-def _secret_refs(config: Config) -> dict:
-    """The ``secrets:`` references by name (their syntax errors stop the command, exit 2)."""
-    if not config.get("secrets"):
-        return {}
-    from runner.errors import ConfigError
-    from runner.secrets.refs import parse_refs
+def _gpu_holders(config: Config):
+    """Who holds which GPU now, asked only when a launch selects GPUs: the engine's runner
+    containers (when it answers; a read, nothing changes) and the launches in progress."""
 
-    refs, problems = parse_refs(config)
-    if problems:
-        raise ConfigError(problems)
-    return {ref.name: ref for ref in refs}
+    def held() -> dict[str, str]:
+        from runner.errors import EngineUnavailable
+        from runner.gpus import holders
+
+        try:
+            from runner.clients.engine_api.shared import engine_client
+
+            return holders.current(engine_client(config.get("container", "engine", default="auto")))
+        except (EngineUnavailable, OSError):
+            return holders.current(None)
+
+    return held
 
 
 def _with_resolved_refs(planned: Planned, refs: dict, config: Config, command, host_env: dict, env_file: EnvFile,
-                        flags: LaunchFlags, extra_env, resolved: "dict | None | bool") -> Planned:
+                        flags: LaunchFlags, extra_env, resolved: "dict | None | bool", **gpu_args) -> Planned:
     """Resolve the references this launch needs (the names it forwards or was asked for), in
     parallel and in memory only, and plan again with their values: a reference wins over
     the environment."""
@@ -101,9 +70,9 @@ def _with_resolved_refs(planned: Planned, refs: dict, config: Config, command, h
     if resolved is False:  # shown, never run: each value is a stand-in that says where it would come from
         values = {**host_env, **{ref.name: f"<{ref.name} from {ref.source}, not resolved>" for ref in needed}}
         return build_plan(config, command, values, env_file, flags, extra_env=extra_env,
-                          sources={ref.name: ref.source for ref in needed})
+                          sources={ref.name: ref.source for ref in needed}, **gpu_args)
     if resolved is None:
-        lookup = lambda name: host_env.get(name, env_file.values.get(name))  # noqa: E731
+        lookup = env_lookup(env_file, host_env)
         resolved = resolve(needed, lookup, mask=planned.scope.masker.mask)
     else:
         needed = [ref for ref in needed if ref.name in resolved]
@@ -112,7 +81,7 @@ def _with_resolved_refs(planned: Planned, refs: dict, config: Config, command, h
     values = {**host_env, **{name: secret.reveal() for name, secret in resolved.items()}}
     sources = {ref.name: ref.source for ref in needed}
     return build_plan(config, command, values, env_file, flags, extra_env=extra_env,
-                      extra_secrets=list(resolved.items()), sources=sources)
+                      extra_secrets=list(resolved.items()), sources=sources, **gpu_args)
 
 
 def prepare(
@@ -126,27 +95,35 @@ def prepare(
     user_files: bool = True,
     resolved: dict | None = None,
     resolve_refs: bool = True,
+    gpu_mode: str = "host",
 ) -> Prepared:
     """Config, env file, flags → the plan and its secret scope; installs the scope's masker.
 
     Secret references the launch needs are resolved here, once; ``resolved`` gives values
     a caller already resolved itself (``check`` resolves and reports every reference).
     ``resolve_refs=False`` (``plan``, dry runs) runs no reference: the plan shows where
-    each value would come from."""
-    env_file = load_env_file(sources.env_file, sources.trust_project)
+    each value would come from.
+    ``gpu_mode``: "node" when each Slurm node chooses its GPUs (nothing is chosen here),
+    "off" for a launch without a container; else ("host") ``--gpus N`` is previewed against
+    the GPUs other runner containers hold now (the launch claims them for real, under a
+    lock: ``runner.gpus.holders.claim``)."""
     layer = flags.config_layer()
     if extra_layer:  # a command's own layer (demo): below the flags
         layer = _merge(extra_layer, layer, (), {}, {})
-    config = load_config(sources.config_file, layer or None, user_files=user_files, trust_project=sources.trust_project)
+    env_file, config = load_env_and_config(sources, layer or None, user_files=user_files)
     host_env = dict(os.environ)
-    refs = _secret_refs(config)
+    refs = secret_refs(config)
     if refs:  # a name given a reference is a secret whatever its name
         layer = _merge(layer or {}, {"passthrough": {"secrets": sorted(refs)}}, (), {}, {})
         config = load_config(sources.config_file, layer, user_files=user_files, trust_project=sources.trust_project)
-    planned = build_plan(config, command, host_env, env_file, flags, extra_env=extra_env)
+    gpu_args = {"gpu_holders": _gpu_holders(config) if gpu_mode == "host" else None, "gpu_mode": gpu_mode}
+    planned = build_plan(config, command, host_env, env_file, flags, extra_env=extra_env, **gpu_args)
     if refs and planned.plan is not None:
         planned = _with_resolved_refs(planned, refs, config, command, host_env, env_file, flags, extra_env,
-                                      resolved if resolve_refs else False)
+                                      resolved if resolve_refs else False, **gpu_args)
+    from runner.engines import config_problems
+
+    planned.problems += config_problems(config)  # the engines' own sections (slurm:), as a launch checks them
     out.use_masker(planned.scope.masker)
     from runner.ui import ci
 

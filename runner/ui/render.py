@@ -13,6 +13,7 @@ def plan_text(plan: LaunchPlan) -> str:
         ("command", " ".join(_quote(a) for a in plan.command)),
         ("name", plan.name),
         ("gpu", plan.gpu + (f" (device request: {plan.gpu_request})" if plan.gpu_request else "")),
+        ("gpus", _gpus_text(plan)),
         ("devices", ", ".join(plan.devices) or "-"),
         ("mounts", ", ".join(str(m) for m in plan.mounts) or "-"),
         ("ipc / network", f"{plan.ipc or '-'} / {plan.network or '-'}"),
@@ -38,6 +39,16 @@ def plan_text(plan: LaunchPlan) -> str:
             lines.append(f"  {d.name}   ({d.reason}: {d.skip_reason})")
     lines += override_lines(plan)
     return "\n".join(lines)
+
+
+def _gpus_text(plan: LaunchPlan) -> str:
+    """The chosen GPUs: index, device node (ROCm) or device ID (CUDA), UUID."""
+    if plan.gpu == "none":
+        return "-"
+    if not plan.gpus:
+        return f"{plan.gpu_select} (per node, from the Slurm allocation)" if plan.gpu_select != "all" else "all (the flavor's devices)"
+    shown = [f"{g.index} ({g.render or 'device ' + g.device_id}, {g.uuid})" for g in plan.gpus]
+    return f"{plan.gpu_select}: " + ", ".join(shown)
 
 
 def override_lines(plan: LaunchPlan) -> list[str]:
@@ -83,13 +94,30 @@ def plan_tables(plan: LaunchPlan, masker: Masker | None = None):
     return summary, env
 
 
-def show_plan(plan: LaunchPlan, out: Output) -> None:
-    """JSON with ``--json``; rich tables on a terminal; plain text for pipes (fast, stable to grep)."""
+def plan_json(plan: LaunchPlan, request=None) -> dict:
+    """``plan --json`` (and a dry run's): the plan's keys, and the engine's request under ``request``."""
+    doc = plan.to_dict()
+    if request is not None:
+        doc["request"] = request.to_dict()
+    return doc
+
+
+def show_plan(plan: LaunchPlan, out: Output, request=None) -> None:
+    """JSON with ``--json``; rich tables on a terminal; plain text for pipes (fast, stable to grep).
+    With the engine's ``request``, its rendering follows the plan (what the engine is sent)."""
+    if out.json_mode:
+        out.json(plan_json(plan, request))
+        return
+    _show_plan_text(plan, out)
+    if request is not None:
+        out.result("")
+        out.result(request.render())
+
+
+def _show_plan_text(plan: LaunchPlan, out: Output) -> None:
     import sys
 
-    if out.json_mode:
-        out.json(plan.to_dict())
-    elif out.color and sys.stdout.isatty():
+    if out.color and sys.stdout.isatty():
         import io
         import shutil
 

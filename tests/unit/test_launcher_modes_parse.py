@@ -99,8 +99,8 @@ def test_dry_run_slurm_renders_the_flags_and_the_container_entry(project):
              "--cpus-per-task=4", "-C", "mi300x", "--mail-type", "END", "--mail-user=me@example.com", "-A", "acct"]
     result = run(["--json", "--dry-run", "slurm", *flags, "--", "container", "--gpus", "0", "--env", "LIT=1", "--", *TRAIN], project)
     assert result.returncode == 0, result.stderr
-    doc = json.loads(result.stdout)
-    command = doc["command"]
+    doc = json.loads(result.stdout)["request"]
+    command = doc["sbatch"]
     assert command[3:-1] == flags and command[0].endswith("sbatch")
     assert "#SBATCH --nodes=2" in doc["script"]
     assert "--export=ALL" not in result.stdout

@@ -12,22 +12,13 @@ import re
 import sys
 
 from runner.clients.engine_api import ApiError, Demux, Engine
+from runner.clients.engine_api.shared import engine_client
 from runner.errors import RuntimeFailure, UsageError
 from runner.options import ContainerSelection
 from runner.plan import LABEL, LABEL_OWNER
 from runner.ui import Output
 
-_engine: Engine | None = None
-
-
-def engine(preference: str | None = None) -> Engine:
-    """The process's Engine API client (one per process: one discovery, one version negotiation).
-
-    ``preference`` is ``container.engine`` (auto | docker | podman); the first call decides."""
-    global _engine
-    if _engine is None:
-        _engine = Engine(preference=preference or "auto")
-    return _engine
+USAGE = UsageError.exit_code  # a name that is no container of the runner's (or of yours): invalid usage, like an unknown job
 
 
 def owner_filter(all_users: bool = False) -> dict[str, str]:
@@ -35,9 +26,10 @@ def owner_filter(all_users: bool = False) -> dict[str, str]:
     return {} if all_users else {LABEL_OWNER: str(os.getuid())}
 
 
-def remove_containers(filters: dict[str, str]) -> int:
-    """Stop and remove the runner's containers matching these labels (ANDed with the managed label)."""
-    eng = engine()
+def remove_containers(filters: dict[str, str], eng: Engine | None = None) -> int:
+    """Stop and remove the runner's containers matching these labels (ANDed with the managed label),
+    on ``eng`` (default: the process's client)."""
+    eng = eng or engine_client()
     labels = [f"{LABEL}=true"] + [f"{k}={v}" for k, v in filters.items()]
     count = 0
     for item in eng.containers(labels):
@@ -46,6 +38,19 @@ def remove_containers(filters: dict[str, str]) -> int:
         eng.remove(item["Id"])
         count += 1
     return count
+
+
+def _client(sel: ContainerSelection, config=None) -> Engine:
+    """The engine the config's ``container.engine`` names: the one ``up`` launched on."""
+    from runner.context import container_engine
+
+    return engine_client(container_engine(sel.sources, config))
+
+
+def would_remove(items: list[dict]) -> str:
+    """What a dry run of ``down``/``--clean`` says: ``would remove N: names…`` (nothing is touched)."""
+    names = [_name(item) for item in items]
+    return f"would remove {len(names)}" + (f": {', '.join(names)}" if names else "")
 
 
 def _name(item: dict) -> str:
@@ -63,7 +68,7 @@ def cmd_ps(sel: ContainerSelection, out: Output) -> int:
 
     rows = []
     labels = [f"{LABEL}=true"] + [f"{k}={v}" for k, v in owner_filter(sel.all_users).items()]
-    for item in engine().containers(labels):
+    for item in _client(sel).containers(labels):
         rows.append({
             "name": _name(item),
             "id": item["Id"][:12],
@@ -119,14 +124,15 @@ def cmd_logs(sel: ContainerSelection, out: Output) -> int:
     from urllib.parse import quote
 
     from runner.engines.docker.run import Sink
-    from runner.session.prepare import load_context
+    from runner.context import load_context
 
-    masker = load_context(sel.sources, out=out).scope.masker  # the secrets in scope of this directory's config and env
+    context = load_context(sel.sources, out=out)
+    masker = context.scope.masker  # the secrets in scope of this directory's config and env
     out.use_masker(masker)
-    eng = engine()
+    eng = _client(sel, context.config)
     info = _owned(eng, sel.names[0], out, sel.all_users)
     if info is None:
-        return 1
+        return USAGE
     stdout = Sink(sys.stdout.buffer, masker, None)
     stderr = Sink(sys.stderr.buffer, masker, None)
     sinks = {1: stdout, 2: stderr}
@@ -145,9 +151,11 @@ def cmd_logs(sel: ContainerSelection, out: Output) -> int:
 
 
 def cmd_down(sel: ContainerSelection, out: Output) -> int:
-    eng = engine()
+    eng = _client(sel)
+    if sel.dry_run:
+        return _down_dry_run(eng, sel, out)
     if sel.all:
-        count = remove_containers(owner_filter(sel.all_users))
+        count = remove_containers(owner_filter(sel.all_users), eng)
         whose = "" if sel.all_users else " of yours"
         out.info(f"removed {count} primus-runner container{'s' if count != 1 else ''}{whose}")
         return 0
@@ -163,4 +171,20 @@ def cmd_down(sel: ContainerSelection, out: Output) -> int:
             eng.stop(info["Id"])
         eng.remove(info["Id"])
         out.info(f"removed {name}")
-    return 1 if failed else 0
+    return USAGE if failed else 0
+
+
+def _down_dry_run(eng: Engine, sel: ContainerSelection, out: Output) -> int:
+    """``down`` in a dry run: the containers it would stop and remove, found as ``down`` finds
+    them (read-only calls only), and exit 0."""
+    if sel.all:
+        labels = [f"{LABEL}=true"] + [f"{k}={v}" for k, v in owner_filter(sel.all_users).items()]
+        items = eng.containers(labels)
+    elif not sel.names:
+        raise UsageError("name the containers to remove, or use --all", hint="primus-runner ps lists them")
+    else:
+        items = [{"Names": [name]} for name in sel.names if _owned(eng, name, out, sel.all_users) is not None]
+    if out.json_mode:
+        out.json({"dry_run": True, "would_remove": [_name(item) for item in items]})
+    out.info(f"dry run: {would_remove(items)}")
+    return 0

@@ -2,7 +2,9 @@
 
 It rebuilds the plan from the plan file (names) and its own environment (values,
 which Slurm copied from sbatch's environment), adds ``NNODES``/``NODE_RANK``/
-``MASTER_ADDR``/``MASTER_PORT``/``GPUS_PER_NODE``, and runs one container through
+``MASTER_ADDR``/``MASTER_PORT``/``GPUS_PER_NODE``, maps the GPUs Slurm allocated to this
+step to this node's devices (containers live in the engine's cgroup, not the job's, so
+Slurm's own device limit does not reach them), and runs one container through
 the Docker engine (same stdin shim, masking and labels), so the job's output
 files only ever receive masked text. Its masker comes from the same
 ``secret_scope`` as the submitting host's: the forwarded secrets and the
@@ -110,7 +112,14 @@ def run_node(plan_file: str, out: Output) -> int:
         stop_timeout = max(1.0, min(stop_timeout, float(slurm["kill_wait"]) - 3))
     plan = replace(plan.with_env(computed, "slurm"), name=name, labels=labels, stop_timeout=stop_timeout)
 
-    code = _pull(plan.image, doc.get("pull", "missing"), environ, out)
+    code = 0
+    try:
+        plan = _node_gpus(plan, environ, node, out)
+    except ConfigError as exc:  # an allocation this node cannot map: nothing starts here
+        out.error(f"node {node}: {exc.message}", exc.hint)
+        code = exc.exit_code
+    if code == 0:
+        code = _pull(plan.image, doc.get("pull", "missing"), environ, out)
     if code == 0:
         code = _run_container(plan, scope, out, {LABEL_SLURM_JOB: job_id, LABEL_NODE_RANK: rank})
     try:
@@ -122,14 +131,43 @@ def run_node(plan_file: str, out: Output) -> int:
     return code
 
 
+def _node_gpus(plan: LaunchPlan, environ: dict[str, str], node: str, out: Output) -> LaunchPlan:
+    """The GPUs Slurm gave this step, as this node's devices (containers live in the engine's
+    cgroup, not the job's: Slurm's device constraint does not reach them, these devices do)."""
+    if plan.gpu == "none":
+        return plan
+    from runner.gpus import discover, host_root, planning
+    from runner.gpus import slurm as gres
+    from runner.gpus.model import ROOT_ENV, GpuError
+
+    root = host_root(environ) if environ.get(ROOT_ENV) else plan.host_root
+    found = discover(plan.gpu, root)
+    indices = gres.allocated(environ, plan.gpu)
+    if indices is None:
+        if plan.gpu_select != "all":
+            raise GpuError(f"--gpus {plan.gpu_select} asked for GPUs per node, but Slurm allocated none to this step",
+                           hint="ask Slurm for them: --gpus-per-node N or --gres gpu:N (the cluster needs GresTypes=gpu)")
+        if not found:
+            return plan  # a node whose GPUs are not read here: the flavor's default devices
+        gpus = found
+    else:
+        if not found:
+            raise GpuError(f"Slurm allocated GPUs {','.join(map(str, indices))}, but no {plan.gpu} GPU is found under {root}",
+                           hint="set PRIMUS_RUNNER_HOST_ROOT to where this node's sysfs is, or check the driver")
+        gpus = gres.node_gpus(indices, found, gres.gres_files(node), node)
+    out.info(f"node {node}: GPUs {', '.join(f'{g.index} ({g.render or g.uuid})' for g in gpus)}")
+    plan = replace(plan, gpu_select=",".join(str(g.index) for g in gpus) if indices is not None else "all")
+    return planning.with_gpus(plan, gpus, root)
+
+
 def _pull(image: str, policy: str, environ: dict, out: Output) -> int:
     """The image on this node as the policy wants it, with the registry login sbatch's environment carried."""
-    from runner.clients.engine_api import Engine
     from runner.clients.engine_api.pull import pull_as_needed
+    from runner.clients.engine_api.shared import engine_client
     from runner.errors import RunnerError
 
     try:
-        pull_as_needed(Engine(), image, policy=policy, lookup=environ.get, out=out)
+        pull_as_needed(engine_client(), image, policy=policy, lookup=environ.get, out=out)
     except RunnerError as exc:
         out.error(f"node {environ.get('SLURMD_NODENAME', '?')}: {exc.message}", exc.hint)
         return exc.exit_code
@@ -144,9 +182,10 @@ def _run_container(plan: LaunchPlan, scope: SecretScope, out: Output, labels: di
     from runner.options import RunOptions
 
     engine = DockerEngine(extra_labels=labels)
-    ctx = RunContext(RunOptions(command=plan.command), scope, out, config=None)
+    ctx = RunContext(RunOptions(command=plan.command), scope, out)
+    plan = replace(plan, pull="missing")  # the node pulled as the policy said (_pull): no second pull
     try:
-        launched = engine.launch(engine.request(plan, ctx), ctx)
+        launched = engine.launch(engine.resolve(engine.request(plan, ctx), ctx), ctx)
     except Interrupted as exc:
         out.error(exc.message)
         return exc.exit_code

@@ -111,6 +111,13 @@ def flag_directives(settings: "SlurmSettings") -> list[str]:
     return rendered
 
 
+def _gpu_count(config) -> int:
+    """``--gpus N`` (``container.gpus``) under Slurm: N GPUs per node, asked of Slurm (above
+    ``slurm.gpus_per_node``, below ``--gpus-per-node``)."""
+    text = str(config.get("container", "gpus", default="") or "").strip()
+    return int(text) if text.isdigit() else 0
+
+
 def settings_from(config, flags: SlurmFlags) -> SlurmSettings:
     get = lambda key, default=None: config.get("slurm", key, default=default)  # noqa: E731
     pick = lambda flag, key, default=None: flag if flag is not None else get(key, default)  # noqa: E731
@@ -121,7 +128,7 @@ def settings_from(config, flags: SlurmFlags) -> SlurmSettings:
         partition=unless_given(flags.partition, "partition"),
         time=None if unless_given(flags.time, "time") is None else str(pick(flags.time, "time")),
         account=unless_given(flags.account, "account"),
-        gpus_per_node=int(pick(flags.gpus_per_node, "gpus_per_node", 0)),
+        gpus_per_node=int(flags.gpus_per_node if flags.gpus_per_node is not None else _gpu_count(config) or get("gpus_per_node", 0)),
         master_port=int(get("master_port", 1234)),
         output_dir=get("output_dir"),
         sbatch_args=tuple(str(a) for a in (get("sbatch_args", []) or [])),
@@ -225,7 +232,10 @@ def export_names(plan, agent_env: tuple[str, ...] = ()) -> list[str]:
 
 @dataclass(frozen=True)
 class SlurmRequest:
-    """The batch script and the exact names ``sbatch --export`` carries."""
+    """Everything ``sbatch`` is given, complete before anything exists: its argument list, the
+    batch script (names only) at its path in the job directory, the exact ``--export`` names
+    and the container command each node's agent runs. ``launch`` writes and submits exactly
+    this; the dry run renders it."""
 
     plan: LaunchPlan
     settings: SlurmSettings
@@ -233,18 +243,41 @@ class SlurmRequest:
     script: str
     export: tuple[str, ...]
     agent_env: tuple[str, ...] = ()  # exported for the agent only (DOCKER_LOGIN_*), never the container's
-    pull: str = "missing"
+    node_command: tuple[str, ...] = ()  # each node's container, as `docker run …` (rank and job id per node)
+
+    @property
+    def pull(self) -> str:
+        return self.plan.pull
 
     def command(self, sbatch: str = "sbatch") -> list[str]:
         """sbatch's argument list: the user's Slurm flags as given, after the runner's own (so they win)."""
         return [sbatch, "--parsable", f"--export={','.join(self.export)}", *self.settings.cli_args, str(self.job_dir / SCRIPT_FILE)]
 
+    def with_run_env(self, pairs: dict[str, str]) -> "SlurmRequest":
+        """The tracker handshake's values (run ids) by name: their names are in ``export`` already
+        (``run_env_names``), so the script stays as it is; the values travel in sbatch's environment."""
+        from dataclasses import replace
+
+        return replace(self, plan=self.plan.with_env(pairs, "tracker run")) if pairs else self
+
     def to_dict(self) -> dict:
-        return {"script": self.script, "export": list(self.export), "command": self.command(), "image": self.plan.image,
+        return {"engine": "slurm", "command": self.command(), "sbatch": self.command(), "script": self.script,
+                "script_path": str(self.job_dir / SCRIPT_FILE), "job_dir": str(self.job_dir), "export": list(self.export),
+                "nodes": self.settings.nodes, "node_command": list(self.node_command), "image": self.plan.image,
                 "job_command": list(self.plan.command)}
 
     def render(self) -> str:
-        return self.script.rstrip("\n")
+        nodes = self.settings.nodes
+        return "\n".join([
+            f"# sbatch (from {os.getcwd()}):",
+            " ".join(shlex.quote(a) for a in self.command()),
+            "",
+            f"# the batch script, {self.job_dir / SCRIPT_FILE}:",
+            self.script.rstrip("\n"),
+            "",
+            f"# on each of the {nodes} node(s), the node agent runs this container (<job> and <rank> per node):",
+            " ".join(shlex.quote(a) for a in self.node_command),
+        ])
 
 
 # --------------------------------------------------------------------------- batch script

@@ -166,22 +166,26 @@ def test_each_invocation_means_what_the_launcher_means(doc, form, home, capsys):
         return
     assert code == 0, (form, err)
     doc_ = json.loads(out)
+    request = doc_.get("request") or doc_
     if want["mode"] == "slurm":
-        assert doc_["command"][3:-1] == want["slurm"], form  # sbatch's argv: the user's flags exactly as given
-        assert doc_["image"] == (want["image"] if "my_maxtext" not in form else "rocm/jax-training:maxtext-v26.5")
-        command = doc_["job_command"]
+        assert request["sbatch"][3:-1] == want["slurm"], form  # sbatch's argv: the user's flags exactly as given
+        assert request["image"] == (want["image"] if "my_maxtext" not in form else "rocm/jax-training:maxtext-v26.5")
+        command = request["job_command"]
+        assert command == doc_["command"]
     elif want["mode"] == "container":
         expected_image = "rocm/jax-training:maxtext-v26.5" if "my_maxtext" in form else want["image"]
         assert doc_["image"] == expected_image
         targets = {m["target"] for m in doc_["mounts"]}
         assert {v.split(":")[1] if ":" in v else v for v in want["volumes"]} <= targets
         command = doc_["command"]
+        argv = request["argv"]  # docker run …: the image, then the job's command
+        assert argv[len(argv) - len(command) - 1:] == [expected_image, *command], form
     else:
         command = doc_["command"]
     for entry in want["env"]:
         name, _, value = entry.partition("=")
         if want["mode"] == "slurm":
-            assert name in doc_["export"], (form, entry)  # the value travels in sbatch's environment, by name
+            assert name in request["export"], (form, entry)  # the value travels in sbatch's environment, by name
         else:
             assert doc_["env"].get(name) == (value or home.joinpath("data").as_posix()), (form, entry)
     assert command == ["primus-cli", "direct", *want["direct"], "--", *want["primus"]], form
@@ -192,17 +196,17 @@ def test_the_readme_scenario_uses_the_image_and_the_env(home, capsys):
     code, out, err = run(["slurm", "-N", "4", "--nodelist", "node[01-04]", "--", "--image", "rocm/primus:v26.5", "--",
                           "--env", "NCCL_DEBUG=INFO", "--", "train", "pretrain", "--config", "exp.yaml"], capsys)
     assert code == 0, err
-    doc = json.loads(out)
-    assert doc["image"] == "rocm/primus:v26.5"
+    doc = json.loads(out)["request"]
+    assert doc["image"] == "rocm/primus:v26.5" and "rocm/primus:v26.5" in doc["node_command"]
     assert doc["job_command"] == ["primus-cli", "direct", "--", "train", "pretrain", "--config", "exp.yaml"]
     assert "NCCL_DEBUG" in doc["export"]
-    assert doc["command"][3:-1] == ["-N", "4", "--nodelist", "node[01-04]"]
+    assert doc["sbatch"][3:-1] == ["-N", "4", "--nodelist", "node[01-04]"]
 
 
 def test_an_image_without_a_second_separator_is_the_container_entrys(home, capsys):
     code, out, err = run(["slurm", "srun", "-N", "2", "--", "--image", "rocm/other:1", "train", "pretrain", "--config", "c.yaml"], capsys)
     assert code == 0, err
-    doc = json.loads(out)
+    doc = json.loads(out)["request"]
     assert doc["image"] == "rocm/other:1" and doc["job_command"][-4:] == ["train", "pretrain", "--config", "c.yaml"]
     assert "--image" not in doc["job_command"]
 
