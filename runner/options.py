@@ -173,6 +173,7 @@ class ContainerSelection:
     all: bool = False
     follow: bool = False
     all_users: bool = False  # every user's runner containers, not only the invoking user's
+    tail: int | None = None  # logs: only the last N lines
     dry_run: bool = False  # down: say what would be removed, remove nothing
 
 

@@ -202,12 +202,13 @@ def _container_commands(cmd) -> None:
     p.add_argument("--all", "-a", action="store_true", help="accepted for familiarity: ps always lists running and stopped (leftover) runner containers")
     p.add_argument("--all-users", action="store_true", help="every user's runner containers (default: yours)")
 
-    p = cmd("logs", "print a runner container's output, or a Slurm job's from every node (rank by rank), masked",
-            "primus-runner logs primus-1a2b3c4d -f; primus-runner logs 1234 -f --node 1")
-    p.add_argument("name", help="a container name, or a Slurm job id")
+    p = cmd("logs", "print a run's output (running or finished, from any directory), a runner container's, or a Slurm job's "
+                    "from every node (rank by rank), masked",
+            "primus-runner logs 20261201-103512-3fa9c1; primus-runner logs primus-1a2b3c4d -f; primus-runner logs 1234 -f --node 1")
+    p.add_argument("name", help="a run id (from `runs`), a job or container name, or a Slurm job id")
     p.add_argument("--follow", "-f", action="store_true")
     p.add_argument("--node", metavar="N", help="Slurm job: only this rank (0, 1, …) or node name")
-    p.add_argument("--tail", type=int, metavar="N", help="Slurm job: only the last N lines")
+    p.add_argument("--tail", type=int, metavar="N", help="only the last N lines")
     p.add_argument("--all-users", action="store_true", help="another user's runner container (default: yours only)")
 
     p = cmd("down", "stop and remove the runner's containers (only the runner's own)", "primus-runner down --all")
@@ -215,6 +216,33 @@ def _container_commands(cmd) -> None:
     p.add_argument("--all", action="store_true", help="every container the runner started on this host")
     p.add_argument("--all-users", action="store_true", help="every user's runner containers (default: yours)")
     p.add_argument("--dry-run", action="store_true", help="say which containers would be removed; remove nothing")
+
+
+def _runs_command(cmd) -> None:
+    """runs: the record of every launch."""
+    p = cmd("runs", "list past and running runs, newest first (their records: names only, no value)",
+            "primus-runner runs -n 5; primus-runner runs show 20261201-103512-3fa9c1; primus-runner runs gc --older-than 30d")
+    _runs_filters(p)
+    sub = p.add_subparsers(dest="runs_cmd", metavar="list|show|gc", parser_class=_Parser)
+    q = sub.add_parser("list", help="the runs (the default)")
+    _global_options(q, argparse.SUPPRESS)
+    _runs_filters(q, argparse.SUPPRESS)
+    q = sub.add_parser("show", help="one run's record")
+    _global_options(q, argparse.SUPPRESS)
+    q.add_argument("run", help="a run id (or its start), a Slurm job id or a name")
+    q = sub.add_parser("gc", help="remove finished runs older than a duration, with their directories")
+    _global_options(q, argparse.SUPPRESS)
+    q.add_argument("--older-than", required=True, metavar="DURATION", help="e.g. 30d, 12h, 90m, 2w")
+    q.add_argument("--dry-run", action="store_true", help="list what would be removed")
+
+
+def _runs_filters(p: argparse.ArgumentParser, default=None) -> None:
+    flag = {} if default is None else {"default": default}
+    p.add_argument("--all", action="store_true", help="every user's runs (a shared state directory)", **({"default": default} if default else {}))
+    p.add_argument("-n", type=int, metavar="N", dest="limit", help="only the newest N (default: 20 in the table, all with --json)", **flag)
+    p.add_argument("--state", choices=["running", "succeeded", "failed", "interrupted", "lost", "unknown", "error"], **flag)
+    p.add_argument("--engine", dest="runs_engine", metavar="ENGINE", help="docker, podman, slurm or process", **flag)
+    p.add_argument("--name", dest="runs_name", metavar="NAME", **flag)
 
 
 def _build_command(cmd) -> None:
@@ -290,7 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
         _global_options(p, argparse.SUPPRESS)  # also after the command, as docker/kubectl/gh accept them
         return p
 
-    for add in (_local_commands, _container_commands, _build_command, _slurm_commands, _tool_commands, _launcher_modes):
+    for add in (_local_commands, _container_commands, _runs_command, _build_command, _slurm_commands, _tool_commands, _launcher_modes):
         add(cmd)
 
     p = sub.add_parser("node-agent")  # no help=: hidden from --help; started by srun on each Slurm node
@@ -471,19 +499,27 @@ def _launch(args, sources, out, parser) -> int:
 def _containers(args, sources, out, parser) -> int:
     from runner.options import ContainerSelection
 
+    if args.cmd == "logs":
+        from runner.runs import commands as runs
+
+        shown = runs.cmd_logs(args.name, out, sources, follow=args.follow, tail=args.tail, node=args.node)  # a recorded run
+        if shown is not None:
+            return shown
     if args.cmd == "logs" and _SLURM_JOB.match(args.name):
+        from runner.context import load_context
         from runner.engines.slurm import jobs
 
+        out.use_masker(load_context(sources, out=out).scope.masker)  # secret references too: values a job printed from a store
         return jobs.cmd_logs(args.name, out, follow=args.follow, node=args.node, tail=args.tail, output_dir=_slurm_output_dir(sources))
-    if args.cmd == "logs" and (args.node is not None or args.tail is not None):
+    if args.cmd == "logs" and args.node is not None:
         from runner.errors import UsageError
 
-        raise UsageError(f"--node and --tail are for a Slurm job id; '{args.name}' names a container", "primus-runner logs JOB_ID --node 1")
+        raise UsageError(f"--node is for a Slurm job id; '{args.name}' names a container", "primus-runner logs JOB_ID --node 1")
     from runner.engines.docker import commands
 
     names = (args.name,) if args.cmd == "logs" else tuple(getattr(args, "names", ()))
     selection = ContainerSelection(sources, names, getattr(args, "all", False), getattr(args, "follow", False),
-                                   all_users=getattr(args, "all_users", False),
+                                   all_users=getattr(args, "all_users", False), tail=getattr(args, "tail", None),
                                    dry_run=args.cmd == "down" and _dry_run(args, sources))
     return getattr(commands, f"cmd_{args.cmd}")(selection, out)
 
@@ -496,6 +532,16 @@ def _build(args, sources, out, parser) -> int:
         sources=sources, flavor=args.flavor, base=args.base, tag=args.tag, build_args=tuple(args.build_arg),
         no_cache=args.no_cache, dry_run=_dry_run(args, sources), secrets=tuple(args.secret), file=args.file, context=args.context,
         pull=args.pull), out)
+
+
+def _runs(args, sources, out, parser) -> int:
+    from runner.runs import commands as runs
+
+    if args.runs_cmd == "show":
+        return runs.cmd_show(args.run, out)
+    if args.runs_cmd == "gc":
+        return runs.cmd_gc(args.older_than, out, dry_run=args.dry_run or args.global_dry_run)
+    return runs.cmd_runs(out, all_users=args.all, limit=args.limit, state=args.state, engine=args.runs_engine, name=args.runs_name)
 
 
 def _slurm_job(args, sources, out, parser) -> int:
@@ -558,7 +604,7 @@ def _demo(args, sources, out, parser) -> int:
 
 _HANDLERS = {
     "check": _check, "plan": _plan, "up": _launch, "submit": _launch,
-    "ps": _containers, "logs": _containers, "down": _containers, "build": _build,
+    "ps": _containers, "logs": _containers, "down": _containers, "runs": _runs, "build": _build,
     "status": _slurm_job, "cancel": _slurm_job, "node-agent": _node_agent, "audit": _audit,
     "completion": _completion, "container": _mode, "direct": _mode, "slurm": _mode, "demo": _demo,
     "trust": _trust,

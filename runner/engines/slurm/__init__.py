@@ -115,14 +115,15 @@ class SlurmEngine:
         from runner.trackers.runs import run_env_names
 
         settings = ctx.settings.settings
-        job_dir = jobs.job_dir_for(settings, plan.name)
+        job_dir = getattr(ctx.run, "job_dir", None) or jobs.job_dir_for(settings, plan.name)  # the run's (runner.runs)
         agent_env = self._agent_env(ctx, plan)
         # The names the tracker handshake will set (run ids) are exported from the start: the
         # handshake gives their values by name and the script does not change.
         later = tuple(n for n in run_env_names(plan) if n not in {d.name for d in plan.forwarded})
         export = tuple(export_names(plan, later + agent_env))
         script = render_script(plan, settings, job_dir, later + agent_env)
-        return SlurmRequest(plan, settings, job_dir, script, export, agent_env=agent_env, node_command=tuple(node_command(plan)))
+        return SlurmRequest(plan, settings, job_dir, script, export, agent_env=agent_env, node_command=tuple(node_command(plan)),
+                            node_cache=getattr(ctx.run, "node_cache", None))
 
     def resolve(self, request: SlurmRequest, ctx: RunContext, dry_run: bool = False) -> SlurmRequest:
         return request  # each node's agent resolves its own container (engine, image) on the node

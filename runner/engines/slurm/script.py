@@ -28,7 +28,8 @@ LABEL_NODE_RANK = "io.primus-runner.node-rank"
 # Computed by the agent on each node; never taken from the submitting host.
 COMPUTED = ("NNODES", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT", "GPUS_PER_NODE")
 # What the agent itself needs on the node (to find srun/docker); never given to the container.
-AGENT_NAMES = ("PATH",)
+PLAN_DIGEST = "PRIMUS_RUNNER_PLAN_SHA256"  # the plan file's sha256, in the job's environment: checked on every node
+AGENT_NAMES = ("PATH", PLAN_DIGEST)
 MASK_PREFIX = "PRIMUS_RUNNER_MASK_"  # agent-only: a secret inside a forwarded value, for the node's masker
 _TOKEN = re.compile(r"^[A-Za-z0-9_.:+,=@/-]+$")
 
@@ -201,8 +202,10 @@ def _config_flags(config, given: set[str]) -> list[str]:
 
 
 # --------------------------------------------------------------------------- plan file
-def plan_document(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path, kill_wait: int | None = None, pull: str = "missing") -> dict:
-    """The plan file: the plan's record (variable NAMES only), the per-node settings and the pull policy."""
+def plan_document(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path, kill_wait: int | None = None, pull: str = "missing",
+                  cache: dict | None = None) -> dict:
+    """The plan file: the plan's record (variable NAMES only), the per-node settings, the pull policy and
+    the node-local job cache (``{"dir": template, "key": image key}``: each node mounts its own)."""
     record = plan.record()
     record["env"] = [e for e in record["env"] if e["name"] not in COMPUTED]
     return {
@@ -211,6 +214,7 @@ def plan_document(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path, kill
         "job_dir": str(job_dir),
         "slurm": {"nodes": settings.nodes, "master_port": settings.master_port, "gpus_per_node": gpus_for(plan, settings), "kill_wait": kill_wait},
         "pull": pull,
+        "cache": cache,
         "plan": record,
     }
 
@@ -243,6 +247,7 @@ class SlurmRequest:
     script: str
     export: tuple[str, ...]
     agent_env: tuple[str, ...] = ()  # exported for the agent only (DOCKER_LOGIN_*), never the container's
+    node_cache: dict | None = None  # the job cache each node mounts from its own disk
     node_command: tuple[str, ...] = ()  # each node's container, as `docker run …` (rank and job id per node)
 
     @property

@@ -131,3 +131,11 @@ def test_the_runner_set_gpus_per_node_is_not_reported_unset(host):
     assert result.returncode == 0
     unset = [line for line in result.stderr.splitlines() if "not set on this host" in line]
     assert unset and not any("GPUS_PER_NODE" in line for line in unset)
+
+
+def test_other_gpu_devices_from_config_give_way_to_the_selection(host, work):
+    (work / ".primus.yaml").write_text("container:\n  options:\n    device: [/dev/dri/renderD140, /dev/fuse]\n")
+    doc = plan_json(host, "--gpus", "1-1")
+    assert "/dev/fuse" in doc["devices"]
+    assert not [d for d in doc["devices"] if "renderD140" in d or d in ("/dev/dri", "/dev/kfd")]
+    assert [d.split(":")[1] for d in doc["devices"] if d != "/dev/fuse"] == ["/dev/kfd", "/dev/dri/renderD129", "/dev/dri/card2"]
