@@ -275,6 +275,46 @@ def sbatch(request: SlurmRequest, masker: Masker, agent_values: dict | None = No
     return result.stdout.strip().split(";")[0]
 
 
+def link_output(request: SlurmRequest, job_id: str) -> None:
+    """``-o/--output`` and ``-e/--error`` (or ``slurm.output``/``.error``): the job writes where the
+    user said; ``slurm-<job>.out`` (``.err``) in the job directory points there, so ``logs JOB``,
+    ``--wait`` and the audit read the same file."""
+    for key, suffix in (("output", "out"), ("error", "err")):
+        pattern = getattr(request.settings, key, None)
+        if not pattern:
+            continue
+        target = Path(expand_filename(str(pattern), job_id, job_name(request)))
+        if not target.is_absolute():
+            target = Path.cwd() / target  # the batch script's --chdir is the submitting directory
+        link = request.job_dir / f"slurm-{job_id}.{suffix}"
+        try:
+            link.unlink(missing_ok=True)
+            link.symlink_to(target)
+        except OSError:
+            pass  # logs JOB still finds it through scontrol's StdOut while Slurm knows the job
+
+
+def job_name(request: SlurmRequest) -> str:
+    given = request.settings.cli_args
+    for i, token in enumerate(given):
+        if token in ("-J", "--job-name") and i + 1 < len(given):
+            return given[i + 1]
+        if token.startswith("--job-name="):
+            return token.split("=", 1)[1]
+        if token.startswith("-J") and len(token) > 2:
+            return token[2:]
+    return request.plan.name if re.match(r"^[A-Za-z0-9_.:+,=@/-]+$", request.plan.name) else "primus"
+
+
+def expand_filename(pattern: str, job_id: str, name: str) -> str:
+    """Slurm's filename pattern for a batch job's output (``%j``, ``%x``, ``%u``, ``%A``, ``%%`` …)."""
+    import getpass
+
+    values = {"j": job_id, "J": job_id, "A": job_id, "a": "4294967294", "x": name, "u": getpass.getuser(), "%": "%", "s": "batch",
+              "t": "0", "n": "0", "N": (os.environ.get("SLURMD_NODENAME") or "")}
+    return re.sub(r"%(\d*)([jJAaxusntN%])", lambda m: values[m.group(2)].zfill(int(m.group(1) or 0)), pattern)
+
+
 # Polling slurmctld: one ``scontrol show job -o JOB`` per poll, first after POLL_FIRST seconds,
 # doubling to POLL_MAX while nothing changes, back to POLL_FIRST on a change (docs/slurm.md).
 # Reading the job's output file is local and stays fast (FILE_POLL).
