@@ -77,6 +77,9 @@ class LaunchPlan:
     security_opt: tuple[str, ...] = ()
     ulimits: tuple[str, ...] = ()
     privileged: bool = False
+    hostname: str | None = None
+    # docker run options the runner passes through as given (runner.engines.docker.run_options)
+    run_options: tuple[tuple[str, str | None], ...] = ()
     ipc: str | None = None
     network: str | None = None
     user: str | None = None
@@ -449,6 +452,8 @@ def _container_settings(config: Config, flags: LaunchFlags, notices: list[str], 
         security_opt=tuple(_as_list(options.get("security-opt"))),
         ulimits=tuple(_as_list(options.get("ulimit"))),
         privileged=_as_bool(options.get("privileged", False)),
+        hostname=text("hostname"),
+        run_options=tuple(flags.run_options),
         ipc=options.get("ipc"),
         network=options.get("network"),
         user=text("user"),

@@ -192,23 +192,10 @@ def classic_stream(engine, spec, context: bytes, labels: dict[str, str]):
         "pull": 0,  # the bases were pulled before (run_build), under the runner's pull policy
     }
     try:
+        from runner.clients.engine_api.chunks import json_messages
+
         pieces = engine.stream("/build", params, method="POST", body=context, headers={"Content-Type": "application/x-tar"})
-        buffer = b""
-        decoder = json.JSONDecoder()
-        for piece in pieces:
-            buffer += piece
-            text = buffer.decode("utf-8", "surrogateescape")
-            pos = 0
-            while True:
-                while pos < len(text) and text[pos] in " \r\n\t":
-                    pos += 1
-                try:
-                    message, end = decoder.raw_decode(text, pos)
-                except ValueError:
-                    break
-                yield message
-                pos = end
-            buffer = text[pos:].encode("utf-8", "surrogateescape")
+        yield from json_messages(pieces)
     except ApiError as exc:  # the daemon refused the build request itself (bad Dockerfile path, bad args)
         yield {"error": exc.message}
 
