@@ -111,6 +111,10 @@ def _with_resolved_refs(planned: Planned, refs: dict, config: Config, command, h
                       extra_secrets=list(resolved.items()), sources=sources)
 
 
+def unset_notice(names) -> str:
+    return f"not set on this host, not forwarded: {', '.join(names)}"
+
+
 def prepare(
     out: Output,
     sources: Sources,
@@ -121,11 +125,13 @@ def prepare(
     quiet: bool = False,
     user_files: bool = True,
     resolved: dict | None = None,
+    report_unset: bool = True,
 ) -> Prepared:
     """Config, env file, flags → the plan and its secret scope; installs the scope's masker.
 
     Secret references the launch needs are resolved here, once; ``resolved`` gives values
-    a caller already resolved itself (``check`` resolves and reports every reference)."""
+    a caller already resolved itself (``check`` resolves and reports every reference).
+    ``report_unset=False``: no notice for unset allowlisted names (``plan`` lists them itself)."""
     env_file = load_env_file(sources.env_file)
     layer = flags.config_layer()
     if extra_layer:  # a command's own layer (demo): below the flags
@@ -146,9 +152,11 @@ def prepare(
     if planned.absent_optional:  # optional tracker variables simply not set: noise unless asked for
         out.debug("optional tracker variables not set: " + ", ".join(planned.absent_optional))
     if not quiet:
-        for warning in planned.warnings:
+        for warning in dict.fromkeys(planned.warnings):  # each once
             out.warn(warning)
         if planned.plan:
-            for notice in planned.plan.notices:
+            for notice in dict.fromkeys(planned.plan.notices):
                 out.notice(notice)
+            if planned.unset and report_unset:
+                out.notice(unset_notice(planned.unset))
     return Prepared(config, env_file, planned)
