@@ -511,6 +511,91 @@ def bench_secret_refs() -> None:
     report("plan with 5 references (one per source), median of 10", with_refs, "ms", with_env, "the same names in the environment")
 
 
+def spread(times: list[float], unit_scale: float = 1000) -> str:
+    """Median with min and max beside it, in ms."""
+    ms = sorted(x * unit_scale for x in times)
+    return f"median {statistics.median(ms):.1f} ms (min {ms[0]:.1f}, max {ms[-1]:.1f}, n={len(ms)})"
+
+
+def _scaled_config(kind: str, n: int, tmp: Path) -> tuple[str, dict]:
+    """A `.primus.yaml` with n of one input, and the environment it needs."""
+    env: dict[str, str] = {}
+    if kind == "allowlist":
+        names = [f"BENCH_VAR_{i}" for i in range(n)]
+        env = {name: f"value-{i}" for i, name in enumerate(names)}
+        return "container:\n  gpu: none\n  options:\n    env:\n" + "".join(f"      - {x}\n" for x in names), env
+    if kind == "mounts":
+        for i in range(n):
+            (tmp / f"m{i}").mkdir(exist_ok=True)
+        return "container:\n  gpu: none\n  options:\n    volume:\n" + "".join(f"      - {tmp}/m{i}:/mnt/m{i}\n" for i in range(n)), env
+    if kind == "devices":
+        return "container:\n  gpu: none\n  options:\n    device:\n" + "".join(f"      - /dev/null:/dev/bench{i}\n" for i in range(n)), env
+    if kind == "secrets":
+        names = [f"BENCH_{i}_TOKEN" for i in range(n)]
+        env = {name: f"tok-{i:04d}-" + "x" * 24 for i, name in enumerate(names)}
+        return "container:\n  gpu: none\n  options:\n    env:\n" + "".join(f"      - {x}\n" for x in names), env
+    if kind == "secret_length":
+        env = {"BENCH_LONG_TOKEN": "k" * n}
+        return "container:\n  gpu: none\n  options:\n    env: [BENCH_LONG_TOKEN]\n", env
+    if kind == "config_bytes":  # a comment block: the file grows, the meaning does not
+        return "container:\n  gpu: none\n" + "".join(f"# padding line {i} {'.' * 60}\n" for i in range(n)), env
+    raise ValueError(kind)
+
+
+# each input at 1x, 4x and 16x a realistic size (the allowlist also at 8,000, the size that once took 7 s)
+_SCALES = {
+    "allowlist": (100, 400, 1600, 8000),
+    "secrets": (5, 20, 80),
+    "secret_length": (64, 256, 1024, 4096),
+    "mounts": (10, 40, 160),
+    "devices": (10, 40, 160),
+    "config_bytes": (100, 400, 1600),
+}
+
+
+def bench_scaling() -> None:
+    """`plan -- true` as each input grows (allowlist, secrets, secret length, mounts, devices, config size),
+    and `up` on a job printing one line of growing length (the masked output path): time per unit at
+    each size, so a superlinear step shows as a growing per-unit figure. Median of 5, min and max beside it."""
+    runs = 5
+    base_env = {k: v for k, v in os.environ.items() if not k.startswith(("PRIMUS_", "NCCL_", "RCCL_", "GLOO_", "IONIC_", "HIPBLASLT_"))}
+    base_env["NO_COLOR"] = "1"
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        empty = tmp / "empty"
+        empty.mkdir()
+        (empty / ".primus.yaml").write_text("container:\n  gpu: none\n")
+        floor_times = timed(RUNNER + ["plan", "--", "true"], runs, env=base_env, cwd=empty)
+        floor = statistics.median(floor_times)
+        print(f"plan -- true, minimal config: {spread(floor_times)}", flush=True)
+        for kind, sizes in _SCALES.items():
+            for n in sizes:
+                work = tmp / f"{kind}-{n}"
+                work.mkdir()
+                text, extra = _scaled_config(kind, n, work)
+                (work / ".primus.yaml").write_text(text)
+                times = timed(RUNNER + ["plan", "--", "true"], runs, env={**base_env, **extra}, cwd=work)
+                above = max(statistics.median(times) - floor, 0.0)
+                print(f"plan, {kind} = {n}: {spread(times)}; above the minimal config {above * 1000:.1f} ms, "
+                      f"{above * 1e6 / n:.1f} us per unit", flush=True)
+        _bench_line_length(tmp, base_env, runs)
+
+
+def _bench_line_length(tmp: Path, env: dict, runs: int) -> None:
+    """`up` on a job that prints one line of N MiB (masking on: a secret in scope) vs `docker run` of the same job."""
+    work = tmp / "lines"
+    work.mkdir()
+    env = {**env, "BENCH_LINE_TOKEN": "bench-line-token-value-0123456789"}
+    (work / ".primus.yaml").write_text(_BENCH_CONFIG.replace("    privileged: false", "    privileged: false\n    env: [BENCH_LINE_TOKEN]"))
+    for mib in (1, 4, 16):
+        job = f"head -c {mib << 20} /dev/zero | tr '\\0' a; echo"
+        ours = timed(RUNNER + ["up", "--", "sh", "-c", job], runs, env=env, cwd=work)
+        raw = timed(["docker", "run", "--rm", BUSYBOX, "sh", "-c", job], runs)
+        o, r = statistics.median(ours), statistics.median(raw)
+        print(f"up, one {mib} MiB line: {spread(ours)}; docker run {spread(raw)}; ratio {o / r:.2f}x, "
+              f"{(o - r) * 1000 / mib:.1f} ms per MiB above raw", flush=True)
+
+
 def main(argv: list[str]) -> int:
     benches = {name[len("bench_"):]: fn for name, fn in sorted(globals().items()) if name.startswith("bench_") and callable(fn)}
     chosen = argv or list(benches)

@@ -15,6 +15,7 @@ class Sources:
 
     config_file: str | None = None
     env_file: str | None = None
+    trust_project: bool = False  # --trust-project: the project's own files as they are (runner.config.trust)
 
 
 @dataclass(frozen=True)

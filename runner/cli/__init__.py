@@ -102,6 +102,8 @@ def _global_options(p: argparse.ArgumentParser, default) -> None:
     g.add_argument("--no-color", action="store_true", help="plain output (NO_COLOR does the same)", **flag)
     g.add_argument("--verbose", action="store_true", help="more detail: files loaded, where each decision came from; tracebacks (masked) for internal errors", **flag)
     g.add_argument("-q", "--quiet", action="store_true", help="only errors and the job's own output", **flag)
+    g.add_argument("--trust-project", action="store_true", help="trust this directory's .primus.yaml and .env as they are, "
+                   "for a pipeline that checks out its own repository (PRIMUS_RUNNER_TRUST_PROJECT=1 does the same)", **flag)
 
 
 def _pull_option(p: argparse.ArgumentParser, what: str = "when to pull the image") -> None:
@@ -286,6 +288,11 @@ def _tool_commands(cmd) -> None:
 
     cmd("demo", "run the built-in demo job locally (no registry, no GPU needed)", "primus-runner demo")
 
+    p = cmd("trust", "trust this directory's project files (.primus.yaml, .env, a Primus checkout's runner/.primus.yaml) "
+            "as they are now: their secret references, endpoints and build paths then apply", "primus-runner trust --show")
+    p.add_argument("--show", action="store_true", help="list the project files, whether each is trusted, and what trust would allow; record nothing")
+    p.add_argument("--revoke", action="store_true", help="forget the trust of this directory's project files")
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
@@ -335,7 +342,7 @@ def _main(argv: list[str]) -> int:
     parser = build_parser()
     _Parser.argv = argv
     args = parser.parse_args(_default_launcher(argv))
-    sources = Sources(args.config, args.env_file)
+    sources = Sources(args.config, args.env_file, args.trust_project)
     out = Output(json_mode=args.json, color=not args.no_color, verbose=args.verbose, fallback=_early_masker(args.cmd, sources),
                  quiet=args.quiet)
     if not args.cmd:
@@ -404,10 +411,10 @@ _SLURM_JOB = __import__("re").compile(r"^\d+(_\d+)?$")  # `logs 1234`: a Slurm j
 def _slurm_output_dir(sources):
     from runner.config import load_config
 
-    return load_config(sources.config_file).get("slurm", "output_dir")
+    return load_config(sources.config_file, trust_project=sources.trust_project).get("slurm", "output_dir")
 
 
-_GLOBAL_FLAGS = {"--json", "--no-color", "--verbose", "-q", "--quiet", "--dry-run", "--debug"}
+_GLOBAL_FLAGS = {"--json", "--no-color", "--verbose", "-q", "--quiet", "--dry-run", "--debug", "--trust-project"}
 
 
 def _command_in(argv: list[str]) -> tuple[int, str | None]:
@@ -502,11 +509,10 @@ def _check(args, sources, out, parser) -> int:
 
 def _plan(args, sources, out, parser) -> int:
     from runner.session.prepare import prepare
-    from runner.ui.render import show_plan
+    from runner.ui.render import show_plan, sources_text
 
-    from runner.ui.render import sources_text
-
-    prepared = prepare(out, sources, args.command, _flags(args), report_unset=False)  # the plan lists them itself
+    prepared = prepare(out, sources, args.command, _flags(args), report_unset=False,  # the plan lists them itself
+                       resolve_refs=False)  # plan runs no reference
     details = sources_text(prepared.plan, prepared.config, prepared.planned.absent_optional) if out.verbose else None
     show_plan(prepared.plan, out, details)
     return 0
@@ -580,6 +586,12 @@ def _mode(args, sources, out, parser) -> int:
     return launcher_modes.run_mode(_mode_options(args, sources), out)
 
 
+def _trust(args, sources, out, parser) -> int:
+    from runner.commands import trust
+
+    return trust.cmd_trust(sources, out, show=args.show, revoke=args.revoke)
+
+
 def _demo(args, sources, out, parser) -> int:
     from runner.commands import demo
 
@@ -591,6 +603,7 @@ _HANDLERS = {
     "ps": _containers, "logs": _containers, "down": _containers, "build": _build,
     "status": _slurm_job, "cancel": _slurm_job, "node-agent": _node_agent, "audit": _audit,
     "completion": _completion, "container": _mode, "direct": _mode, "slurm": _mode, "demo": _demo,
+    "trust": _trust,
 }
 
 

@@ -74,7 +74,7 @@ def mode_switches(opts: ModeOptions) -> tuple[bool, bool, dict]:
     the merged config (``main.dry_run: true`` launches nothing). Also the entry point."""
     from runner.config import load_config
 
-    config = load_config(opts.sources.config_file, opts.flags.config_layer() or None)
+    config = load_config(opts.sources.config_file, opts.flags.config_layer() or None, trust_project=opts.sources.trust_project)
     section = "direct" if opts.mode == "direct" or opts.entry == "direct" else "container"
     flag = lambda key: bool(config.get("main", key, default=False) or config.get(section, key, default=False))  # noqa: E731
     entry = config.get(section, "entry", default=None)

@@ -22,7 +22,6 @@ its stdin. Messages name the registry and the source, never a value.
 from __future__ import annotations
 
 import base64
-import ipaddress
 import json
 import os
 import re
@@ -33,6 +32,7 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Callable
 
+from runner.clients.origins import is_loopback, same_origin, show_origin, transport_refusal
 from runner.errors import ConfigError, EngineUnavailable, Problem, RuntimeFailure
 from runner.secrets import Secret
 
@@ -201,9 +201,18 @@ def _from_docker_config(registry: str, path: str, kind: str) -> RegistryCredenti
 
 
 def _helper_error(exc: BaseException) -> str:
-    text = str(exc)
-    match = re.search(r"StoreError\('(.*)'\)", text, re.S)
-    return (match.group(1) if match else text).strip()[:300]
+    """How the helper failed, never what it printed: its stdout is its answer (the ``Secret`` field
+    included), and a helper that fails after printing one would otherwise have it quoted here."""
+    import subprocess
+
+    seen: BaseException | None = exc
+    for _ in range(10):  # the SDK wraps the helper's CalledProcessError in its own errors
+        if seen is None:
+            break
+        if isinstance(seen, subprocess.CalledProcessError):
+            return f"it exited with status {seen.returncode} (its output is not shown: it may hold the credential)"
+        seen = seen.__cause__ or seen.__context__
+    return "it failed (its output is not shown: it may hold the credential)"
 
 
 # ------------------------------------------------------------------ header
@@ -221,14 +230,8 @@ def auth_header(cred: RegistryCredential) -> str:
 # ------------------------------------------------------------------ login check
 
 def _is_loopback(host: str) -> bool:
-    name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
-    name = name.strip("[]")
-    if name == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
+    """``host[:port]`` names a loopback address."""
+    return is_loopback(urllib.parse.urlsplit(f"//{host}").hostname or host)
 
 
 class _Answer:
@@ -236,12 +239,57 @@ class _Answer:
         self.status, self.headers, self.body = status, headers, body
 
 
-def _open(url: str, timeout: float, headers: dict | None = None, data: bytes | None = None) -> _Answer:
-    """One HTTP call; any HTTP status is an answer, anything else raises OSError."""
+class _CredentialWithheld(Exception):
+    """The registry moved a credentialed request where the credential may not go."""
+
+
+class _CredentialRedirects(urllib.request.HTTPRedirectHandler):
+    """Carry the credential on a redirect only within its origin; refuse to move it anywhere else.
+
+    urllib resends every header it was given on any redirect (https -> http
+    and other hosts too); the credential is an unredirected header here, put
+    back only for a same-origin target.
+    """
+
+    def __init__(self, configured: str):
+        super().__init__()
+        self.configured = configured
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        target = urllib.parse.urljoin(req.full_url, newurl)
+        credential = {k: v for k, v in req.unredirected_hdrs.items() if k.lower() == "authorization"}
+        if credential or req.data is not None:
+            if not same_origin(target, req.full_url):
+                raise _CredentialWithheld(f"redirected to another origin, {show_origin(target)}")
+            refusal = transport_refusal(self.configured, target)
+            if refusal:
+                raise _CredentialWithheld(f"redirected: {refusal}")
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if new is not None:
+            for key, value in credential.items():
+                new.add_unredirected_header(key, value)
+        return new
+
+
+def _open(url: str, timeout: float, headers: dict | None = None, data: bytes | None = None, *,
+          configured: str = "", credential: dict | None = None) -> _Answer:
+    """One HTTP call; any HTTP status is an answer, anything else raises OSError.
+
+    ``credential`` (an Authorization header) and a ``data`` body are sent only
+    where :func:`transport_refusal` allows for the registry at ``configured``.
+    """
+    if credential or data is not None:
+        refusal = transport_refusal(configured or url, url)
+        if refusal:
+            raise _CredentialWithheld(refusal)
     host = urllib.parse.urlsplit(url).netloc
-    handlers = [urllib.request.ProxyHandler({})] if _is_loopback(host) else []
+    handlers = [_CredentialRedirects(configured or url)]
+    if _is_loopback(host):
+        handlers.append(urllib.request.ProxyHandler({}))
     opener = urllib.request.build_opener(*handlers)
     request = urllib.request.Request(url, data=data, headers=headers or {}, method="POST" if data is not None else "GET")
+    for key, value in (credential or {}).items():
+        request.add_unredirected_header(key, value)
     try:
         with opener.open(request, timeout=timeout) as resp:
             return _Answer(resp.status, resp.headers, resp.read(1 << 20))
@@ -281,6 +329,12 @@ def check_login(cred: RegistryCredential, timeout: float = 15.0) -> None:
         try:
             _login(cred, base, first, timeout)
             return
+        except _CredentialWithheld as exc:
+            raise EngineUnavailable(
+                f"registry {cred.registry}: the credential was not sent: {exc}",
+                hint="the registry (or something in front of it) moves logins elsewhere; use the address that answers "
+                     "directly over https, if you trust it",
+            ) from None
         except OSError as exc:
             last = exc
             break
@@ -314,15 +368,15 @@ def _login(cred: RegistryCredential, base: str, first: _Answer, timeout: float) 
         if cred.identity_token:
             raise _refused(cred, "it asks for a password, and the credential is an identity token")
         basic = base64.b64encode(f"{cred.username}:{cred.password.reveal()}".encode()).decode()
-        answer = _open(f"{base}/v2/", timeout, {"Authorization": f"Basic {basic}"})
+        answer = _open(f"{base}/v2/", timeout, configured=base, credential={"Authorization": f"Basic {basic}"})
         if answer.status == 200:
             return
         if answer.status in (401, 403):
             raise _refused(cred, "")
         raise _unexpected(cred, "the login", answer)
     if scheme == "bearer" and params.get("realm"):
-        token = _bearer_token(cred, params, timeout)
-        answer = _open(f"{base}/v2/", timeout, {"Authorization": f"Bearer {token}"})
+        token = _bearer_token(cred, base, params, timeout)
+        answer = _open(f"{base}/v2/", timeout, configured=base, credential={"Authorization": f"Bearer {token}"})
         if answer.status == 200:
             return
         if answer.status in (401, 403):
@@ -332,17 +386,17 @@ def _login(cred: RegistryCredential, base: str, first: _Answer, timeout: float) 
                          hint="pull once with docker pull to check the credential")
 
 
-def _bearer_token(cred: RegistryCredential, params: dict[str, str], timeout: float) -> str:
+def _bearer_token(cred: RegistryCredential, base: str, params: dict[str, str], timeout: float) -> str:
     realm = params["realm"]
     query = {"service": params["service"]} if params.get("service") else {}
     if cred.identity_token:  # OAuth2 refresh-token grant, as the Docker daemon does with an identity token
         form = urllib.parse.urlencode({**query, "grant_type": "refresh_token", "refresh_token": cred.password.reveal(),
                                        "client_id": "primus-runner"}).encode()
-        answer = _open(realm, timeout, {"Content-Type": "application/x-www-form-urlencoded"}, data=form)
+        answer = _open(realm, timeout, {"Content-Type": "application/x-www-form-urlencoded"}, data=form, configured=base)
     else:
         basic = base64.b64encode(f"{cred.username}:{cred.password.reveal()}".encode()).decode()
         url = realm + ("&" if "?" in realm else "?") + urllib.parse.urlencode({**query, "account": cred.username})
-        answer = _open(url, timeout, {"Authorization": f"Basic {basic}"})
+        answer = _open(url, timeout, configured=base, credential={"Authorization": f"Basic {basic}"})
     if answer.status in (401, 403):
         raise _refused(cred, "")
     if answer.status != 200:

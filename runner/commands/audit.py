@@ -124,34 +124,41 @@ class Scanner:
 
 # ------------------------------------------------------------------ targets
 
-def audit_paths(paths: Iterable[str | os.PathLike], scope: Any) -> list[Finding]:
+def audit_paths(paths: Iterable[str | os.PathLike], scope: Any, problems: list[str] | None = None) -> list[Finding]:
     """Scan files and directories (recursively); symlinks and special files are not followed.
 
     Used by ``submit --audit`` on the job's output directory and rendered script.
+    ``problems``, when given, collects what could not be read (a missing or
+    unreadable target, a symlink given as a target): never clean, an error.
     """
     scanner = Scanner.of(scope)
     found: list[Finding] = []
+    note = problems.append if problems is not None else (lambda message: None)
     for path in paths:
-        for file in _walk(Path(path)):
+        for file in _walk(Path(path), note):
             for name in scanner.names_in(os.fsencode(file)):
                 found.append(Finding(name, f"{file} (file name)"))
             try:
                 with open(file, "rb") as fh:
                     found += scanner.scan_stream(fh, str(file))
-            except OSError:
-                continue  # vanished or unreadable: nothing the runner could have written there
+            except OSError as exc:
+                note(f"{file}: cannot be read ({exc.strerror or type(exc).__name__})")
     return found
 
 
-def _walk(path: Path) -> Iterator[Path]:
+def _walk(path: Path, note) -> Iterator[Path]:
     try:
         mode = os.lstat(path).st_mode
-    except OSError:
+    except OSError as exc:
+        note(f"{path}: {exc.strerror or 'cannot be examined'}")
         return
     if stat.S_ISREG(mode):
         yield path
     elif stat.S_ISDIR(mode):
-        for root, dirs, files in os.walk(path, followlinks=False):
+        def unreadable(exc: OSError) -> None:
+            note(f"{exc.filename}: cannot be read ({exc.strerror or type(exc).__name__})")
+
+        for root, dirs, files in os.walk(path, followlinks=False, onerror=unreadable):
             dirs.sort()
             for name in sorted(files):
                 file = Path(root) / name
@@ -160,6 +167,10 @@ def _walk(path: Path) -> Iterator[Path]:
                         yield file
                 except OSError:
                     continue
+    elif stat.S_ISLNK(mode):
+        note(f"{path}: is a symbolic link, which audit does not follow (give the file it points to)")
+    else:
+        note(f"{path}: is not a regular file or directory")
 
 
 def audit_container(container_id: str, scope: Any) -> list[Finding]:
@@ -295,20 +306,28 @@ def cmd_audit(targets: Sequence[str], sources: Sources, out) -> int:
         paths = runner_state_dirs()
         findings += audit_paths(paths, scanner)
         scanned += [str(p) for p in paths]
+    problems: list[str] = []
     for target in targets:
-        if os.path.lexists(target):
-            findings += audit_paths([target], scanner)
+        if os.path.lexists(target) or _names_a_path(target):
+            findings += audit_paths([target], scanner, problems)
         else:
             findings += _audit_engine_object(target, scanner)
         scanned.append(target)
 
     findings = list(dict.fromkeys(findings))  # drop exact duplicates, keep order
-    clean = not findings
+    clean = not findings and not problems
     if out.json_mode:
-        out.json({"clean": clean, "findings": [f.to_dict() for f in findings], "scanned": scanned, "secrets": scope.names()})
+        report = {"clean": clean, "findings": [f.to_dict() for f in findings], "scanned": scanned, "secrets": scope.names()}
+        out.json({**report, "errors": problems} if problems else report)
     else:
         for finding in findings:
             out.result(str(finding))
+    for problem in problems:
+        out.error(f"not audited: {problem}")
+    if problems and not findings:
+        out.error(f"{len(problems)} target(s) could not be read: the audit is not clean",
+                  "give paths audit can read (run it as a user who can), or leave those out")
+        return 2
     if clean:
         out.info(f"clean: {len(scope.names())} secret(s) in scope, none found in {len(scanned)} target(s)")
         return 0
@@ -318,6 +337,11 @@ def cmd_audit(targets: Sequence[str], sources: Sources, out) -> int:
         "remove them (docker rm / delete the files) and rotate the leaked secrets",
     )
     return 4
+
+
+def _names_a_path(target: str) -> bool:
+    """``./missing``, ``/x``, ``~/y``: a path even when nothing is there (never a container or image)."""
+    return target in (".", "..") or target.startswith(("/", "./", "../", "~"))
 
 
 def _audit_engine_object(target: str, scanner: Scanner) -> list[Finding]:

@@ -101,7 +101,7 @@ def cmd_demo(sources: Sources, out: Output) -> int:
     from runner.options import RunOptions
 
     # The same path as `up`; the project's config files are left out: the demo is self-contained.
-    demo = RunOptions(command=("/bin/sh", "-c", JOB), sources=Sources(None, sources.env_file))
+    demo = RunOptions(command=("/bin/sh", "-c", JOB), sources=Sources(None, sources.env_file, sources.trust_project))
     return pipeline.run(demo, DockerEngine(), out, layer=layer, user_files=False)
 
 

@@ -1,7 +1,9 @@
 """Config layers: load, validate against the JSON Schema, deep-merge.
 
-Layers, lowest first: built-in defaults (``policies/defaults.yaml``),
-``~/.primus.yaml``, ``./.primus.yaml``, ``--config FILE``, command-line flags.
+Layers, lowest first: built-in defaults (``policies/defaults.yaml``), a Primus
+checkout's ``runner/.primus.yaml``, ``~/.primus.yaml``, the project's ``.primus.yaml``
+(here or up to the repository root), ``$PRIMUS_RUNNER_CONFIG``, ``--config FILE``,
+command-line flags (``runner.config.layers``).
 Maps merge key by key, scalars override, cumulative lists are unions.
 """
 
@@ -35,6 +37,15 @@ CUMULATIVE = {
 ENV_PATH = ("container", "options", "env")
 
 
+@dataclass(frozen=True)
+class LoadedFile:
+    """A config file a command read: its path, whose it is, and whether it was trusted."""
+
+    path: str
+    kind: str  # checkout | user | project | env | config (runner.config.layers)
+    trusted: bool = True
+
+
 @dataclass
 class Config:
     """The merged config, with the location of every value and every env entry."""
@@ -42,6 +53,7 @@ class Config:
     data: dict
     lines: dict[tuple, str] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
+    loaded: list[LoadedFile] = field(default_factory=list)
 
     def get(self, *path: str, default: Any = None) -> Any:
         node: Any = self.data
@@ -57,34 +69,41 @@ class Config:
 
 def default_layer_paths(extra: str | None) -> list[tuple[Path, bool]]:
     """(path, must_exist) for each file layer above the built-in defaults."""
-    layers = [(Path.home() / ".primus.yaml", False), (Path.cwd() / ".primus.yaml", False)]
-    if extra:
-        layers.append((Path(extra), True))
-    return layers
+    from runner.config.layers import layer_files
+
+    return [(layer.path, layer.must_exist) for layer in layer_files(extra)]
 
 
 def load_config(
-    extra: str | None = None, cli_layer: dict | None = None, project_dir: Path | None = None, user_files: bool = True
+    extra: str | None = None, cli_layer: dict | None = None, project_dir: Path | None = None, user_files: bool = True,
+    trust_project: bool = False,
 ) -> Config:
     """Load every layer, validate each against the schema, and merge them.
 
-    ``user_files=False`` skips ``~/.primus.yaml`` and ``./.primus.yaml`` (the
-    demo runs on the built-in defaults only).
+    ``user_files=False`` skips the checkout's, the user's and the project's files (the
+    demo runs on the built-in defaults only). A project file that is not trusted
+    (``runner.config.trust``) may not ask for what only the user may: each such entry is
+    a problem, and the command stops (exit 2) before anything is resolved or contacted.
+    ``trust_project`` (``--trust-project``) trusts the project's files as they are.
     """
-    paths = default_layer_paths(extra) if user_files else ([(Path(extra), True)] if extra else [])
-    if project_dir is not None and user_files:
-        paths[1] = (project_dir / ".primus.yaml", False)
+    from runner.config import trust
+    from runner.config.layers import layer_files
+    from runner.config.yamlsource import parse_yaml, read_text
+
     layers = [load_yaml(policies_dir() / "defaults.yaml", "built-in defaults")]
-    seen: set[Path] = set()
-    for path, must_exist in paths:
-        if not must_exist and not path.exists():
-            continue
-        key = path.resolve() if path.exists() else path
-        if key in seen:  # ~/.primus.yaml is also ./.primus.yaml when run from $HOME
-            continue
-        seen.add(key)
-        layers.append(load_yaml(path))
+    loaded: list[LoadedFile] = []
     problems: list[Problem] = []
+    forced = trust.forced(trust_project)
+    for layer_file in layer_files(extra, project_dir=project_dir, user_files=user_files):
+        text = read_text(layer_file.path, "config file")
+        located = parse_yaml(text, str(layer_file.path))
+        trusted = True
+        if layer_file.project and not forced:
+            trusted = trust.is_trusted(layer_file.path, trust.digest(text.encode("utf-8", "surrogateescape")))
+            if not trusted:
+                problems += trust.untrusted_problems(located.data, layer_file.path, located.where)
+        layers.append(located)
+        loaded.append(LoadedFile(str(layer_file.path), layer_file.kind, trusted))
     for layer in layers:
         problems += validate(layer)
     if cli_layer:
@@ -94,9 +113,9 @@ def load_config(
         layers.append(cli)
     if problems:
         raise ConfigError(problems)
-    merged = Config(data={}, files=[layer.source for layer in layers])
+    merged = Config(data={}, files=[layer.source for layer in layers], loaded=loaded)
     for layer in layers:
-        merged.data = _merge(merged.data, layer.data, (), merged.lines, layer.lines)
+        merged.data = _merge(merged.data, layer.data, (), merged.lines, _Lines(layer.lines))
     return merged
 
 
@@ -114,8 +133,29 @@ def _env_key(entry: Any) -> Any:
     return entry.split("=", 1)[0] if isinstance(entry, str) else entry
 
 
-def _merge(low: Any, high: Any, path: tuple, lines: dict, high_lines: dict) -> Any:
+class _Lines:
+    """A layer's ``path -> file:line`` with each path's own subtree at hand, so copying
+    a subtree costs its size, not the size of the whole layer (an allowlist of N names
+    was N scans of N lines)."""
+
+    def __init__(self, lines: dict | None = None):
+        self.lines = lines if lines is not None else {}
+        self._under: dict[tuple, list[tuple]] | None = None
+
+    def under(self, prefix: tuple) -> list[tuple]:
+        """The keys at or below ``prefix``."""
+        if self._under is None:
+            self._under = {}
+            for key in self.lines:
+                for depth in range(len(key) + 1):
+                    self._under.setdefault(key[:depth], []).append(key)
+        return self._under.get(prefix, [])
+
+
+def _merge(low: Any, high: Any, path: tuple, lines: dict, high_lines: "_Lines | dict") -> Any:
     """Deep-merge ``high`` over ``low``; ``lines`` (for the result) is updated in place."""
+    if not isinstance(high_lines, _Lines):
+        high_lines = _Lines(high_lines)
     if isinstance(low, dict) and isinstance(high, dict):
         result = dict(low)
         for key, value in high.items():
@@ -144,22 +184,27 @@ def _merge(low: Any, high: Any, path: tuple, lines: dict, high_lines: dict) -> A
             _copy_lines(path + (j,), path + (len(result),), high_lines, lines)
             result.append(entry)
         return result
-    _drop_lines(path, lines)
+    _drop_lines(path, low, lines)
     _copy_lines(path, path, high_lines, lines)
     return copy.deepcopy(high)
 
 
-def _copy_lines(src: tuple, dst: tuple, src_lines: dict, dst_lines: dict) -> None:
+def _copy_lines(src: tuple, dst: tuple, src_lines: _Lines, dst_lines: dict) -> None:
     n = len(src)
-    for key, where in src_lines.items():
-        if key[:n] == src:
-            dst_lines[dst + key[n:]] = where
+    for key in src_lines.under(src):
+        dst_lines[dst + key[n:]] = src_lines.lines[key]
 
 
-def _drop_lines(path: tuple, lines: dict) -> None:
-    n = len(path)
-    for key in [k for k in lines if k[:n] == path and len(k) > n]:
-        del lines[key]
+def _drop_lines(path: tuple, low: Any, lines: dict) -> None:
+    """Forget the locations of what ``low`` held below ``path`` (it is being replaced):
+    walked from the value itself, so the cost is the size of what is dropped."""
+    stack = [(path, low)]
+    while stack:
+        at, node = stack.pop()
+        children = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for key, value in children:
+            lines.pop(at + (key,), None)
+            stack.append((at + (key,), value))
 
 
 # ---------------------------------------------------------------- validation

@@ -18,10 +18,14 @@ class EnvFile:
     path: str | None
     values: dict[str, str | None] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    trusted: bool = True  # False: the project's ./.env, not trusted (runner.config.trust)
 
 
-def load_env_file(explicit: str | None) -> EnvFile:
-    """Read ``--env-file`` (must exist) or ``./.env`` (when present); ``os.environ`` is untouched."""
+def load_env_file(explicit: str | None, trust_project: bool = False) -> EnvFile:
+    """Read ``--env-file`` (must exist) or ``./.env`` (when present); ``os.environ`` is untouched.
+
+    ``--env-file`` is the user's; ``./.env`` came with the directory: while it is not
+    trusted it may hold values but not say where a credential is sent (exit 2)."""
     if explicit:
         path = Path(explicit)
     else:
@@ -54,8 +58,16 @@ def load_env_file(explicit: str | None) -> EnvFile:
         raise ConfigError(Problem(
             f"env file line{'s' if len(bad) > 1 else ''} {lines}: not NAME=value with a valid name (the text is not shown: it may be a secret)",
             where=f"{path}:{bad[0]}", hint="write NAME=value; names are letters, digits and _, not starting with a digit"))
+    trusted = True
+    if not explicit:
+        from runner.config import trust
+
+        if not trust.forced(trust_project):
+            trusted = trust.is_trusted(path, trust.digest(text.encode("utf-8", "surrogateescape")))
+            if not trusted and (problems := trust.env_file_problems(values, seen, path)):
+                raise ConfigError(problems)
     if (mode := file_mode_warning(path)) is not None:
         warnings.append(mode)
     if is_tracked_by_git(path):
         warnings.append(f"{path} is tracked by git: its secrets are in the repository history; git rm --cached it and rotate them")
-    return EnvFile(str(path), values, tuple(warnings))
+    return EnvFile(str(path), values, tuple(warnings), trusted)

@@ -17,17 +17,47 @@ from typing import Callable, Iterable, Mapping
 from runner.secrets.masker import Masker
 from runner.secrets.value import Secret
 
-_URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:([^/\s@]+)@")
+_URL_START = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+_NETLOC = re.compile(r"[^/?#\s\"'<>]*")
+
+
+_TOKEN_PREFIXES = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "hf_", "xoxb-", "xoxp-")
+
+
+def _looks_like_token(user: str) -> bool:
+    return user.startswith(_TOKEN_PREFIXES) or len(user) >= 16
+
+
+def url_credentials(value: str) -> list[str]:
+    """The credential of every URL in ``value``, its userinfo parsed as ``urllib`` does.
+
+    The password of ``user:password@`` (everything after the first colon, up to
+    the last ``@``: ``alice:p@ss@host`` is ``p@ss``), or the user name when
+    there is no password and it looks like a token (``https://ghp_…@github.com``:
+    a known token prefix, or 16 characters and more), not a login such as
+    ``git@`` or ``alice@``.
+    """
+    found = []
+    for start in _URL_START.finditer(value or ""):
+        netloc = _NETLOC.match(value, start.end()).group(0)
+        userinfo, at, _ = netloc.rpartition("@")
+        if not at or not userinfo:
+            continue
+        user, colon, password = userinfo.partition(":")
+        credential = password if colon else (user if _looks_like_token(user) else "")
+        if credential:
+            found.append(credential)
+    return found
 
 
 def url_passwords(value: str) -> list[Secret]:
-    """Passwords embedded in URLs (``https://user:PASSWORD@host``) in a public value such as
-    ``MLFLOW_TRACKING_URI`` or ``HTTPS_PROXY``: not secret by name, masked all the same."""
+    """Credentials embedded in URLs (``https://user:PASSWORD@host``, ``https://TOKEN@host``) in a
+    public value such as ``MLFLOW_TRACKING_URI`` or ``HTTPS_PROXY``: not secret by name, masked all the same."""
     found: list[Secret] = []
-    for match in _URL_PASSWORD.finditer(value or ""):
-        found.append(Secret(match.group(1)))
-        decoded = urllib.parse.unquote(match.group(1))
-        if decoded != match.group(1):
+    for credential in url_credentials(value):
+        found.append(Secret(credential))
+        decoded = urllib.parse.unquote(credential)
+        if decoded != credential:
             found.append(Secret(decoded))
     return found
 

@@ -32,7 +32,8 @@ def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None 
 
         report.check_path(options.report)  # fail before launch, not after a long run
     per_engine = [(name, "(per node)") for name in engine.computed_env]
-    prepared = prepare(out, options.sources, options.command, options.flags, extra_layer=layer, extra_env=per_engine, user_files=user_files)
+    prepared = prepare(out, options.sources, options.command, options.flags, extra_layer=layer, extra_env=per_engine, user_files=user_files,
+                       resolve_refs=not options.dry_run)  # a dry run runs no secret reference
     ctx = RunContext(options, prepared.scope, out, prepared.config, lookup=prepared.lookup)
     plan = prepared.plan
     if options.dry_run or prepared.config.get("main", "dry_run", default=False):  # the launcher's main.dry_run too

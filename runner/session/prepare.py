@@ -36,8 +36,8 @@ def load_context(sources: Sources, extra: Sequence[tuple[str, Secret]] = (), out
     warning there, not an error: those commands must still run."""
     from runner.policy import Classifier
 
-    env_file = load_env_file(sources.env_file)
-    config = load_config(sources.config_file)
+    env_file = load_env_file(sources.env_file, sources.trust_project)
+    config = load_config(sources.config_file, trust_project=sources.trust_project)
     is_secret = Classifier.from_config(config).is_secret
     refs = _secret_refs(config) if out is not None else {}
     if refs:
@@ -88,7 +88,7 @@ def _secret_refs(config: Config) -> dict:
 
 
 def _with_resolved_refs(planned: Planned, refs: dict, config: Config, command, host_env: dict, env_file: EnvFile,
-                        flags: LaunchFlags, extra_env, resolved: dict | None) -> Planned:
+                        flags: LaunchFlags, extra_env, resolved: "dict | None | bool") -> Planned:
     """Resolve the references this launch needs (the names it forwards or was asked for), in
     parallel and in memory only, and plan again with their values: a reference wins over
     the environment."""
@@ -98,6 +98,10 @@ def _with_resolved_refs(planned: Planned, refs: dict, config: Config, command, h
     needed = [ref for name, ref in refs.items() if name in considered]
     if not needed:
         return planned
+    if resolved is False:  # shown, never run: each value is a stand-in that says where it would come from
+        values = {**host_env, **{ref.name: f"<{ref.name} from {ref.source}, not resolved>" for ref in needed}}
+        return build_plan(config, command, values, env_file, flags, extra_env=extra_env,
+                          sources={ref.name: ref.source for ref in needed})
     if resolved is None:
         lookup = lambda name: host_env.get(name, env_file.values.get(name))  # noqa: E731
         resolved = resolve(needed, lookup, mask=planned.scope.masker.mask)
@@ -126,25 +130,29 @@ def prepare(
     user_files: bool = True,
     resolved: dict | None = None,
     report_unset: bool = True,
+    resolve_refs: bool = True,
 ) -> Prepared:
     """Config, env file, flags → the plan and its secret scope; installs the scope's masker.
 
     Secret references the launch needs are resolved here, once; ``resolved`` gives values
     a caller already resolved itself (``check`` resolves and reports every reference).
-    ``report_unset=False``: no notice for unset allowlisted names (``plan`` lists them itself)."""
-    env_file = load_env_file(sources.env_file)
+    ``report_unset=False``: no notice for unset allowlisted names (``plan`` lists them itself).
+    ``resolve_refs=False`` (``plan``, dry runs) runs no reference: the plan shows where
+    each value would come from."""
+    env_file = load_env_file(sources.env_file, sources.trust_project)
     layer = flags.config_layer()
     if extra_layer:  # a command's own layer (demo): below the flags
         layer = _merge(extra_layer, layer, (), {}, {})
-    config = load_config(sources.config_file, layer or None, user_files=user_files)
+    config = load_config(sources.config_file, layer or None, user_files=user_files, trust_project=sources.trust_project)
     host_env = dict(os.environ)
     refs = _secret_refs(config)
     if refs:  # a name given a reference is a secret whatever its name
         layer = _merge(layer or {}, {"passthrough": {"secrets": sorted(refs)}}, (), {}, {})
-        config = load_config(sources.config_file, layer, user_files=user_files)
+        config = load_config(sources.config_file, layer, user_files=user_files, trust_project=sources.trust_project)
     planned = build_plan(config, command, host_env, env_file, flags, extra_env=extra_env)
     if refs and planned.plan is not None:
-        planned = _with_resolved_refs(planned, refs, config, command, host_env, env_file, flags, extra_env, resolved)
+        planned = _with_resolved_refs(planned, refs, config, command, host_env, env_file, flags, extra_env,
+                                      resolved if resolve_refs else False)
     out.use_masker(planned.scope.masker)
     from runner.ui import ci
 

@@ -48,6 +48,7 @@ from runner import __version__
 from runner.errors import EngineUnavailable
 from runner.plan import LaunchPlan
 from runner.secrets import Secret
+from runner.trackers.artifact_origin import artifact_refusal
 from runner.trackers.config import CLIENT_NAMES, OFFLINE_WANDB_MODES, databricks_profile, is_databricks_uri
 from runner.ui import Output
 from runner.clients.git import git
@@ -489,13 +490,18 @@ class _Client:
             local = os.path.join(tmp, os.path.basename(LOG_ARTIFACT))
             with open(local, "wb") as f:
                 f.write(data)
-            self._call(lambda c: c.log_artifact(run_id, local, artifact_path=os.path.dirname(LOG_ARTIFACT)))
+            self._call(lambda _c: self._repository(artifact_uri).log_artifact(local, artifact_path=os.path.dirname(LOG_ARTIFACT)))
+
+    def _repository(self, location: str):
+        """The store at ``location`` as checked (not the run's artifact URI fetched again, which the server could change)."""
+        from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
+        from mlflow.utils.uri import add_databricks_profile_info_to_artifact_uri
+
+        return get_artifact_repository(add_databricks_profile_info_to_artifact_uri(location, self.uri), tracking_uri=self.uri)
 
     def probe(self, location: str) -> None:
         def write_and_remove(_client) -> None:
-            from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
-
-            repo = get_artifact_repository(f"{location.rstrip('/')}/primus-runner-probe-{uuid.uuid4().hex}")
+            repo = self._repository(f"{location.rstrip('/')}/primus-runner-probe-{uuid.uuid4().hex}")
             with tempfile.TemporaryDirectory(prefix="primus-runner-") as tmp:
                 local = os.path.join(tmp, "probe.txt")
                 with open(local, "w") as f:
@@ -589,6 +595,9 @@ def _check_store(plan: LaunchPlan, api, timeout: float) -> tuple[str, str]:
     found = api.experiment(name) or (api.experiment("Default") if name != "Default" else None)
     if found is None:
         return "reachable", f"artifact store not probed: experiment '{name}' does not exist yet"
+    refusal = artifact_refusal(api.display, found.location)
+    if refusal:
+        return "unreachable", f"artifact store of experiment '{name}' not probed: {refusal}"
     scheme = urllib.parse.urlsplit(found.location).scheme or "file"
     prober = api
     if scheme != "mlflow-artifacts" and isinstance(api, _Rest) and _client_available():
@@ -764,6 +773,10 @@ def _mlflow_begin(plan: LaunchPlan, out: Output, hs: Handshake) -> Callable[[int
     hs.links["mlflow"] = url = _run_url(plan, api.display, experiment_id, run_id)
     out.info(f"MLflow run '{plan.trackers.run_name or plan.name}': {url}")
     upload = bool(plan.trackers.settings.get("mlflow_upload_logs"))
+    refusal = artifact_refusal(api.display, artifact_uri) if upload else None
+    if refusal:
+        upload = False
+        out.warn(f"MLflow: the job output will not be uploaded: {refusal}")
     needs_client = _needs_client(artifact_uri, upload)
     if needs_client and _client_available():
         _LOADER.start()  # the log goes to a store only the client writes to: import it while the job starts and runs

@@ -123,22 +123,22 @@ def early_scope(sources: "Sources") -> "SecretScope":
 
     from runner.secrets import secret_scope
 
-    found, public = _early_patterns(sources.config_file)
-    patterns = [p.upper() for p in found]
+    patterns = [p.upper() for p in _early_patterns(sources.config_file)]
     values: dict = {}
     try:
         from runner.config.envfile import load_env_file
 
-        values = load_env_file(sources.env_file).values
+        values = load_env_file(sources.env_file, trust_project=True).values  # read for masks only
     except Exception:  # the env file's own problem is reported by prepare()
         pass
-    return secret_scope([os.environ, values], lambda name: name.upper() not in public and any(fnmatchcase(name.upper(), p) for p in patterns))
+    return secret_scope([os.environ, values], lambda name: any(fnmatchcase(name.upper(), p) for p in patterns))
 
 
-def _early_patterns(config_file: str | None) -> tuple[list[str], set[str]]:
-    """The secret name patterns of the default and config files, and the names marked public (``!NAME``)."""
+def _early_patterns(config_file: str | None) -> list[str]:
+    """The secret name patterns of the default and config files. ``!NAME`` (marked public) is
+    not honoured here: masking a look-alike early costs nothing, while a ``!HF_TOKEN`` in a
+    cloned repository's file must never unmask a real secret before the trust check runs."""
     patterns: list[str] = []
-    public: list[str] = []
     try:
         from runner.config import default_layer_paths
         from runner.resources import policies_dir
@@ -150,12 +150,11 @@ def _early_patterns(config_file: str | None) -> tuple[list[str], set[str]]:
                 data = load_yaml(Path(path)).data if Path(path).is_file() else None
                 listed = (data.get("passthrough") or {}).get("secrets") if isinstance(data, dict) else None
                 patterns += [str(p) for p in listed or [] if isinstance(p, (str, int)) and not str(p).startswith("!")]
-                public += [str(p)[1:] for p in listed or [] if isinstance(p, str) and p.startswith("!") and "*" not in p]
             except Exception:  # a broken file: the defaults still apply; load_config reports it
                 continue
     except Exception:
         pass
-    return patterns or ["*_TOKEN", "*_API_KEY", "*_SECRET*", "*_PASSWORD", "WANDB_API_KEY", "HF_TOKEN"], {n.upper() for n in public}
+    return patterns or ["*_TOKEN", "*_API_KEY", "*_SECRET*", "*_PASSWORD", "WANDB_API_KEY", "HF_TOKEN"]
 
 
 def early_masks(command: str, sources: "Sources", json_stdout: bool, out) -> None:

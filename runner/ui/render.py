@@ -22,6 +22,7 @@ def plan_text(plan: LaunchPlan) -> str:
         ("resources", f"shm {plan.shm_size or '-'}, memory {plan.memory or '-'}, cpus {plan.cpus or '-'}"),
         ("secrets via", "stdin shim (kept out of docker inspect)" if plan.secrets_via == "stdin" else "container env (visible in docker inspect)"),
         ("trackers", f"{plan.trackers.framework}: {', '.join(plan.trackers.enabled) or 'none enabled'}"),
+        ("config files", ", ".join(plan.config_files) or "-"),  # every layer read, lowest first
     ]
     width = max(len(k) for k, _ in rows)
     lines = [f"{k.ljust(width)}  {v}" for k, v in rows]

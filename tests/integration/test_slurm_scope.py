@@ -15,6 +15,7 @@ pytestmark = [pytest.mark.slurm, pytest.mark.docker]
 
 PASSWORD = "url-pw-canary-7e1d2c9b4a"
 URL = f"postgres://trainer:{PASSWORD}@db.internal:5432/runs"
+TOKEN = "embedded-token-canary-c41f8e2a90"  # SERVICE_TOKEN: a secret, not forwarded; only inside AUTH_HEADER
 
 
 def test_url_password_of_a_public_variable_is_masked_in_slurm_output(tmp_path_factory, slurm_cluster, busybox_image):
@@ -27,14 +28,16 @@ container:
     group-add: []
     privileged: false
     ulimit: "nofile=1024:1024"
-    env: [DB_URL]
+    env: [DB_URL, AUTH_HEADER]
 slurm:
   partition: {slurm_cluster.partition}
   nodes: 2
   time: "5"
 """)
-    env = {**os.environ, "HOME": str(work), "DB_URL": URL}
-    job = 'echo "url=$DB_URL"; printf %s "$DB_URL" | sha256sum'
+    env = {**os.environ, "HOME": str(work), "DB_URL": URL, "SERVICE_TOKEN": TOKEN, "AUTH_HEADER": f"Bearer {TOKEN}"}
+    # The job prints the password and the token on their own: masking the whole variable is not enough.
+    job = ('echo "url=$DB_URL"; printf %s "$DB_URL" | sha256sum; pw=${DB_URL#*://*:}; echo "pw=${pw%%@*}"; '
+           'echo "token=${AUTH_HEADER#Bearer }"')
     result = subprocess.run([sys.executable, "-m", "runner", "submit", "--wait", "--", "sh", "-c", job],
                             cwd=work, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
@@ -45,5 +48,7 @@ slurm:
     for path in (work / "primus-runs").rglob("*"):
         if path.is_file():
             assert PASSWORD.encode() not in path.read_bytes(), f"the URL's password is in {path}"
-    assert PASSWORD not in result.stdout + result.stderr
-    assert "url=***" in outputs[0].read_text() or "url=postgres://trainer:***@" in outputs[0].read_text()
+            assert TOKEN.encode() not in path.read_bytes(), f"the embedded token is in {path}"
+    assert PASSWORD not in result.stdout + result.stderr and TOKEN not in result.stdout + result.stderr
+    text = outputs[0].read_text()
+    assert text.count("pw=***") == 2 and text.count("token=***") == 2, text[-2000:]  # each node printed them, masked

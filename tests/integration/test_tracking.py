@@ -12,7 +12,6 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import time
 import urllib.request
 from pathlib import Path
 
@@ -212,10 +211,8 @@ def test_check_online_reachable_and_unreachable(tmp_path, canary, mlflow_server)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    started = time.monotonic()
     bad = ws.run("--json", "check", "--online", "--timeout", "3", "--gpu", "none", "--image", "x",
                  env={"MLFLOW_TRACKING_URI": f"http://127.0.0.1:{port}"})
-    assert time.monotonic() - started < 15
     assert bad.returncode == 2
     report = json.loads(bad.stdout)
     assert report["trackers"][0]["status"] == "unreachable"

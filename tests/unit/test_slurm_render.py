@@ -295,16 +295,52 @@ def test_cluster_flags_are_checked_before_a_tracker_run_or_sbatch(work, capsys):
         SlurmEngine().preflight(make_plan().require(), ctx)
 
 
-def test_node_scope_masks_url_passwords_of_public_variables():
-    """The node agent's scope comes from secret_scope like the host's: a password inside a
-    URL of a forwarded public variable is masked (failed before: the node masked only the
-    named secrets, so it reached slurm-%j.out)."""
-    doc = {"format": slurm_script.PLAN_FORMAT, "job_dir": "/x", "slurm": {},
-           "plan": {**make_plan().require().record(), "env": [{"name": "DB_URL", "secret": False, "reason": "allowlist"}]}}
-    url = "https://ci:url-pass-canary-41@tracker.internal/api"
+def test_node_scope_masks_the_password_of_a_forwarded_url_alone(work):
+    """The entry as the planner makes it: a public variable holding a URL with a password travels
+    as a secret (masked whole); the node must mask the password on its own too, or a job printing
+    just the password puts it in slurm-%j.out (failed before: the agent took URL passwords only
+    from entries marked public, and the planner never writes such an entry)."""
+    (work / ".primus.yaml").write_text("container:\n  options:\n    image: busybox\n    env: [DB_URL]\n")
+    from runner.options import SlurmFlags
+
+    password = "url-pass-canary-41c9e07d"
+    url = f"https://ci:{password}@tracker.internal/api"
+    planned = build_plan(load_config(), ["true"], {"DB_URL": url}, EnvFile(None), LaunchFlags(gpu="none"), name="j")
+    settings = slurm_script.settings_from(load_config(), SlurmFlags())
+    doc = slurm_script.plan_document(planned.require(), settings, Path("/x"))
+    [entry] = [e for e in doc["plan"]["env"] if e["name"] == "DB_URL"]
+    assert entry["secret"], "the planner carries it as a secret"
     plan, scope, missing = agent.plan_from_document(doc, {"DB_URL": url})
-    assert missing == [] and plan.public_env() == {"DB_URL": url}
-    assert "url-pass-canary-41" not in scope.masker.mask(f"connecting to {url}")
+    assert missing == []
+    assert password not in scope.masker.mask(f"password is {password}")
+
+
+def test_a_secret_inside_a_forwarded_value_reaches_the_node_masker_not_the_container(work):
+    """AUTH_HEADER="Bearer $SERVICE_TOKEN" is forwarded, SERVICE_TOKEN is not: the token alone
+    travels to the agents under an agent-only name, and the node masks it."""
+    from runner.engines.base import RunContext
+    from runner.engines.slurm import SlurmEngine
+    from runner.options import RunOptions
+    from runner.ui import Output
+
+    (work / ".primus.yaml").write_text("container:\n  options:\n    image: busybox\n    env: [AUTH_HEADER]\n")
+    token = "canary-embedded-token-3b8e1f06d2"
+    host = {"SERVICE_TOKEN": token, "AUTH_HEADER": f"Bearer {token}"}
+    config = load_config()
+    planned = build_plan(config, ["true"], host, EnvFile(None), LaunchFlags(gpu="none"), name="j")
+    plan = planned.require()
+    assert "SERVICE_TOKEN" not in {d.name for d in plan.forwarded}
+    engine, ctx = SlurmEngine(), RunContext(RunOptions(command=("true",)), planned.scope, Output(), config, lookup=host.get)
+    request = engine.request(plan, ctx, Path("/x"))
+    agent_values = engine._agent_values(request, ctx)
+    masks = [n for n in request.export if n.startswith(slurm_script.MASK_PREFIX)]
+    assert masks and set(masks) <= set(agent_values)
+    assert token not in request.script + " ".join(request.command())  # names only
+    environ = {"AUTH_HEADER": host["AUTH_HEADER"], **{n: agent_values[n].reveal() for n in masks}}
+    doc = slurm_script.plan_document(plan, request.settings, Path("/x"))
+    node_plan, scope, _ = agent.plan_from_document(doc, environ, extra_secrets=tuple(masks))
+    assert token not in scope.masker.mask(f"the token is {token}")
+    assert all(not n.startswith(slurm_script.MASK_PREFIX) for n in node_plan.secret_env())  # never the container's
 
 
 # --------------------------------------------------------------------------- progress, back-off, ranked lines (issue 16)
@@ -352,20 +388,3 @@ def test_tail_keeps_the_last_lines_of_the_selected_rank(tmp_path):
     assert shown == ["[1] line 7\n", "[1] line 9\n"] and position == path.stat().st_size
     lines.close()
     assert shown[-1] == "[1] still writ\n"
-
-
-def test_submit_refuses_a_cluster_that_archives_job_environments():
-    """Issue 12 item 6: with AccountingStoreFlags=job_env slurmdbd stores the forwarded secrets'
-    values; submit refuses (exit 2) unless the project accepts it explicitly. Uses this
-    cluster's real `scontrol show config` with the flag set as such a cluster reports it."""
-    import re as _re
-
-    shown = jobs.show_config()
-    assert "SlurmctldHost" in shown, "the real cluster's configuration"
-    archiving = _re.sub(r"^AccountingStoreFlags\s*=.*$", "", shown, flags=_re.M) + "\nAccountingStoreFlags   = job_comment,job_env\n"
-    with pytest.raises(ConfigError) as refused:
-        jobs.refuse_archived_secrets(archiving, ["HF_TOKEN"], allowed=False)
-    assert "HF_TOKEN" in refused.value.message and "allow_env_in_accounting" in str(refused.value.problems[0])
-    jobs.refuse_archived_secrets(archiving, ["HF_TOKEN"], allowed=True)  # the explicit opt-in
-    jobs.refuse_archived_secrets(archiving, [], allowed=False)  # no secret forwarded: nothing to archive
-    jobs.refuse_archived_secrets(shown, ["HF_TOKEN"], allowed=False)  # this cluster does not archive them

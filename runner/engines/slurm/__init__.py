@@ -16,8 +16,23 @@ from pathlib import Path
 
 from runner.engines.base import Launched, RunContext
 from runner.engines.slurm import jobs
-from runner.engines.slurm.script import COMPUTED, SlurmRequest, export_names, render_script, settings_from
+from runner.engines.slurm.script import COMPUTED, MASK_PREFIX, SlurmRequest, export_names, render_script, settings_from
 from runner.plan import LaunchPlan
+from runner.secrets import Secret, SecretScope
+
+
+def embedded_secrets(plan: LaunchPlan, scope: SecretScope) -> list[Secret]:
+    """Secrets of the scope that live inside a forwarded secret value without being one
+    (``PRIMUS_AUTH="Bearer $HF_TOKEN"`` with HF_TOKEN not forwarded, a URL's password): the
+    node agents must mask them on their own, so they travel to the agents (never the container)."""
+    forwarded = [d.value.reveal() for d in plan.forwarded if isinstance(d.value, Secret)]
+    own = set(forwarded)
+    found: dict[str, Secret] = {}
+    for _, secret in scope.named:
+        value = secret.reveal()
+        if value and value not in own and any(value in whole for whole in forwarded):
+            found.setdefault(value, secret)
+    return list(found.values())
 
 
 class SlurmEngine:
@@ -33,11 +48,32 @@ class SlurmEngine:
         jobs.tool("sbatch")
         jobs.tool("srun")
         allowed = bool(ctx.config.get("slurm", "allow_env_in_accounting", default=False)) if ctx.config else False
-        jobs.refuse_archived_secrets(jobs.show_config(), sorted(plan.secret_env()), allowed)
+        jobs.refuse_archived_secrets(jobs.show_config(), self.travelling_secrets(plan, ctx), allowed)
         if self._pull_policy(ctx) != "never":  # a refused login fails here (exit 2), not on every node after queueing
             cred = registry.credentials_for(plan.image, self._lookup(ctx))
             if cred is not None:
                 registry.check_login(cred, 10)
+
+    def travelling_secrets(self, plan: LaunchPlan, ctx: RunContext) -> list[str]:
+        """Every secret name whose value rides in the job's environment: the plan's, and the
+        registry key the agents pull with (exported to every node whether a pull happens or not)."""
+        return sorted(set(plan.secret_env()) | {n for n in self._agent_env(ctx) if n == "DOCKER_LOGIN_KEY"})
+
+    def _agent_env(self, ctx: RunContext, plan: LaunchPlan | None = None) -> tuple[str, ...]:
+        """Names for the agents only: the registry login they pull with, and the masks they need."""
+        from runner.clients.registry import ENV_NAMES
+
+        lookup = self._lookup(ctx)
+        masks = tuple(f"{MASK_PREFIX}{i}" for i in range(len(embedded_secrets(plan, ctx.scope)))) if plan else ()
+        return tuple(n for n in ENV_NAMES if lookup(n)) + masks
+
+    def _agent_values(self, request: SlurmRequest, ctx: RunContext) -> dict:
+        from runner.secrets import Secret
+
+        lookup = self._lookup(ctx)
+        values = {n: (Secret(lookup(n)) if n == "DOCKER_LOGIN_KEY" else lookup(n)) for n in request.agent_env if not n.startswith(MASK_PREFIX)}
+        values.update((f"{MASK_PREFIX}{i}", secret) for i, secret in enumerate(embedded_secrets(request.plan, ctx.scope)))
+        return values
 
     @staticmethod
     def _lookup(ctx: RunContext):
@@ -49,12 +85,9 @@ class SlurmEngine:
         return getattr(ctx.options, "pull", None) or configured or "missing"
 
     def request(self, plan: LaunchPlan, ctx: RunContext, job_dir: Path | None = None) -> SlurmRequest:
-        from runner.clients.registry import ENV_NAMES
-
         settings = settings_from(ctx.config, ctx.options.slurm)
         job_dir = job_dir or jobs.job_dir_for(settings, plan.name, create=False)
-        lookup = self._lookup(ctx)
-        agent_env = tuple(n for n in ENV_NAMES if lookup(n))  # the registry login the agents pull with
+        agent_env = self._agent_env(ctx, plan)
         return SlurmRequest(plan, settings, job_dir, render_script(plan, settings, job_dir, agent_env), tuple(export_names(plan, agent_env)),
                             agent_env=agent_env, pull=self._pull_policy(ctx))
 
@@ -65,12 +98,9 @@ class SlurmEngine:
             ctx.out.result(request.render())
 
     def launch(self, request: SlurmRequest, ctx: RunContext) -> Launched:
-        from runner.secrets import Secret
-
-        lookup = self._lookup(ctx)
-        agent_values = {n: (Secret(lookup(n)) if n == "DOCKER_LOGIN_KEY" else lookup(n)) for n in request.agent_env}
         job_dir = jobs.job_dir_for(request.settings, request.plan.name, create=True)
         request = self.request(request.plan, ctx, job_dir)  # the script names the directory actually made
+        agent_values = self._agent_values(request, ctx)
         job_id = jobs.sbatch(request, ctx.scope.masker, agent_values)
         return Launched(job_id, request.plan.name, {"request": request, "final": None})
 

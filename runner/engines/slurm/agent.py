@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from runner.engines.slurm.jobs import address_of, master_address, require_job_id
-from runner.engines.slurm.script import LABEL_NODE_RANK, LABEL_SLURM_JOB, PLAN_FORMAT
+from runner.engines.slurm.script import LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, PLAN_FORMAT
 from runner.errors import ConfigError, Problem, UsageError
 from runner.plan import LaunchPlan
 from runner.secrets import Secret, SecretScope, secret_scope
@@ -43,7 +43,9 @@ def plan_from_document(doc: dict, environ: dict[str, str], extra_secrets: tuple[
             values[entry["name"]] = Secret(value) if entry["secret"] else value
     plan = LaunchPlan.from_record(record, values)
     scope = secret_scope(
-        public=[(d.name, d.value) for d in plan.forwarded if not d.secret],
+        # URL passwords of every forwarded value: a carried secret (a URL with a password) is masked
+        # whole by its own entry, the password alone by this one.
+        public=[(d.name, d.value.reveal() if isinstance(d.value, Secret) else d.value) for d in plan.forwarded],
         # The agent's own secrets (the registry key it pulls with) are masked too, never given to the container.
         extra=list(plan.secret_env().items()) + [(n, Secret(environ[n])) for n in extra_secrets if environ.get(n)],
     )
@@ -69,7 +71,8 @@ def run_node(plan_file: str, out: Output) -> int:
         doc = json.loads(Path(plan_file).read_text())
     except (OSError, ValueError) as exc:
         raise ConfigError(Problem(f"cannot read the plan file {plan_file}: {exc}", hint="the job directory must be on a file system every node sees"))
-    plan, scope, missing = plan_from_document(doc, environ, extra_secrets=("DOCKER_LOGIN_KEY",))
+    masks = tuple(sorted(n for n in environ if n.startswith(MASK_PREFIX)))
+    plan, scope, missing = plan_from_document(doc, environ, extra_secrets=("DOCKER_LOGIN_KEY", *masks))
     out.use_masker(scope.masker)
     secret_names = {e["name"] for e in doc["plan"]["env"] if e["secret"]}
     node = environ.get("SLURMD_NODENAME", "?")

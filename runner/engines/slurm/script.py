@@ -29,6 +29,7 @@ LABEL_NODE_RANK = "io.primus-runner.node-rank"
 COMPUTED = ("NNODES", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT", "GPUS_PER_NODE")
 # What the agent itself needs on the node (to find srun/docker); never given to the container.
 AGENT_NAMES = ("PATH",)
+MASK_PREFIX = "PRIMUS_RUNNER_MASK_"  # agent-only: a secret inside a forwarded value, for the node's masker
 _TOKEN = re.compile(r"^[A-Za-z0-9_.:+,=@/-]+$")
 
 

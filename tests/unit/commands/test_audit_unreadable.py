@@ -1,0 +1,56 @@
+"""``audit`` never says clean for a target it could not read: a symlink, an unreadable file, a missing path."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+
+import pytest
+
+from engines import assert_no_leak
+
+
+def audit(work, *targets: str, secret: str):
+    env = {**os.environ, "HOME": str(work), "NO_COLOR": "1", "HF_TOKEN": secret}
+    return subprocess.run([sys.executable, "-m", "runner", "--json", "audit", *targets], cwd=work, env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture
+def secret() -> str:
+    return f"canary-audit-{uuid.uuid4().hex}"
+
+
+def test_a_symlink_target_is_an_error_not_clean(work, secret):
+    (work / "leaky.txt").write_text(f"token={secret}\n")
+    (work / "link.txt").symlink_to(work / "leaky.txt")
+    result = audit(work, "link.txt", secret=secret)
+    assert result.returncode == 2, result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    assert report["clean"] is False and any("symbolic link" in e for e in report["errors"])
+    assert_no_leak(result.stdout + result.stderr, [secret], "audit output")
+
+
+def test_an_unreadable_target_is_an_error_not_clean(work, secret):
+    """/proc/PID/mem is a regular file whose first bytes cannot be read (EIO), even as root."""
+    target = f"/proc/{os.getpid()}/mem"
+    result = audit(work, target, secret=secret)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert json.loads(result.stdout)["clean"] is False
+    assert "cannot be read" in result.stderr
+
+
+def test_a_missing_path_exits_2(work, secret):
+    result = audit(work, "./missing", secret=secret)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "missing" in result.stderr
+
+
+def test_a_readable_file_is_still_audited(work, secret):
+    (work / "leaky.txt").write_text(f"token={secret}\n")
+    result = audit(work, "leaky.txt", secret=secret)
+    assert result.returncode == 4 and "HF_TOKEN" in result.stdout
+    assert_no_leak(result.stdout + result.stderr, [secret], "audit output")
