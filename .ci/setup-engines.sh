@@ -193,6 +193,8 @@ install -d -m 0755 /etc/slurm /var/log/slurm
 for n in $slurm_nodes; do install -d -m 0755 "/var/spool/slurmd/$n"; done
 install -d -m 0700 /var/spool/slurmctld
 current_conf=$(cat "$SLURM_CONF" 2>/dev/null || true)
+# A slurm.conf this script did not write (a real cluster's, a login node's) is never replaced.
+bash "$(dirname "${BASH_SOURCE[0]}")/slurm-conf-owned.sh" "$SLURM_CONF" || die "not touching $SLURM_CONF"
 if [ "$current_conf" != "$desired_conf" ]; then
     log "slurm: writing $SLURM_CONF"
     printf '%s\n' "$desired_conf" >"$SLURM_CONF"
