@@ -136,7 +136,7 @@ def bench_build() -> None:
     from runner.images.builder import find_buildkit
     from runner.images.context import make_context
     from runner.images.recipe import resolve_build
-    from runner.session.prepare import load_context
+    from runner.context import load_context
     from runner.options import BuildOptions, Sources
 
     base, tag, raw_tag, runs = "primus-test/python:bookworm", "primus-bench/rocm:bench", "primus-bench/rocm-raw:bench", 5

@@ -149,6 +149,7 @@ class LaunchPlan:
             "framework": self.trackers.framework,
             "enabled": list(self.trackers.enabled),
             "overrides": list(self.trackers.overrides),
+            "override_sources": [{"override": token, "from": where} for token, where in self.trackers.override_sources],
             "mlflow_run_name": self.trackers.run_name,
         }
         return doc
@@ -325,6 +326,7 @@ def build_plan(
         decisions = [replace(d, source=sources[d.name]) if d.name in sources and d.forwarded else d for d in decisions]
     decisions, absent_optional = _final_decisions(decisions, scope, notices)
     unset = [d.name for d in decisions if d.skip_reason == "unset" and d.reason == "allowlist" and not from_defaults(d.where)]
+    problems += _names_holding_secrets(scope, job=job_name, run=trackers.run_name or "")
     if not command:
         problems.append(Problem("no command given", hint="put the job's command after --, e.g. primus-runner up -- python train.py"))
 
@@ -340,6 +342,14 @@ def build_plan(
     )
     problems += _image_problems(plan.image, config)
     return Planned(plan, problems, warnings, scope, absent_optional, unset)
+
+
+def _names_holding_secrets(scope: SecretScope, **names: str) -> list[Problem]:
+    """A job or run name holding a secret value would name a container, a job directory and a
+    tracker run: refused here, before anything is created, without repeating it."""
+    shown = {"job": "the job name (--name or container.options.name)", "run": "the tracker run name (trackers.mlflow_run_name)"}
+    return [Problem(f"{shown[key]} holds a secret value", hint="choose a name that is not a secret")
+            for key, value in names.items() if value and scope.masker.contains_secret(value.encode("utf-8", "surrogateescape"))]
 
 
 def _final_decisions(decisions: list[EnvDecision], scope: SecretScope, notices: list[str]) -> tuple[list[EnvDecision], list[str]]:

@@ -43,19 +43,23 @@ class Classifier:
 
     @classmethod
     def from_config(cls, config: Config) -> "Classifier":
-        entries = [str(e) for e in config.get("passthrough", "secrets", default=[]) or []]
+        return cls.from_entries(
+            config.get("passthrough", "secrets", default=[]) or [],
+            deny=config.get("passthrough", "deny", default=[]) or [],
+            prefixes=config.get("passthrough", "prefixes", default=[]) or [],
+        )
+
+    @classmethod
+    def from_entries(cls, secrets: Iterable, deny: Iterable[str] = (), prefixes: Iterable[str] = ()) -> "Classifier":
+        """From ``passthrough.secrets`` entries as written (also before a config can be merged: the early scope)."""
+        entries = [str(e) for e in secrets]
         patterns = tuple(e for e in entries if not e.startswith("!"))
         exact = {p.upper() for p in patterns if not any(c in p for c in "*?[")}
         public = frozenset(
             name for name in (e[1:].strip().upper() for e in entries if e.startswith("!"))
             if name and not any(c in name for c in "*?[") and name not in exact
         )
-        return cls(
-            secret_patterns=patterns,
-            deny=frozenset(config.get("passthrough", "deny", default=[]) or []),
-            prefixes=tuple(config.get("passthrough", "prefixes", default=[]) or []),
-            public=public,
-        )
+        return cls(secret_patterns=patterns, deny=frozenset(deny), prefixes=tuple(prefixes), public=public)
 
     def is_secret(self, name: str) -> bool:
         upper = name.upper()

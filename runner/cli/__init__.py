@@ -34,14 +34,14 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str):  # argparse's own usage errors: exit 2, one line, no traceback
         from runner.cli import suggest
-        from runner.ui import ci
+        from runner.context import early_scope
         from runner.options import Sources
 
         root = _Parser.root or self
         command = self if self is not root else suggest.subcommand(root, _command_in(_Parser.argv)[1])
         message, hint = suggest.explain(message, root, command)
         (command or self).print_usage(sys.stderr)  # the message may quote an argument: masked like everything else
-        mask = ci.early_scope(Sources(*_sources_in(_Parser.argv))).masker.mask
+        mask = early_scope(Sources(*_sources_in(_Parser.argv))).masker.mask
         print(f"error: {mask(message)}", file=sys.stderr)
         if hint:
             print(f"  fix: {mask(hint)}", file=sys.stderr)
@@ -349,9 +349,9 @@ def _main(argv: list[str]) -> int:
         parser.print_help(sys.stderr)
         return 2
     try:
-        from runner.ui import ci
+        from runner.context import early_masks
 
-        ci.early_masks(args.cmd, sources, args.json, out)  # under CI: ::add-mask:: first, before anything can fail and print
+        early_masks(args.cmd, sources, args.json, out)  # under CI: ::add-mask:: first, before anything can fail and print
         return _dispatch(args, sources, out, parser) or 0
     except RunnerError as exc:
         from runner.ui import ci
@@ -386,9 +386,9 @@ def _early_masker(command: str | None, sources):
         return None
 
     def build():
-        from runner.ui import ci
+        from runner.context import early_scope
 
-        return ci.early_scope(sources).masker
+        return early_scope(sources).masker
 
     return build
 

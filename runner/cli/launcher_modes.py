@@ -120,7 +120,7 @@ def _flags(opts: ModeOptions, checkout: str | None, workdir: str | None, debug: 
     if debug:  # the launcher's --debug
         env.append("PRIMUS_LOG_LEVEL=DEBUG")
     volume = list(flags.volume)
-    if checkout and not on_host and not any(v.split(":")[0].rstrip("/") == checkout for v in volume):
+    if checkout and not on_host and not any(_mounts_at(v, checkout) for v in volume):
         volume.append(f"{checkout}:{checkout}")  # the checkout at the same path, as the launcher mounts it
     gpu = flags.gpu
     if opts.gpus == 0 and gpu is None:
@@ -128,13 +128,23 @@ def _flags(opts: ModeOptions, checkout: str | None, workdir: str | None, debug: 
     return replace(flags, env=tuple(env), volume=tuple(volume), workdir=flags.workdir or workdir, gpu=gpu)
 
 
+def _mounts_at(spec: str, checkout: str) -> bool:
+    """Whether a ``--volume`` already mounts the checkout at its own path. The same source at
+    another target (``<checkout>:/data``) is a second mount: both are kept."""
+    parts = spec.split(":")
+    source = os.path.abspath(os.path.expanduser(parts[0])) if "/" in parts[0] else parts[0]
+    target = parts[1] if len(parts) > 1 and parts[1] else source
+    return source.rstrip("/") == checkout.rstrip("/") and os.path.normpath(target) == os.path.normpath(checkout)
+
+
 def _clean(opts: ModeOptions, out: Output, dry_run: bool, preference: str) -> None:
     """``--clean``: the invoking user's runner containers (every user's with ``--all-users``),
     never any other container, and nothing in a dry run."""
-    from runner.engines.docker.commands import engine, owner_filter, remove_containers
+    from runner.clients.engine_api.shared import engine_client
+    from runner.engines.docker.commands import owner_filter, remove_containers
     from runner.plan import LABEL
 
-    eng = engine(preference)  # the first call chooses the engine (container.engine) for the whole process
+    eng = engine_client(preference)  # the first call chooses the engine (container.engine) for the whole process
     if dry_run:
         labels = [f"{LABEL}=true"] + [f"{k}={v}" for k, v in owner_filter(opts.all_users).items()]
         count = len(eng.containers(labels))

@@ -65,8 +65,7 @@ def run_check(opts: CheckOptions, out: Output) -> int:
 def _check_refs(opts: CheckOptions, found: Findings) -> dict:
     """Resolve every ``secrets:`` reference once: the report (found or not, never a value)
     and the values for the plan."""
-    from runner.ui import ci
-    from runner.session.prepare import load_context
+    from runner.context import early_scope, load_context
 
     try:
         context = load_context(opts.sources)
@@ -79,7 +78,7 @@ def _check_refs(opts: CheckOptions, found: Findings) -> dict:
     refs, problems = parse_refs(context.config)
     found.problems += problems
     lookup = lambda name: os.environ.get(name, context.env_file.values.get(name))  # noqa: E731
-    values, found.secrets = resolve_and_report(refs, lookup, opts.timeout, mask=ci.early_scope(opts.sources).masker.mask)
+    values, found.secrets = resolve_and_report(refs, lookup, opts.timeout, mask=early_scope(opts.sources).masker.mask)
     where = {ref.name: ref.where for ref in refs}
     for item in found.secrets:
         if not item["found"]:
@@ -123,10 +122,10 @@ def _check_engine(opts: CheckOptions, prepared, found: Findings) -> None:
 
             found.warnings += jobs.check_engine()
             return
-        from runner.engines.docker.commands import engine
+        from runner.clients.engine_api.shared import engine_client
 
         preference = prepared.config.get("container", "engine", default="auto") if prepared else None
-        found.engine = engine(preference).describe()  # which engine, where, its version and the API version in use
+        found.engine = engine_client(preference).describe()  # which engine, where, its version and the API version in use
         e = found.engine
         found.notes.append(f"engine: {e['engine']} {e.get('version') or ''} at {e['host']} ({e['source']}), API {e['api_version']}")
     except EngineUnavailable as exc:

@@ -53,9 +53,9 @@ def ensure_demo_image(out: Output) -> None:
     from urllib.parse import quote
 
     from runner.clients.engine_api import ApiError
-    from runner.engines.docker.commands import engine
+    from runner.clients.engine_api.shared import engine_client
 
-    eng = engine()
+    eng = engine_client()
     try:
         eng.request("GET", f"/images/{quote(IMAGE, safe='')}/json")
         return
@@ -92,10 +92,10 @@ NO_CONTAINERS = ("no container engine answers here ({reason}); the demo runs the
 def _container_engine(out: Output):
     """The Docker backend with the demo image ready, or None (with the reason said) to run without containers."""
     from runner.engines.docker import DockerEngine
-    from runner.engines.docker.commands import engine
+    from runner.clients.engine_api.shared import engine_client
 
     try:
-        engine().ping()
+        engine_client().ping()
         ensure_demo_image(out)
     except EngineUnavailable as exc:
         out.notice(NO_CONTAINERS.format(reason=exc.message))

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 if TYPE_CHECKING:
-    from runner.commands.audit import Finding
     from runner.options import RunOptions
     from runner.plan import LaunchPlan
     from runner.secrets import SecretScope
+    from runner.secrets.scan import Finding
     from runner.ui import Output
 
 TAIL_LIMIT = 64 << 20  # masked output kept for the tracker handshake's log upload

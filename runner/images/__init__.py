@@ -20,7 +20,7 @@ def _load(opts: BuildOptions):
     """(context, build secrets): config, env file and the secret scope, the build's ``--secret``
     values in it; every missing secret name exits 2 here, before anything is built."""
     from runner.images.recipe import secret_names, secret_values
-    from runner.session.prepare import load_context
+    from runner.context import load_context
 
     context = load_context(opts.sources)
     secrets = secret_values(secret_names(opts, context.config), os.environ, context.env_file.values)
@@ -99,7 +99,7 @@ def ensure_image(image: str, out: Output, *, flavor: str | None = None, sources:
     from runner.images.recipe import FLAVORS
     from runner.images.scan import inspect_image
     from runner.images.stream import connect
-    from runner.session.prepare import load_context
+    from runner.context import load_context
 
     sources = sources or Sources()
     config = load_context(sources).config

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Iterable
 
 from runner.errors import ConfigError, Problem
-from runner.images.recipe import CA_NAME, BuildSpec
+from runner.images.spec import CA_NAME, BuildSpec
 
 
 def dockerignore(context: Path) -> list[str]:

@@ -19,7 +19,6 @@ import configparser
 import os
 import subprocess
 import urllib.parse
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping
 
@@ -28,93 +27,11 @@ from runner.errors import ConfigError, Problem, UsageError
 from runner.options import BuildOptions
 from runner.secrets import Secret
 from runner.clients.git import git
-from runner.plan import LABEL_VERSION
-
-FLAVORS = ("rocm", "cuda")
-DEFAULT_BASES = {"rocm": "rocm/primus:v26.5", "cuda": "nvcr.io/nvidia/pytorch:25.01-py3"}
-DEFAULT_TAG = "primus-runner/{flavor}:{version}"
-USER_TAG = "primus-runner/{name}:dev"  # a user's Dockerfile without --tag
-CA_NAME = "common/ca-bundle.crt"  # fixed name the Dockerfiles COPY; public data, never a secret
-# A user's Dockerfile outside its context travels in the context tar under this name (as docker does).
-STAGED_DOCKERFILE = ".primus-runner.Dockerfile"
-SYSTEM_CA = "/etc/ssl/certs/ca-certificates.crt"
-# pip settings that make sense inside a build container (host paths do not).
-PIP_KEYS = {"index-url": "PIP_INDEX_URL", "extra-index-url": "PIP_EXTRA_INDEX_URL", "trusted-host": "PIP_TRUSTED_HOST", "default-timeout": "PIP_DEFAULT_TIMEOUT", "timeout": "PIP_DEFAULT_TIMEOUT"}
-# Docker's predefined proxy args: honoured by RUN steps, left out of the history.
-PROXY_ARGS = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "FTP_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy", "ftp_proxy", "all_proxy")
-SECRET_FIX = "use --secret NAME and RUN --mount=type=secret,id=NAME in the Dockerfile (the value reaches that one step, never a layer), or pass it to the job at run time"
-
-L_SOURCE = "org.opencontainers.image.source"
-L_REVISION = "org.opencontainers.image.revision"
-L_CREATED = "org.opencontainers.image.created"
-L_BASE = "org.opencontainers.image.base.name"
-L_FLAVOR = "io.primus-runner.flavor"
-L_VERSION = LABEL_VERSION
-L_RECIPE = "io.primus-runner.recipe-hash"
-L_BUILD_KEY = "io.primus-runner.build-key"
-
-
-@dataclass(frozen=True)
-class BuildSpec:
-    """Everything a build will do, decided before the daemon is contacted. Holds secret NAMES only."""
-
-    flavor: str | None  # None for a user's own Dockerfile
-    context_dir: str
-    dockerfile: str  # relative to context_dir (STAGED_DOCKERFILE when it lives outside)
-    base: str | None
-    tag: str
-    build_args: tuple[tuple[str, str], ...]
-    labels: tuple[tuple[str, str], ...]  # without .created (set when the build runs)
-    files: tuple[str, ...]  # context members, relative, after .dockerignore
-    ca_source: str | None
-    recipe_hash: str
-    no_cache: bool = False
-    notes: tuple[str, ...] = ()
-    secrets: tuple[str, ...] = ()  # names for RUN --mount=type=secret,id=NAME
-    dockerfile_source: str | None = None  # absolute path of a Dockerfile outside the context
-    stage_ca: bool = True  # the project's recipes COPY common/ca-bundle.crt; users' contexts are left as they are
-
-    @property
-    def user_dockerfile(self) -> bool:
-        return self.flavor is None
-
-    def dockerfile_path(self) -> Path:
-        return Path(self.dockerfile_source) if self.dockerfile_source else Path(self.context_dir) / self.dockerfile
-
-    def to_dict(self) -> dict:
-        return {
-            "flavor": self.flavor,
-            "context": self.context_dir,
-            "dockerfile": str(self.dockerfile_path()) if self.dockerfile_source else self.dockerfile,
-            "base": self.base,
-            "tag": self.tag,
-            "build_args": dict(self.build_args),
-            "secrets": list(self.secrets),
-            "labels": {**dict(self.labels), L_CREATED: "(set when built)"},
-            "ca_bundle": {"source": self.ca_source, "staged_as": CA_NAME} if self.stage_ca else None,
-            "files": list(self.files),
-            "no_cache": self.no_cache,
-            "notes": list(self.notes),
-        }
-
-
-@dataclass
-class BuildResult:
-    image_id: str
-    tag: str
-    flavor: str | None
-    labels: dict[str, str]
-    builder: str = "classic"
-    steps: int = 0
-    cache_hits: int = 0
-    ran: int = 0
-    seconds: float = 0.0
-    log: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict:
-        return {"image_id": self.image_id, "tag": self.tag, "flavor": self.flavor, "labels": self.labels, "builder": self.builder,
-                "cache_hits": self.cache_hits, "steps": self.steps, "ran": self.ran}
-
+from runner.images.context import context_files, recipe_hash, refuse_env_file, refuse_secret_content
+from runner.images.spec import (  # noqa: F401  (re-exported: the recipe's names)
+    FLAVORS, DEFAULT_BASES, DEFAULT_TAG, USER_TAG, CA_NAME, STAGED_DOCKERFILE, SYSTEM_CA, PIP_KEYS, PROXY_ARGS, SECRET_FIX,
+    L_SOURCE, L_REVISION, L_CREATED, L_BASE, L_FLAVOR, L_VERSION, L_RECIPE, L_BUILD_KEY, BuildSpec, BuildResult,
+)
 
 # ------------------------------------------------------------------ config
 
@@ -326,7 +243,6 @@ def _tag(opts: BuildOptions, config, flavor: str | None, context: Path) -> str:
 
 def resolve_build(opts: BuildOptions, context_info, host_env: Mapping[str, str] | None = None) -> BuildSpec:
     """Decide the whole build from the options and ``runner.session.prepare.Context``: no daemon contact, nothing written."""
-    from runner.images.context import context_files, recipe_hash, refuse_env_file, refuse_secret_content
     from runner.policy import Classifier
 
     config, masker = context_info.config, context_info.scope.masker

@@ -302,9 +302,9 @@ def run_cli(builder, spec, context: bytes, labels: dict[str, str], secrets, prog
 def connect(preference: str | None = None, timeout: float = 600):
     """The runner's Engine API client (``container.engine``: auto | docker | podman); exit 1
     (one message, one fix) when the engine is not there."""
-    from runner.clients.engine_api import Engine
+    from runner.clients.engine_api.shared import engine_client
 
-    engine = Engine(timeout=timeout, preference=preference or "auto")
+    engine = engine_client(preference, timeout=timeout)
     engine.ping()
     return engine
 

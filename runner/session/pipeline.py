@@ -74,10 +74,10 @@ def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None 
 def _after_run(options: RunOptions, engine: Engine, launched: Launched, ctx: RunContext, plan, code: int,
                began: float, links: dict, leaks: list) -> None:
     """Summary, report, ``--json`` result and audit of a watched run, the same for every engine."""
-    from runner.ui import ci
+    from runner.session.summary import write_summary
 
     facts = engine.finished(launched, ctx, code)
-    ci.write_summary(plan, code, links, ctx.scope.masker)  # $GITHUB_STEP_SUMMARY: names, links, exit code
+    write_summary(plan, code, links, ctx.scope.masker)  # $GITHUB_STEP_SUMMARY: names, links, exit code
     if options.report:
         from runner.session import report
 

@@ -12,46 +12,11 @@ from typing import Sequence
 
 from runner.config import Config, _merge, load_config
 from runner.config.envfile import EnvFile, load_env_file
+from runner.context import Context, load_context, secret_refs  # noqa: F401  (Context, load_context: re-exported)
 from runner.options import LaunchFlags, Sources
 from runner.plan import LaunchPlan, Planned, build_plan
-from runner.secrets import Secret, SecretScope, secret_scope
+from runner.secrets import SecretScope
 from runner.ui import Output
-
-
-@dataclass(frozen=True)
-class Context:
-    """A command's configuration without a launch: merged config, env file, secret scope."""
-
-    config: Config
-    env_file: EnvFile
-    scope: SecretScope
-
-
-def load_context(sources: Sources, extra: Sequence[tuple[str, Secret]] = (), out: Output | None = None) -> Context:
-    """Config, env file and every secret in scope (host env + env file + ``extra``), for
-    commands that print or scan but launch nothing (build, audit, logs).
-
-    With ``out``, every ``secrets:`` reference is resolved too, so a value a job printed
-    from a store is masked (logs) or found (audit); one that cannot be resolved is a
-    warning there, not an error: those commands must still run."""
-    from runner.policy import Classifier
-
-    env_file = load_env_file(sources.env_file, sources.trust_project)
-    config = load_config(sources.config_file, trust_project=sources.trust_project)
-    is_secret = Classifier.from_config(config).is_secret
-    refs = _secret_refs(config) if out is not None else {}
-    if refs:
-        from runner.secrets.refs import resolve_and_report
-
-        lookup = lambda name: os.environ.get(name, env_file.values.get(name))  # noqa: E731
-        resolved, report = resolve_and_report(list(refs.values()), lookup)
-        for item in report:
-            if not item["found"]:
-                out.warn(f"secret {item['name']} ({item['source']}) could not be resolved: {item['error']}")
-        extra = [*extra, *resolved.items()]
-        is_secret = lambda name, base=is_secret: base(name) or name in refs  # noqa: E731
-    scope = secret_scope([os.environ, env_file.values], is_secret, extra=extra)
-    return Context(config, env_file, scope)
 
 
 @dataclass
@@ -72,19 +37,6 @@ class Prepared:
         """A variable's value as the runner sees it: the environment first, then the env file."""
         value = os.environ.get(name)
         return value if value is not None else self.env_file.values.get(name)
-
-
-def _secret_refs(config: Config) -> dict:
-    """The ``secrets:`` references by name (their syntax errors stop the command, exit 2)."""
-    if not config.get("secrets"):
-        return {}
-    from runner.errors import ConfigError
-    from runner.secrets.refs import parse_refs
-
-    refs, problems = parse_refs(config)
-    if problems:
-        raise ConfigError(problems)
-    return {ref.name: ref for ref in refs}
 
 
 def _with_resolved_refs(planned: Planned, refs: dict, config: Config, command, host_env: dict, env_file: EnvFile,
@@ -145,7 +97,7 @@ def prepare(
         layer = _merge(extra_layer, layer, (), {}, {})
     config = load_config(sources.config_file, layer or None, user_files=user_files, trust_project=sources.trust_project)
     host_env = dict(os.environ)
-    refs = _secret_refs(config)
+    refs = secret_refs(config)
     if refs:  # a name given a reference is a secret whatever its name
         layer = _merge(layer or {}, {"passthrough": {"secrets": sorted(refs)}}, (), {}, {})
         config = load_config(sources.config_file, layer, user_files=user_files, trust_project=sources.trust_project)

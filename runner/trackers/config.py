@@ -123,6 +123,8 @@ class TrackerPlan:
     settings: dict
     wanted: tuple[Wanted, ...] = ()
     overrides: tuple[str, ...] = ()
+    # (override, file:line of the key that asked for it): an override comes only from a config file
+    override_sources: tuple[tuple[str, str], ...] = ()
     problems: tuple[Problem, ...] = ()
     warnings: tuple[str, ...] = ()
     notices: tuple[str, ...] = ()
@@ -170,8 +172,15 @@ def job_lookup(literals: Mapping[str, str], lookup: Callable[[str], str | None])
 
 def _user_set(config: Config, *path: str) -> bool:
     """True when a user layer (not the built-in defaults) sets this key."""
+    return _file_line(config, *path) is not None
+
+
+def _file_line(config: Config, *path: str) -> str | None:
+    """``file:line`` of ``trackers.<path>`` when a config FILE sets it; None for a built-in default."""
     where = config.where(("trackers",) + path) or ""
-    return bool(where) and not where.startswith(str(policies_dir()))
+    if not where or where.startswith(str(policies_dir())) or where.startswith("command line"):
+        return None
+    return where
 
 
 @dataclass
@@ -218,15 +227,18 @@ def analyze_trackers(
         _mlflow_off_warnings(settings, framework, found)
     if framework == "megatron" and settings.get("enable_one_logger", True) and (training or _user_set(config, "framework")):
         found.notices.append(
-            "One-Logger telemetry is on by default for Megatron (trackers.enable_one_logger: true); set it to false to opt out"
+            "One-Logger telemetry is on by Megatron's default unless your experiment turns it off "
+            "(trackers.enable_one_logger: false in .primus.yaml overrides the experiment)"
         )
-    overrides = _overrides(framework, settings, on["mlflow"], run_name) if primus_overrides.wanted(settings.get("overrides"), command) else []
+    sourced = _overrides(config, framework, settings, on["mlflow"], run_name) if primus_overrides.wanted(settings.get("overrides"), command) else []
+    overrides = [token for token, _ in sourced]
     return TrackerPlan(
         framework,
         tuple(t for t in ("tensorboard", "wandb", "mlflow") if on[t]),
         settings,
         tuple(found.wanted),
         tuple(overrides),
+        tuple(sourced),
         tuple(found.problems),
         tuple(found.warnings),
         tuple(found.notices),
@@ -303,18 +315,27 @@ def _mlflow_off_warnings(settings: dict, framework: str, found: _Findings) -> No
         )
 
 
-def _overrides(framework: str, settings: dict, mlflow_on: bool, run_name: str | None) -> list[str]:
-    """The training command's ``--key value`` overrides for a Primus training command."""
+def _overrides(config: Config, framework: str, settings: dict, mlflow_on: bool, run_name: str | None) -> list[tuple[str, str]]:
+    """The training command's ``--key=value`` overrides, each with the ``file:line`` that asked for it.
+
+    Only keys a config FILE sets become overrides: Primus ranks command-line overrides above
+    the experiment YAML, so a built-in default passed as an override would silently replace
+    what the user's experiment says (its W&B, its MLflow, its One-Logger choice)."""
+    def rendered(key: str, value, where: str) -> list[tuple[str, str]]:
+        return [(token, where) for token in primus_overrides.render(key, value)]
+
     if framework == "torchtitan":
-        return [x for k, v in (settings.get("metrics", {}) or {}).items() for x in primus_overrides.render(f"metrics.{k}", v)]
+        metrics = settings.get("metrics", {}) or {}
+        return [x for k, v in metrics.items() if (w := _file_line(config, "metrics", k)) for x in rendered(f"metrics.{k}", v, w)]
     if framework == "maxtext":
-        return primus_overrides.render("log_period", settings["log_period"]) if "log_period" in settings else []
-    effective = dict(settings)
-    if mlflow_on:
-        effective["mlflow_run_name"] = run_name
-    else:
-        effective.pop("mlflow_run_name", None)  # a non-null name would switch MLflow on in Primus
-    return [x for k, v in effective.items() if k not in _NOT_OVERRIDES and v is not None for x in primus_overrides.render(k, v)]
+        where = _file_line(config, "log_period")
+        return rendered("log_period", settings["log_period"], where) if "log_period" in settings and where else []
+    wanted = {k: (v, w) for k, v in settings.items() if k not in _NOT_OVERRIDES and v is not None and (w := _file_line(config, k))}
+    wanted.pop("mlflow_run_name", None)  # a non-null name switches MLflow on in Primus: only when MLflow is on
+    if mlflow_on and run_name is not None:
+        where = _file_line(config, "mlflow_run_name") or _file_line(config, "disable_mlflow") or "trackers.disable_mlflow"
+        wanted["mlflow_run_name"] = (run_name, where)
+    return [x for k, (v, w) in wanted.items() for x in rendered(k, v, w)]
 
 
 # ---------------------------------------------------------------- Databricks sign-in

@@ -46,7 +46,7 @@ from typing import Callable, Iterator
 
 from runner import __version__
 from runner.errors import EngineUnavailable
-from runner.plan import LaunchPlan
+from runner.trackers.base import TrackedPlan
 from runner.secrets import Secret
 from runner.trackers.artifact_origin import artifact_refusal
 from runner.trackers.config import CLIENT_NAMES, OFFLINE_WANDB_MODES, databricks_profile, is_databricks_uri
@@ -212,7 +212,7 @@ def _split_userinfo(uri: str) -> tuple[str, str, str | None]:
     return clean, urllib.parse.unquote(user), urllib.parse.unquote(password) if password else None
 
 
-def _tracking_uri(plan: LaunchPlan) -> str:
+def _tracking_uri(plan: TrackedPlan) -> str:
     """The URI as the job gets it; one with a password travels as a secret (never print it: ``_mlflow_display``)."""
     secret = plan.secret_env().get("MLFLOW_TRACKING_URI")
     return (secret.reveal() if secret is not None else plan.public_env().get("MLFLOW_TRACKING_URI") or "").strip()
@@ -222,7 +222,7 @@ def _is_http(uri: str) -> bool:
     return uri.lower().startswith(("http://", "https://"))
 
 
-def _mlflow_endpoint(plan: LaunchPlan) -> _Endpoint | None:
+def _mlflow_endpoint(plan: TrackedPlan) -> _Endpoint | None:
     """The REST endpoint of an HTTP tracking URI or a token-signed Databricks one; None when REST cannot reach it."""
     public, secret = plan.public_env(), plan.secret_env()
     uri = _tracking_uri(plan)
@@ -246,7 +246,7 @@ def _mlflow_endpoint(plan: LaunchPlan) -> _Endpoint | None:
     return _Endpoint("mlflow", base, base, "none", **tls)
 
 
-def _wandb_endpoint(plan: LaunchPlan) -> _Endpoint:
+def _wandb_endpoint(plan: TrackedPlan) -> _Endpoint:
     public = plan.public_env()
     base = (public.get("WANDB_BASE_URL") or WANDB_DEFAULT_BASE).strip().rstrip("/")
     base, _, _ = _split_userinfo(base)
@@ -254,7 +254,7 @@ def _wandb_endpoint(plan: LaunchPlan) -> _Endpoint:
     return _Endpoint("wandb", base, base, "basic" if key else "none", "api", key)
 
 
-def _wandb_mode(plan: LaunchPlan) -> str:
+def _wandb_mode(plan: TrackedPlan) -> str:
     return (plan.public_env().get("WANDB_MODE") or plan.trackers.wandb_mode or "online").strip().lower()
 
 
@@ -311,7 +311,7 @@ class _ClientLoader:
 _LOADER = _ClientLoader()
 
 
-def prefetch(plan: LaunchPlan) -> None:
+def prefetch(plan: TrackedPlan) -> None:
     """Start importing the MLflow client now when the handshake itself needs it (Databricks), so that the
     import overlaps whatever the launch does before ``begin()`` (call it as soon as the plan exists)."""
     if plan.trackers.is_on("mlflow") and is_databricks_uri(_tracking_uri(plan)) and _client_available():
@@ -322,7 +322,7 @@ _ENV_LOCK = threading.Lock()
 
 
 @contextlib.contextmanager
-def _client_env(plan: LaunchPlan, extra: dict[str, str] | None = None) -> Iterator[None]:
+def _client_env(plan: TrackedPlan, extra: dict[str, str] | None = None) -> Iterator[None]:
     """The plan's tracker and store variables in ``os.environ`` for one client call, then the old environment back.
 
     MlflowClient, boto3 and the Databricks SDK read credentials from the
@@ -444,7 +444,7 @@ class _Rest:
 class _Client:
     """``mlflow.MlflowClient``: every artifact store and Databricks sign-in the official client knows."""
 
-    def __init__(self, plan: LaunchPlan, timeout: float = BEGIN_TIMEOUT, retries: int = 2):
+    def __init__(self, plan: TrackedPlan, timeout: float = BEGIN_TIMEOUT, retries: int = 2):
         self.plan, self.uri = plan, _tracking_uri(plan)
         self.display = _mlflow_display(plan)
         # The client's own retry/back-off is the only one; bounded so a dead server fails within ~timeout*(retries+1).
@@ -512,7 +512,7 @@ class _Client:
         self._call(write_and_remove)
 
 
-def _mlflow_display(plan: LaunchPlan) -> str:
+def _mlflow_display(plan: TrackedPlan) -> str:
     """Where the tracking server is, safe to print: the URI without a password, or the Databricks host."""
     uri = _tracking_uri(plan)
     if not is_databricks_uri(uri):
@@ -542,7 +542,7 @@ def _get_or_create_experiment(api, name: str) -> str:
     raise _HTTPFailure(409, f"experiment '{name}' could not be created or found")
 
 
-def _handshake_api(plan: LaunchPlan, *, timeout: float = BEGIN_TIMEOUT):
+def _handshake_api(plan: TrackedPlan, *, timeout: float = BEGIN_TIMEOUT):
     """REST for plain HTTP servers (no import on the launch path), the client for Databricks; None: no handshake."""
     uri = _tracking_uri(plan)
     if not _is_http(uri) and not is_databricks_uri(uri):
@@ -564,7 +564,7 @@ def _needs_client(artifact_uri: str, upload: bool) -> bool:
     return upload and urllib.parse.urlsplit(artifact_uri).scheme != "mlflow-artifacts"
 
 
-def _closing_api(plan: LaunchPlan, opened, needs_client: bool, out: Output):
+def _closing_api(plan: TrackedPlan, opened, needs_client: bool, out: Output):
     """The API that closes the run: the one that opened it, or the client when the log goes to a store REST cannot reach."""
     if isinstance(opened, _Client) or not needs_client or not _client_available():
         return opened
@@ -589,7 +589,7 @@ def _failure_status(exc: _HTTPFailure) -> str:
     return "unauthorised" if exc.status in (401, 403) else "unreachable"
 
 
-def _check_store(plan: LaunchPlan, api, timeout: float) -> tuple[str, str]:
+def _check_store(plan: TrackedPlan, api, timeout: float) -> tuple[str, str]:
     """(status, detail) of a write probe in the artifact store of the run's experiment, removed afterwards."""
     name = plan.public_env().get("MLFLOW_EXPERIMENT_NAME") or "Default"
     found = api.experiment(name) or (api.experiment("Default") if name != "Default" else None)
@@ -613,7 +613,7 @@ def _check_store(plan: LaunchPlan, api, timeout: float) -> tuple[str, str]:
     return "reachable", f"artifact store {found.location} writable (probe written and removed)"
 
 
-def _check_mlflow(plan: LaunchPlan, timeout: float) -> dict:
+def _check_mlflow(plan: TrackedPlan, timeout: float) -> dict:
     uri = _tracking_uri(plan)
     try:
         api = _handshake_api(plan, timeout=timeout)
@@ -640,7 +640,7 @@ def _check_mlflow(plan: LaunchPlan, timeout: float) -> dict:
     return _status("mlflow", status, f"{tracking}; {detail}")
 
 
-def _check_wandb(plan: LaunchPlan, timeout: float) -> dict:
+def _check_wandb(plan: TrackedPlan, timeout: float) -> dict:
     mode = _wandb_mode(plan)
     if mode in OFFLINE_WANDB_MODES:
         return _status("wandb", "skipped", f"WANDB_MODE={mode}: the job does not contact W&B")
@@ -659,7 +659,7 @@ def _check_wandb(plan: LaunchPlan, timeout: float) -> dict:
     return _status("wandb", "reachable", f"{ep.display} accepted WANDB_API_KEY" + (f" (entity {who})" if who else ""))
 
 
-def online_check(plan: LaunchPlan, timeout: float = 10.0) -> list[dict]:
+def online_check(plan: TrackedPlan, timeout: float = 10.0) -> list[dict]:
     """[{"tracker", "status": reachable|unauthorised|unreachable|not-installed|skipped, "detail"}].
 
     One entry per enabled tracker, checked in parallel, each within ``timeout``
@@ -682,7 +682,7 @@ def online_check(plan: LaunchPlan, timeout: float = 10.0) -> list[dict]:
 # ---------------------------------------------------------------- the handshake
 
 
-def run_tags(plan: LaunchPlan) -> dict[str, str]:
+def run_tags(plan: TrackedPlan) -> dict[str, str]:
     """The tags the runner puts on a run it creates: facts and NAMES, never a value."""
     tags = {
         "primus-runner.version": __version__,
@@ -729,7 +729,7 @@ def _unreachable(display: str, exc: _HTTPFailure) -> EngineUnavailable:
     return EngineUnavailable(f"MLflow server at {display} refused to create the run ({exc.detail}); nothing was launched")
 
 
-def _run_url(plan: LaunchPlan, display: str, experiment_id: str, run_id: str) -> str:
+def _run_url(plan: TrackedPlan, display: str, experiment_id: str, run_id: str) -> str:
     if is_databricks_uri(_tracking_uri(plan)):
         return f"{display}/ml/experiments/{experiment_id}/runs/{run_id}"
     return f"{display}/#/experiments/{experiment_id}/runs/{run_id}"
@@ -741,7 +741,7 @@ def final_status(exit_code: int) -> str:
     return "KILLED" if exit_code in KILLED_CODES else "FAILED"
 
 
-def _open_run(plan: LaunchPlan, api, tags: dict[str, str]) -> tuple[str | None, str, str, str]:
+def _open_run(plan: TrackedPlan, api, tags: dict[str, str]) -> tuple[str | None, str, str, str]:
     """(experiment name, experiment id, run id, artifact URI) of the run created for this launch."""
     public = plan.public_env()
     experiment_name = public.get("MLFLOW_EXPERIMENT_NAME")
@@ -759,7 +759,7 @@ def _open_run(plan: LaunchPlan, api, tags: dict[str, str]) -> tuple[str | None, 
     return experiment_name, experiment_id, run_id, artifact_uri
 
 
-def _mlflow_begin(plan: LaunchPlan, out: Output, hs: Handshake) -> Callable[[int, bytes], None] | None:
+def _mlflow_begin(plan: TrackedPlan, out: Output, hs: Handshake) -> Callable[[int, bytes], None] | None:
     api = _handshake_api(plan)
     if api is None:
         out.notice("MLflow: the tracking URI is not an HTTP server; the job creates its own run (no run handshake)")
@@ -813,7 +813,7 @@ def new_wandb_run_id() -> str:
     return "".join(_random.choice(_ID_ALPHABET) for _ in range(8))
 
 
-def _wandb_begin(plan: LaunchPlan, out: Output, hs: Handshake) -> None:
+def _wandb_begin(plan: TrackedPlan, out: Output, hs: Handshake) -> None:
     public = plan.public_env()
     run_id = public.get("WANDB_RUN_ID") or new_wandb_run_id()
     hs.env["WANDB_RUN_ID"] = run_id
@@ -834,7 +834,7 @@ def _wandb_begin(plan: LaunchPlan, out: Output, hs: Handshake) -> None:
     hs.links["wandb"] = path
 
 
-def begin(plan: LaunchPlan, out: Output) -> Handshake:
+def begin(plan: TrackedPlan, out: Output) -> Handshake:
     """Create tracker runs before launch; raise ``EngineUnavailable`` (exit 1) before anything starts.
 
     The backend adds ``env`` to the plan (``plan.with_env``) and calls

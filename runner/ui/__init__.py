@@ -13,6 +13,7 @@ import sys
 from typing import Any, Callable, TextIO
 
 from runner.secrets import Masker, SecretScope
+from runner.ui import ci
 
 
 class Output:
@@ -42,8 +43,6 @@ class Output:
     # -- human messages (stderr) ------------------------------------------
     def _err(self, prefix: str, message: str, style: str) -> None:
         text = self.masker.mask(message)
-        from runner.ui import ci
-
         if prefix in ("error: ", "warning: ") and ci.annotate(prefix[:-2], text):
             return  # under GitHub Actions: an annotation instead of a plain line
         if self.color:

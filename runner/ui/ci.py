@@ -19,16 +19,13 @@ import os
 import re
 import sys
 import time
-from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 from runner.secrets import Secret
+from runner.secrets.masker import MIN_SECRET_LEN
 
 if TYPE_CHECKING:
     from runner.errors import Problem
-    from runner.options import Sources
-    from runner.secrets import SecretScope
-    from runner.plan import LaunchPlan
     from runner.secrets import Masker
 
 # Digests (never values) of the secrets already registered in this process.
@@ -50,6 +47,12 @@ def in_ci() -> bool:
     return os.environ.get("CI", "").lower() in ("true", "1") or github_actions() or gitlab_ci()
 
 
+def set_json_stdout(on: bool) -> None:
+    """``--json``: stdout carries one JSON document, so no ``::add-mask::`` line goes there."""
+    global _json_stdout
+    _json_stdout = on
+
+
 def disable() -> None:
     """Turn CI integration off for this process (the Slurm node agent: its output lands in files)."""
     global _enabled
@@ -66,7 +69,6 @@ def register_masks(secrets: Iterable[Secret | str]) -> None:
     if not add_masks_enabled():
         return
     from runner.secrets import encodings
-    from runner.secrets.masker import MIN_SECRET_LEN
 
     lines: list[str] = []
     for secret in secrets:
@@ -110,66 +112,6 @@ def _is_regular_file(stream) -> bool:
 
 def _stdout_takes_masks() -> bool:
     return not _json_stdout and not _is_regular_file(sys.stdout)
-
-
-def early_scope(sources: "Sources") -> "SecretScope":
-    """The secrets in scope before the config is loaded (it may be broken).
-
-    Classifies the environment and the env file by the built-in policy plus any
-    ``passthrough.secrets`` patterns readable from the config files, so the masks
-    come first even when ``load_config`` then fails. Never raises.
-    """
-    from fnmatch import fnmatchcase
-
-    from runner.secrets import secret_scope
-
-    patterns = [p.upper() for p in _early_patterns(sources.config_file)]
-    values: dict = {}
-    try:
-        from runner.config.envfile import load_env_file
-
-        values = load_env_file(sources.env_file, trust_project=True).values  # read for masks only
-    except Exception:  # the env file's own problem is reported by prepare()
-        pass
-    return secret_scope([os.environ, values], lambda name: any(fnmatchcase(name.upper(), p) for p in patterns))
-
-
-def _early_patterns(config_file: str | None) -> list[str]:
-    """The secret name patterns of the default and config files. ``!NAME`` (marked public) is
-    not honoured here: masking a look-alike early costs nothing, while a ``!HF_TOKEN`` in a
-    cloned repository's file must never unmask a real secret before the trust check runs."""
-    patterns: list[str] = []
-    try:
-        from runner.config import default_layer_paths
-        from runner.resources import policies_dir
-        from runner.config.yamlsource import load_yaml  # size-limited and bounded, like load_config
-
-        paths = [policies_dir() / "defaults.yaml"] + [p for p, _ in default_layer_paths(config_file)]
-        for path in paths:
-            try:
-                data = load_yaml(Path(path)).data if Path(path).is_file() else None
-                listed = (data.get("passthrough") or {}).get("secrets") if isinstance(data, dict) else None
-                patterns += [str(p) for p in listed or [] if isinstance(p, (str, int)) and not str(p).startswith("!")]
-            except Exception:  # a broken file: the defaults still apply; load_config reports it
-                continue
-    except Exception:
-        pass
-    return patterns or ["*_TOKEN", "*_API_KEY", "*_SECRET*", "*_PASSWORD", "WANDB_API_KEY", "HF_TOKEN"]
-
-
-def early_masks(command: str, sources: "Sources", json_stdout: bool, out) -> None:
-    """First thing a command does under CI: register masks, install a masker for error paths."""
-    if command == "node-agent":
-        disable()  # runs on Slurm nodes; its output is written to log files
-        return
-    if command == "completion" or not (github_actions() or in_ci()):
-        return
-    global _json_stdout
-    _json_stdout = json_stdout
-    scope = early_scope(sources)
-    if scope:
-        out.use_masker(scope.masker)
-    register_masks(scope.values())
 
 
 # -- annotations ------------------------------------------------------------
@@ -290,48 +232,3 @@ def safe_link(url: str) -> str:
             host += f":{parts.port}"
         return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
     return url
-
-
-def _md(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ").replace("`", "'")
-
-
-def summary_markdown(plan: "LaunchPlan", exit_code: int, links: Mapping[str, str] | None = None) -> str:
-    """The run summary: image, forwarded names, tracker links, exit code. Names only, never values."""
-    verdict = "succeeded" if exit_code == 0 else "failed"
-    forwarded = sorted(plan.forwarded, key=lambda d: d.name)
-    lines = [
-        f"### primus-runner: `{_md(plan.name)}` {verdict} (exit code {exit_code})",
-        "",
-        "| | |",
-        "| --- | --- |",
-        f"| image | `{_md(plan.image)}` |",
-        f"| GPU | {_md(plan.gpu)} |",
-        f"| exit code | {exit_code} |",
-        f"| forwarded variables | {', '.join('`' + _md(d.name) + '`' for d in forwarded if not d.secret) or '-'} |",
-        f"| forwarded secrets (names) | {', '.join('`' + _md(d.name) + '`' for d in forwarded if d.secret) or '-'} |",
-    ]
-    skipped = sorted(d.name for d in plan.skipped)
-    if skipped:
-        lines.append(f"| not forwarded | {', '.join('`' + _md(n) + '`' for n in skipped)} |")
-    for tracker, link in sorted((links or {}).items()):
-        shown = safe_link(link)
-        target = f"[{_md(shown)}]({shown})" if shown.startswith(("http://", "https://")) else f"`{_md(shown)}`"
-        lines.append(f"| {_md(tracker)} run | {target} |")
-    return "\n".join(lines) + "\n\n"
-
-
-def write_summary(plan: "LaunchPlan", exit_code: int, links: Mapping[str, str] | None = None, masker: "Masker | None" = None) -> bool:
-    """Append the run summary to ``$GITHUB_STEP_SUMMARY`` (GitHub Actions); False when there is none."""
-    path = os.environ.get("GITHUB_STEP_SUMMARY")
-    if not github_actions() or not path:
-        return False
-    text = summary_markdown(plan, exit_code, links)
-    if masker is not None:
-        text = masker.mask(text)
-    try:
-        with open(path, "a", encoding="utf-8") as fh:
-            fh.write(text)
-    except OSError:
-        return False
-    return True

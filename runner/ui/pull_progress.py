@@ -121,7 +121,9 @@ class RichPullProgress(PullProgress):
         task = self._tasks.get(layer_id)
         if task is None:
             task = self._tasks[layer_id] = self._progress.add_task("", total=None)
-        label = self._mask(f"  {layer_id} {status.lower()}")
+        from rich.markup import escape
+
+        label = escape(self._mask(f"  {layer_id} {status}").lower())  # masked before anything changes its case
         if status in ("Downloading", "Extracting") and total:
             self._progress.update(task, description=label, completed=current or 0, total=total)
         elif status in ("Pull complete", "Already exists", "Download complete"):

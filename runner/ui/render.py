@@ -36,6 +36,7 @@ def plan_text(plan: LaunchPlan) -> str:
         lines.append("not forwarded:")
         for d in plan.skipped:
             lines.append(f"  {d.name}   ({d.reason}: {d.skip_reason})")
+    lines += override_lines(plan)
     return "\n".join(lines)
 
 
@@ -72,6 +73,15 @@ def sources_text(plan: LaunchPlan, config, absent_optional=()) -> str:
     if absent_optional:
         lines.append(f"  optional tracker variables not set: {', '.join(absent_optional)}")
     return "\n".join(lines)
+
+
+def override_lines(plan: LaunchPlan) -> list[str]:
+    """Each tracker override appended to the Primus command, with the ``file:line`` it comes from."""
+    sources = plan.trackers.override_sources
+    if not sources:
+        return []
+    return ["tracker overrides (appended to the Primus command; they beat the experiment YAML):",
+            *(f"  {token}   <- {where}" for token, where in sources)]
 
 
 def _quote(arg: str) -> str:
@@ -133,6 +143,8 @@ def _show_plan(plan: LaunchPlan, out: Output) -> None:
         console = Console(file=buffer, force_terminal=True, width=shutil.get_terminal_size().columns, highlight=False)
         for table in plan_tables(plan, out.masker):
             console.print(table)
+        for line in override_lines(plan):
+            console.print(line, markup=False)
         out.result(buffer.getvalue().rstrip("\n"))
     else:
         out.result(plan_text(plan))

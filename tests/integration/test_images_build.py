@@ -239,7 +239,7 @@ def test_recipe_builds_on_the_classic_builder_with_its_mounts_dropped(python_ima
     from runner.config import load_config
     from runner.config.envfile import EnvFile
     from runner.images.builder import Builder
-    from runner.session.prepare import Context
+    from runner.context import Context
     from runner.options import BuildOptions
     from runner.secrets import secret_scope
     from runner.ui import Output

@@ -132,7 +132,8 @@ def overrides(tokens: list[str]) -> dict:
     return found
 
 
-DEFAULT_OVERRIDES = {"disable_tensorboard": True, "disable_wandb": True, "disable_mlflow": True, "enable_one_logger": True}
+# No trackers: key in the config files: no override at all (a built-in default would beat the experiment YAML).
+DEFAULT_OVERRIDES: dict = {}
 
 
 def check_train(got: dict, prefix: list[str]) -> None:

@@ -1,5 +1,14 @@
-"""The house rules of docs/architecture.md, checked on the source: arrows point down,
-argparse ends at the CLI, one place builds the masker, no import cycle."""
+"""The house rules of docs/architecture.md, checked on the source.
+
+``LAYERS`` is the drawing of the house, bottom first. A module belongs to the
+longest entry that is a prefix of its name (``runner.ui.render`` is its own
+entry, above the plan it draws; ``runner.ui.ci`` is part of ``runner.ui``).
+Every import counts, wherever it is written: at module level, inside a
+function, under ``if TYPE_CHECKING:``. An import may go down the table, or stay
+inside its own entry; one that goes up, or sideways to another entry of the
+same row, fails. And no two modules may reach each other, by any path of
+imports, lazy ones included.
+"""
 
 from __future__ import annotations
 
@@ -10,82 +19,193 @@ import runner
 
 ROOT = Path(runner.__file__).parent
 
+# Bottom first; each row may import only the rows above it in this list (and itself, inside one entry).
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("runner", "runner.errors", "runner.options", "runner.resources"),  # the version; typed errors and options; data files
+    ("runner.secrets",),          # Secret, Masker, the one scope, the leak scanner, secret references
+    ("runner.config",),           # layers, YAML with lines, schema, env file
+    ("runner.policy",),           # the one classifier of variables
+    ("runner.ui",),               # Output, CI output, progress
+    ("runner.context",),          # a command's config, env file and secret scope, without a launch
+    ("runner.clients",),          # the one Engine API client, registry, git
+    ("runner.trackers",),         # the Tracker protocol, one module per tracker, the registry
+    ("runner.plan",),             # the LaunchPlan
+    ("runner.ui.render",),        # views of a plan: above the plan they draw
+    ("runner.images",),           # recipes, contexts, builders, the post-build scan
+    ("runner.engines",),          # the Engine protocol, docker/, slurm/, process, the registry
+    ("runner.session",),          # prepare, pipeline, report
+    ("runner.commands",),         # one module per command
+    ("runner.cli",),              # argparse, dispatch, exit codes
+    ("runner.__main__",),
+)
 
-def _modules() -> dict[str, ast.Module]:
+
+def _load_modules(root: Path = ROOT) -> dict[str, ast.Module]:
     found = {}
-    for path in ROOT.rglob("*.py"):
-        rel = path.relative_to(ROOT.parent).with_suffix("")
+    for path in root.rglob("*.py"):
+        rel = path.relative_to(root.parent).with_suffix("")
         name = ".".join(rel.parts).removesuffix(".__init__")
         found[name] = ast.parse(path.read_text(), str(path))
     return found
 
 
-MODULES = _modules()
+MODULES = _load_modules()
+PACKAGES = {name for name in MODULES if (ROOT.parent / name.replace(".", "/") / "__init__.py").exists()}
 
 
-def _imports(tree: ast.Module) -> set[str]:
-    names = set()
+def _known(name: str, modules) -> str | None:
+    """The module an imported name lands in: the longest known module that prefixes it."""
+    while name and name not in modules:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def imports_of(module: str, tree: ast.Module, modules, packages=frozenset()) -> set[str]:
+    """Every runner module ``module`` imports, at any depth of its code (functions and
+    ``if TYPE_CHECKING:`` included); ``from pkg import sub`` counts as ``pkg.sub``."""
+    found: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-            names.update(f"{node.module}.{alias.name}" for alias in node.names)
-    return {n for n in names if n.split(".")[0] in ("runner", "argparse")}
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: resolved against this module's package
+                package = module.split(".") if module in packages else module.split(".")[:-1]
+                package = package[: len(package) - (node.level - 1)]
+                base = ".".join(package + ([base] if base else []))
+            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            if target.split(".")[0] == "runner" and (known := _known(target, modules)) and known != module:
+                found.add(known)
+    return found
 
 
-def _top_level_imports(tree: ast.Module) -> set[str]:
-    """Imports executed when the module loads (function-level imports are lazy by design)."""
-    names = set()
-    for node in tree.body:
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            for alias in node.names:  # `from pkg import submodule` loads the submodule
-                sub = f"{node.module}.{alias.name}"
-                names.add(sub if sub in MODULES else node.module)
-    return {n for n in names if n in MODULES}
+def graph_of(modules, packages=frozenset()) -> dict[str, set[str]]:
+    return {name: imports_of(name, tree, modules, packages) for name, tree in modules.items()}
+
+
+def entry_of(module: str) -> tuple[int, str]:
+    """(row, entry) of ``module`` in LAYERS: its longest prefix entry."""
+    best = None
+    for row, entries in enumerate(LAYERS):
+        for entry in entries:
+            if (module == entry or module.startswith(entry + ".")) and (best is None or len(entry) > len(best[1])):
+                best = (row, entry)
+    if best is None:
+        raise AssertionError(f"{module} is in no row of LAYERS: add it where it belongs")
+    return best
+
+
+def layer_violations(graph: dict[str, set[str]]) -> list[str]:
+    """Every import that goes up the table or sideways to another entry of its row."""
+    bad = []
+    for module, targets in sorted(graph.items()):
+        row, entry = entry_of(module)
+        for target in sorted(targets):
+            t_row, t_entry = entry_of(target)
+            if t_row > row:
+                bad.append(f"{module} -> {target} (up: {entry} is below {t_entry})")
+            elif t_row == row and t_entry != entry:
+                bad.append(f"{module} -> {target} (sideways: {entry} and {t_entry} share a row)")
+    return bad
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of modules (Tarjan): each group is a cycle of imports."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph.get(node, ()):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return groups
+
+
+GRAPH = graph_of(MODULES, PACKAGES)
+
+
+def test_every_module_has_a_row():
+    for module in MODULES:
+        entry_of(module)
+
+
+def test_imports_go_down_the_layers_only():
+    bad = layer_violations(GRAPH)
+    assert bad == [], "imports against LAYERS:\n" + "\n".join(bad)
+
+
+def test_no_import_cycle_lazy_imports_included():
+    cycles = import_cycles(GRAPH)
+    assert cycles == [], "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
+
+
+def _planted(**sources: str) -> dict[str, set[str]]:
+    """The real graph with some modules' source replaced by ``sources``."""
+    modules = dict(MODULES)
+    for name, source in sources.items():
+        modules[name.replace("__", ".")] = ast.parse(source)
+    return graph_of(modules, PACKAGES)
+
+
+def test_the_checker_finds_a_planted_upward_import_in_a_function():
+    graph = _planted(runner__errors="def f():\n    from runner.cli import main\n")
+    assert any(v.startswith("runner.errors -> runner.cli (up") for v in layer_violations(graph))
+
+
+def test_the_checker_finds_a_planted_type_checking_import_and_a_sideways_one():
+    graph = _planted(runner__options="from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from runner.errors import RunnerError\n"
+                                     "    from runner.plan import LaunchPlan\n")
+    found = layer_violations(graph)
+    assert "runner.options -> runner.errors (sideways: runner.options and runner.errors share a row)" in found
+    assert any(v.startswith("runner.options -> runner.plan (up") for v in found)
+
+
+def test_the_checker_finds_a_planted_cycle_of_lazy_imports():
+    graph = _planted(runner__secrets__value="def f():\n    from runner.secrets import scope\n",
+                     runner__secrets__scope="from runner.secrets.value import Secret\n")
+    assert ["runner.secrets.scope", "runner.secrets.value"] in import_cycles(graph)
+
+
+def test_relative_imports_are_resolved():
+    graph = _planted(runner__ui__pull_progress="from ..plan import LaunchPlan\n")
+    assert "runner.plan" in graph["runner.ui.pull_progress"]
 
 
 def test_argparse_only_in_the_cli():
-    users = sorted(m for m, tree in MODULES.items() if "argparse" in _imports(tree) and m not in ("runner.cli", "runner.cli.completion"))
+    def uses_argparse(tree):
+        return any(isinstance(n, ast.Import) and any(a.name == "argparse" for a in n.names)
+                   or isinstance(n, ast.ImportFrom) and n.module == "argparse" for n in ast.walk(tree))
+
+    users = sorted(m for m, tree in MODULES.items() if uses_argparse(tree) and m not in ("runner.cli", "runner.cli.completion"))
     assert users == [], f"below the CLI nothing knows argparse: {users}"
     # completion reads the parser it is handed; it never imports the CLI
-    assert not any(n.startswith("runner.cli") for n in _imports(MODULES["runner.cli.completion"]))
-
-
-def test_no_arrow_up_from_the_lower_layers():
-    lower = ("runner.clients.engine_api", "runner.images", "runner.secrets", "runner.clients.registry", "runner.plan", "runner.policy", "runner.config")
-    for module, tree in MODULES.items():
-        if module.startswith(lower):
-            ups = sorted(n for n in _imports(tree) if (n.startswith(("runner.engines", "runner.session.pipeline", "runner.cli.")) or n == "runner.cli"))
-            assert ups == [], f"{module} imports {ups}: arrows point down only"
-
-
-def test_engine_api_imports_neither_engines_nor_images():
-    for module, tree in MODULES.items():
-        if module.startswith("runner.clients.engine_api"):
-            assert not [n for n in _imports(tree) if n.startswith(("runner.engines", "runner.images"))], module
-
-
-def test_no_import_cycle_at_load_time():
-    graph = {m: _top_level_imports(t) for m, t in MODULES.items()}
-    state: dict[str, int] = {}
-
-    def visit(node: str, stack: list[str]) -> None:
-        state[node] = 1
-        for nxt in graph.get(node, ()):
-            if nxt == node or node.startswith(nxt + "."):
-                continue  # a submodule importing its own package: Python's normal package loading
-            if state.get(nxt) == 1:
-                raise AssertionError(f"import cycle: {' -> '.join(stack + [node, nxt])}")
-            if not state.get(nxt):
-                visit(nxt, stack + [node])
-        state[node] = 2
-
-    for module in graph:
-        if not state.get(module):
-            visit(module, [])
+    assert not any(n.startswith("runner.cli") for n in GRAPH["runner.cli.completion"])
 
 
 def test_one_place_builds_the_masker():
@@ -97,7 +217,17 @@ def test_one_place_builds_the_masker():
     assert sorted(set(builders)) == ["runner.secrets.scope"], f"a Masker is built outside secret_scope: {builders}"
 
 
-def test_the_check_itself_can_fail(tmp_path):
+def _calls_named(name: str) -> list[str]:
+    return sorted({module for module, tree in MODULES.items() for node in ast.walk(tree)
+                   if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == name})
+
+
+def test_one_place_builds_the_engine_api_client():
+    """One client per process (one discovery, one negotiation): only ``engine_client`` makes it."""
+    assert _calls_named("Engine") == ["runner.clients.engine_api.shared"]
+
+
+def test_the_masker_check_itself_can_fail():
     """The rule above finds a Masker( call when there is one (the check is not vacuous)."""
     tree = ast.parse("from runner.secrets import Masker\nm = Masker([])\n")
     calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "Masker"]

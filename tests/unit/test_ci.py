@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from runner.session.summary import write_summary
 from runner.ui import ci
 
 ENV_CANARY = f"canary-ci-env-{uuid.uuid4().hex[:12]}"
@@ -147,9 +148,10 @@ def test_node_agent_never_prints_masks(monkeypatch, capsys):
     monkeypatch.setattr(ci, "_enabled", True)
     monkeypatch.setattr(ci, "_registered", set())
 
+    from runner.context import early_masks
     from runner.options import Sources
 
-    ci.early_masks("node-agent", Sources(), False, None)
+    early_masks("node-agent", Sources(), False, None)
     ci.register_masks([ENV_CANARY])
     assert capsys.readouterr() == ("", "")
 
@@ -227,7 +229,7 @@ def test_step_summary_has_names_links_exit_code_and_no_value(tmp_path, monkeypat
     from runner.secrets import Masker
 
     links = {"mlflow": f"http://user:{FILE_CANARY}@127.0.0.1:5000/#/experiments/1/runs/abc", "wandb": "/tmp/wandb/run-1"}
-    assert ci.write_summary(planned.require(), 3, links, planned.scope.masker)
+    assert write_summary(planned.require(), 3, links, planned.scope.masker)
     text = summary.read_text()
     assert text.startswith("earlier step\n")  # appended, not replaced
     for needle in ("primus-test/busybox:latest", "`PLAIN`", "`HF_TOKEN`", "exit code | 3", "http://127.0.0.1:5000/#/experiments/1/runs/abc", "/tmp/wandb/run-1"):
@@ -242,7 +244,7 @@ def test_no_step_summary_outside_actions(tmp_path, monkeypatch):
     summary = tmp_path / "summary.md"
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
-    assert not ci.write_summary(planned.require(), 0, {})
+    assert not write_summary(planned.require(), 0, {})
     assert not summary.exists()
 
 

@@ -274,7 +274,7 @@ def test_buildkit_plain_progress_counts_steps_cache_hits_and_runs(capsys):
 
 def test_a_users_dockerfile_outside_the_context_travels_in_the_tar(tmp_path):
     from runner.images.recipe import STAGED_DOCKERFILE, resolve_build
-    from runner.session.prepare import Context
+    from runner.context import Context
     from runner.config import Config
     from runner.config.envfile import EnvFile
     from runner.options import BuildOptions

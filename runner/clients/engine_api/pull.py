@@ -10,6 +10,7 @@ not there 2 — nothing is launched, and no traceback.
 from __future__ import annotations
 
 import json
+import math
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
@@ -133,7 +134,12 @@ def pull(engine: "Engine", image: str, *, policy: str = "missing", credential: "
 
 
 def _messages(chunks):
-    """JSON messages from the stream, whatever the chunk boundaries."""
+    """JSON messages from the stream, whatever the chunk boundaries.
+
+    The daemon writes one JSON document per line; a line that is not JSON (a
+    proxy's banner, a garbled write) is skipped, so it cannot hide the messages
+    after it, an error included.
+    """
     decoder = json.JSONDecoder()
     buffer = ""
     for chunk in chunks:
@@ -147,19 +153,31 @@ def _messages(chunks):
             try:
                 message, end = decoder.raw_decode(buffer, pos)
             except ValueError:
-                break
+                newline = buffer.find("\n", pos)
+                if newline < 0:
+                    break  # maybe a document cut by the chunk: wait for the rest of the line
+                pos = newline + 1  # not JSON: skip the line
+                continue
             if isinstance(message, dict):
                 yield message
             pos = end
         buffer = buffer[pos:]
 
 
+def _number(value) -> int | None:
+    """A byte count from ``progressDetail``, or None for anything that is not one."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        return None
+    return int(value)
+
+
 def _report(progress: "PullProgress", message: dict) -> None:
     status = str(message.get("status") or "")
     layer = message.get("id")
-    detail = message.get("progressDetail") or {}
+    detail = message.get("progressDetail")
+    detail = detail if isinstance(detail, dict) else {}
     if layer and status and not status.startswith("Pulling from"):
-        progress.layer(str(layer), status, detail.get("current"), detail.get("total"))
+        progress.layer(str(layer), status, _number(detail.get("current")), _number(detail.get("total")))
     elif status:
         progress.status(status if not layer else f"{status} ({layer})")
 

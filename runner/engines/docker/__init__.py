@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Callable
 
 from runner.engines.base import Launched, RunContext
-from runner.engines.docker.commands import engine
+from runner.clients.engine_api.shared import engine_client
 from runner.engines.docker.container import DockerRequest
 from runner.engines.docker.run import Attached, launch, make_request, watch
 from runner.plan import LaunchPlan
@@ -29,7 +29,7 @@ class DockerEngine:
         self.extra_labels = dict(extra_labels or {})
 
     def preflight(self, plan: LaunchPlan, ctx: RunContext) -> None:
-        engine(ctx.config.get("container", "engine", default="auto") if ctx.config else None).ping()
+        engine_client(ctx.config.get("container", "engine", default="auto") if ctx.config else None).ping()
 
     def request(self, plan: LaunchPlan, ctx: RunContext) -> DockerRequest:
         # No raw copy of the output in the daemon's logs unless the container is kept or detached.
@@ -50,7 +50,7 @@ class DockerEngine:
         policy = self._pull_policy(ctx)
         if policy == "always":  # before create, like `docker run --pull always`
             self._pull(ctx, request.plan.image, policy, present=None)
-        run = launch(engine(), request, ctx.scope.masker, ctx.out, detach=ctx.options.detach,
+        run = launch(engine_client(), request, ctx.scope.masker, ctx.out, detach=ctx.options.detach,
                      ensure_image=self._ensure_image(ctx, policy))
         return Launched(run.cid, request.plan.name, run)
 
@@ -78,7 +78,7 @@ class DockerEngine:
     def _pull(ctx: RunContext, image: str, policy: str, present: bool | None) -> None:
         from runner.clients.engine_api.pull import pull_as_needed
 
-        pull_as_needed(engine(), image, policy=policy, lookup=ctx.lookup, out=ctx.out, present=present)
+        pull_as_needed(engine_client(), image, policy=policy, lookup=ctx.lookup, out=ctx.out, present=present)
 
     def announce(self, launched: Launched, ctx: RunContext, detached: bool) -> None:
         if detached:
@@ -92,9 +92,9 @@ class DockerEngine:
         return watch(run, ctx.scope.masker, ctx.out, keep=ctx.options.keep, tail=ctx.tail, on_running=on_running)
 
     def audit(self, launched: Launched, ctx: RunContext) -> list:
-        from runner.commands.audit import audit_container
+        from runner.engines.docker.audit import audit_container
 
-        return audit_container(launched.id, ctx.scope)
+        return audit_container(engine_client(), launched.id, ctx.scope)
 
     def finished(self, launched: Launched, ctx: RunContext, exit_code: int) -> dict:
         return {}

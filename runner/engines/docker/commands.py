@@ -12,23 +12,11 @@ import re
 import sys
 
 from runner.clients.engine_api import ApiError, Demux, Engine
+from runner.clients.engine_api.shared import engine_client
 from runner.errors import RuntimeFailure, UsageError
 from runner.options import ContainerSelection
 from runner.plan import LABEL, LABEL_OWNER
 from runner.ui import Output
-
-_engine: Engine | None = None
-
-
-def engine(preference: str | None = None) -> Engine:
-    """The process's Engine API client (one per process: one discovery, one version negotiation).
-
-    ``preference`` is ``container.engine`` (auto | docker | podman); the first call decides."""
-    global _engine
-    if _engine is None:
-        _engine = Engine(preference=preference or "auto")
-    return _engine
-
 
 def owner_filter(all_users: bool = False) -> dict[str, str]:
     """The label filter of the invoking user's containers (nothing with ``all_users``)."""
@@ -37,7 +25,7 @@ def owner_filter(all_users: bool = False) -> dict[str, str]:
 
 def remove_containers(filters: dict[str, str]) -> int:
     """Stop and remove the runner's containers matching these labels (ANDed with the managed label)."""
-    eng = engine()
+    eng = engine_client()
     labels = [f"{LABEL}=true"] + [f"{k}={v}" for k, v in filters.items()]
     count = 0
     for item in eng.containers(labels):
@@ -63,7 +51,7 @@ def cmd_ps(sel: ContainerSelection, out: Output) -> int:
 
     rows = []
     labels = [f"{LABEL}=true"] + [f"{k}={v}" for k, v in owner_filter(sel.all_users).items()]
-    for item in engine().containers(labels):
+    for item in engine_client().containers(labels):
         rows.append({
             "name": _name(item),
             "id": item["Id"][:12],
@@ -119,11 +107,11 @@ def cmd_logs(sel: ContainerSelection, out: Output) -> int:
     from urllib.parse import quote
 
     from runner.engines.docker.run import Sink
-    from runner.session.prepare import load_context
+    from runner.context import load_context
 
     masker = load_context(sel.sources, out=out).scope.masker  # the secrets in scope of this directory's config and env
     out.use_masker(masker)
-    eng = engine()
+    eng = engine_client()
     info = _owned(eng, sel.names[0], out, sel.all_users)
     if info is None:
         return 1
@@ -145,7 +133,7 @@ def cmd_logs(sel: ContainerSelection, out: Output) -> int:
 
 
 def cmd_down(sel: ContainerSelection, out: Output) -> int:
-    eng = engine()
+    eng = engine_client()
     if sel.all:
         count = remove_containers(owner_filter(sel.all_users))
         whose = "" if sel.all_users else " of yours"

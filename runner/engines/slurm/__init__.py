@@ -137,7 +137,7 @@ class SlurmEngine:
         return jobs.final_exit_code(final, request.job_dir, launched.id)
 
     def audit(self, launched: Launched, ctx: RunContext) -> list:
-        from runner.commands.audit import audit_paths
+        from runner.secrets.scan import audit_paths
 
         request: SlurmRequest = launched.state["request"]
         paths = [request.job_dir] + ([Path(ctx.options.report)] if ctx.options.report else [])

@@ -124,12 +124,12 @@ def run_node(plan_file: str, out: Output) -> int:
 
 def _pull(image: str, policy: str, environ: dict, out: Output) -> int:
     """The image on this node as the policy wants it, with the registry login sbatch's environment carried."""
-    from runner.clients.engine_api import Engine
     from runner.clients.engine_api.pull import pull_as_needed
+    from runner.clients.engine_api.shared import engine_client
     from runner.errors import RunnerError
 
     try:
-        pull_as_needed(Engine(), image, policy=policy, lookup=environ.get, out=out)
+        pull_as_needed(engine_client(), image, policy=policy, lookup=environ.get, out=out)
     except RunnerError as exc:
         out.error(f"node {environ.get('SLURMD_NODENAME', '?')}: {exc.message}", exc.hint)
         return exc.exit_code

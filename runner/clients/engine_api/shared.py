@@ -1,0 +1,22 @@
+"""The process's one Engine API client: one discovery, one version negotiation, one connection.
+
+Every module that speaks to Docker or Podman asks here. ``preference`` is
+``container.engine`` (auto | docker | podman): the first call decides, so a
+command asks with its config's preference before anything else does.
+"""
+
+from __future__ import annotations
+
+from runner.clients.engine_api.client import Engine
+
+_client: Engine | None = None
+
+
+def engine_client(preference: str | None = None, timeout: float | None = None) -> Engine:
+    """The shared client; ``timeout`` raises its socket timeout (a build waits longer than a ping)."""
+    global _client
+    if _client is None:
+        _client = Engine(preference=preference or "auto")
+    if timeout is not None and timeout > _client.timeout:
+        _client.timeout = timeout
+    return _client

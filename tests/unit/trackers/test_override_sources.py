@@ -1,0 +1,67 @@
+"""Tracker overrides come only from what the user wrote in a config file, each with its file:line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from runner.config import load_config
+from runner.config.envfile import EnvFile
+from runner.options import LaunchFlags
+from runner.plan import build_plan
+
+TRAIN = ["primus-cli", "direct", "--", "train", "pretrain", "--config", "exp.yaml"]
+
+
+def plan(work, trackers: str | None, host=None):
+    text = "container:\n  options:\n    image: busybox\n"
+    if trackers is not None:
+        text += "trackers:\n" + trackers
+    (work / ".primus.yaml").write_text(text)
+    return build_plan(load_config(), TRAIN, host or {}, EnvFile(None), LaunchFlags(gpu="none"), name="job-1").require()
+
+
+def test_no_tracker_settings_append_no_override(work):
+    """The built-in defaults (disable_* true, enable_one_logger true) never become overrides:
+    they would beat an experiment YAML that turns W&B or MLflow on."""
+    got = plan(work, None)
+    assert got.command == tuple(TRAIN)
+    assert got.trackers.overrides == () and got.trackers.override_sources == ()
+    got = plan(work, "  framework: megatron\n")
+    assert got.command == tuple(TRAIN)
+
+
+def test_each_override_names_the_line_that_asked_for_it(work):
+    got = plan(work, "  framework: megatron\n  disable_wandb: false\n  wandb_project: llama\n  enable_one_logger: false\n",
+               host={"WANDB_API_KEY": "k"})
+    where = str(work / ".primus.yaml")
+    assert dict(got.trackers.override_sources) == {
+        "--disable_wandb=false": f"{where}:6",
+        "--wandb_project='llama'": f"{where}:7",
+        "--enable_one_logger=false": f"{where}:8",
+    }
+    assert sorted(got.command[len(TRAIN):]) == sorted(("--disable_wandb=false", "--wandb_project='llama'", "--enable_one_logger=false"))
+    assert "--disable_mlflow=true" not in got.command and "--disable_tensorboard=true" not in got.command
+
+
+def test_mlflow_run_name_comes_with_the_line_that_turned_mlflow_on(work):
+    got = plan(work, "  disable_mlflow: false\n", host={"MLFLOW_TRACKING_URI": "http://127.0.0.1:1"})
+    sources = dict(got.trackers.override_sources)
+    assert sources["--disable_mlflow=false"].endswith(".primus.yaml:5")
+    assert sources["--mlflow_run_name='job-1'"].endswith(".primus.yaml:5")
+
+
+def test_plan_text_and_json_list_the_overrides(work):
+    (work / ".primus.yaml").write_text("container:\n  gpu: none\n  options:\n    image: busybox\ntrackers:\n  log_interval: 5\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PRIMUS_", "WANDB_", "MLFLOW_"))}
+    env.update(HOME=str(work), NO_COLOR="1")
+    run = lambda *a: subprocess.run([sys.executable, "-m", "runner", *a, "plan", "--", *TRAIN], cwd=work, env=env,  # noqa: E731
+                                    capture_output=True, text=True, timeout=60)
+    text = run()
+    assert text.returncode == 0, text.stderr
+    assert f"--log_interval=5   <- {work / '.primus.yaml'}:6" in text.stdout
+    doc = json.loads(run("--json").stdout)
+    assert doc["trackers"]["override_sources"] == [{"override": "--log_interval=5", "from": f"{work / '.primus.yaml'}:6"}]
+    assert doc["command"][-1] == "--log_interval=5"
