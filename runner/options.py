@@ -52,6 +52,7 @@ class LaunchFlags:
     network: str | None = None
     ipc: str | None = None
     user: str | None = None
+    pull: str | None = None  # --pull missing|always|never
 
     def config_layer(self) -> dict:
         """The flags as a config layer, so they merge and validate like a file."""
@@ -71,6 +72,8 @@ class LaunchFlags:
         layer: dict = {"container": {"options": options}} if options else {}
         if self.gpu is not None:
             layer.setdefault("container", {})["gpu"] = self.gpu
+        if self.pull is not None:
+            layer.setdefault("container", {})["pull"] = self.pull
         return layer
 
 
@@ -123,6 +126,7 @@ class RunOptions:
     report: str | None = None
     slurm: SlurmFlags = SlurmFlags()
     pull: str | None = None  # missing | always | never; None: container.pull from config (default missing)
+    debug: bool = False  # the launcher's --debug: PRIMUS_LOG_LEVEL=DEBUG for the job
 
 
 @dataclass(frozen=True)
@@ -144,6 +148,7 @@ class ContainerSelection:
     all: bool = False
     follow: bool = False
     all_users: bool = False  # every user's runner containers, not only the invoking user's
+    dry_run: bool = False  # down: say what would be removed, remove nothing
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from typing import Mapping, Sequence
 
 from runner import __version__
 from runner.config import Config
+from runner.config.container_values import parse_bytes, parse_device, parse_ulimit
 from runner.config.envfile import EnvFile
 from runner.errors import ConfigError, Problem
 from runner.options import LaunchFlags
@@ -81,6 +82,7 @@ class LaunchPlan:
     cpus: float | None = None
     secrets_via: str = "stdin"
     stop_timeout: float = 10.0
+    pull: str = "missing"  # when the engine pulls the image: missing | always | never
     labels: tuple[tuple[str, str], ...] = ()
     notices: tuple[str, ...] = ()
     config_files: tuple[str, ...] = ()
@@ -317,6 +319,7 @@ def build_plan(
     decisions += [EnvDecision(key, True, False, "computed", "runner", value) for key, value in extra_env]
 
     settings = _container_settings(config, flags, notices, problems)
+    problems += _engine_value_problems(config, settings)
     scope = secret_scope(
         [host_env, env_file.values], Classifier.from_config(config).is_secret,
         public=[(d.name, d.value) for d in decisions if isinstance(d.value, str)],
@@ -413,7 +416,27 @@ def _container_settings(config: Config, flags: LaunchFlags, notices: list[str], 
         cpus=float(options["cpus"]) if options.get("cpus") is not None else None,
         secrets_via=config.get("container", "secrets_via", default="stdin"),
         stop_timeout=float(config.get("container", "stop_timeout", default=10)),
+        pull=str(config.get("container", "pull", default=None) or "missing"),
     )
+
+
+def _engine_value_problems(config: Config, settings: dict) -> list[Problem]:
+    """The values an engine parses into typed fields (sizes, ulimits, device mappings), checked
+    here with their ``file:line``: a launch never reaches an engine with one it would refuse."""
+    problems = []
+    options = ("container", "options")
+    checks = [(parse_ulimit, "ulimit", _as_list(config.get(*options, "ulimit")), True),
+              (parse_device, "device", _as_list(config.get(*options, "device")), True),
+              (parse_bytes, "shm-size", [settings["shm_size"]] if settings["shm_size"] else [], False),
+              (parse_bytes, "memory", [settings["memory"]] if settings["memory"] else [], False)]
+    for parse, key, values, listed in checks:
+        for index, value in enumerate(values):
+            try:
+                parse(value)
+            except ValueError as exc:
+                where = config.where((*options, key, index) if listed else (*options, key))
+                problems.append(Problem(f"container.options.{key}: {exc}", where=where))
+    return problems
 
 
 def _image_problems(image: str, config: Config) -> list[Problem]:

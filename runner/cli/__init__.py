@@ -87,7 +87,7 @@ def _flags(args):
     return LaunchFlags(
         image=args.image, env=tuple(args.env), volume=tuple(args.volume), device=tuple(args.device), gpu=args.gpu,
         name=args.name, workdir=args.workdir, shm_size=args.shm_size, memory=args.memory, cpus=args.cpus,
-        network=args.network, ipc=args.ipc, user=args.user,
+        network=args.network, ipc=args.ipc, user=args.user, pull=getattr(args, "pull", None),
     )
 
 
@@ -242,6 +242,7 @@ def _container_commands(cmd) -> None:
     p.add_argument("names", nargs="*", metavar="NAME", help="container names (yours only)")
     p.add_argument("--all", action="store_true", help="every container the runner started on this host")
     p.add_argument("--all-users", action="store_true", help="every user's runner containers (default: yours)")
+    p.add_argument("--dry-run", action="store_true", help="say which containers would be removed; remove nothing")
 
 
 def _build_command(cmd) -> None:
@@ -275,7 +276,12 @@ def _slurm_commands(cmd) -> None:
     p = cmd("status", "a Slurm job's state and exit code", "primus-runner status 1234 --json")
     p.add_argument("job", help="the Slurm job id")
     p = cmd("cancel", "cancel a Slurm job and remove its containers on every node", "primus-runner cancel 1234")
+<<<<<<< HEAD
     p.add_argument("job", help="the Slurm job id")
+=======
+    p.add_argument("job")
+    p.add_argument("--dry-run", action="store_true", help="say what would be cancelled and removed; do nothing")
+>>>>>>> main
 
 
 def _tool_commands(cmd) -> None:
@@ -401,7 +407,7 @@ def _run_options(args, sources):
         command=tuple(args.command), sources=sources, flags=_flags(args), dry_run=getattr(args, "dry_run", False) or args.global_dry_run,
         detach=args.detach if args.cmd == "up" else (args.cmd == "submit" and not args.wait),
         keep=getattr(args, "keep", False), build=getattr(args, "build", False), audit=getattr(args, "audit", False),
-        report=getattr(args, "report", None), slurm=slurm, pull=getattr(args, "pull", None),
+        report=getattr(args, "report", None), slurm=slurm, pull=getattr(args, "pull", None), debug=args.global_debug,
     )
 
 
@@ -508,14 +514,24 @@ def _check(args, sources, out, parser) -> int:
 
 
 def _plan(args, sources, out, parser) -> int:
+<<<<<<< HEAD
     from runner.session.prepare import prepare
     from runner.ui.render import show_plan, sources_text
 
     prepared = prepare(out, sources, args.command, _flags(args), report_unset=False,  # the plan lists them itself
                        resolve_refs=False)  # plan runs no reference
     details = sources_text(prepared.plan, prepared.config, prepared.planned.absent_optional) if out.verbose else None
-    show_plan(prepared.plan, out, details)
+    show_plan(prepared.plan, out, details=details)
     return 0
+=======
+    from runner.engines import engine_for
+    from runner.options import RunOptions
+    from runner.session import pipeline
+
+    # `plan` is `up --dry-run`: the same plan, the same request, the same problems.
+    return pipeline.run(RunOptions(command=tuple(args.command), sources=sources, flags=_flags(args), dry_run=True),
+                        engine_for("docker"), out)
+>>>>>>> main
 
 
 def _launch(args, sources, out, parser) -> int:
@@ -540,7 +556,8 @@ def _containers(args, sources, out, parser) -> int:
 
     names = (args.name,) if args.cmd == "logs" else tuple(getattr(args, "names", ()))
     selection = ContainerSelection(sources, names, getattr(args, "all", False), getattr(args, "follow", False),
-                                   all_users=getattr(args, "all_users", False))
+                                   all_users=getattr(args, "all_users", False),
+                                   dry_run=args.cmd == "down" and _dry_run(args, sources))
     return getattr(commands, f"cmd_{args.cmd}")(selection, out)
 
 
@@ -550,14 +567,26 @@ def _build(args, sources, out, parser) -> int:
 
     return images.cmd_build(BuildOptions(
         sources=sources, flavor=args.flavor, base=args.base, tag=args.tag, build_args=tuple(args.build_arg),
-        no_cache=args.no_cache, dry_run=args.dry_run, secrets=tuple(args.secret), file=args.file, context=args.context,
+        no_cache=args.no_cache, dry_run=_dry_run(args, sources), secrets=tuple(args.secret), file=args.file, context=args.context,
         pull=args.pull), out)
 
 
 def _slurm_job(args, sources, out, parser) -> int:
     from runner.engines.slurm import jobs
 
-    return getattr(jobs, f"cmd_{args.cmd}")(args.job, out)
+    if args.cmd == "cancel":
+        return jobs.cmd_cancel(args.job, out, dry_run=_dry_run(args, sources))
+    return jobs.cmd_status(args.job, out)
+
+
+def _dry_run(args, sources) -> bool:
+    """The global ``--dry-run``, the command's own, or ``dry_run: true`` in a launcher section."""
+    if args.global_dry_run or getattr(args, "dry_run", False):
+        return True
+    from runner.config import load_config
+    from runner.config.switches import launcher_switch
+
+    return launcher_switch(load_config(sources.config_file), "dry_run")
 
 
 def _node_agent(args, sources, out, parser) -> int:

@@ -76,7 +76,9 @@ def mode_switches(opts: ModeOptions) -> tuple[bool, bool, dict]:
 
     config = load_config(opts.sources.config_file, opts.flags.config_layer() or None, trust_project=opts.sources.trust_project)
     section = "direct" if opts.mode == "direct" or opts.entry == "direct" else "container"
-    flag = lambda key: bool(config.get("main", key, default=False) or config.get(section, key, default=False))  # noqa: E731
+    from runner.config.switches import launcher_switch
+
+    flag = lambda key: launcher_switch(config, key)  # noqa: E731  main, container, slurm or direct
     entry = config.get(section, "entry", default=None)
     direct_env = [str(e) for e in (config.get("direct", "env", default=[]) or [])] if section == "direct" else []
     found = {"entry": entry, "direct_env": direct_env, "engine": config.get("container", "engine", default="auto")}
@@ -147,8 +149,9 @@ def _clean(opts: ModeOptions, out: Output, dry_run: bool, preference: str) -> No
     eng = engine_client(preference)  # the first call chooses the engine (container.engine) for the whole process
     if dry_run:
         labels = [f"{LABEL}=true"] + [f"{k}={v}" for k, v in owner_filter(opts.all_users).items()]
-        count = len(eng.containers(labels))
-        out.info(f"--clean (dry run): would remove {count} primus-runner container{'s' if count != 1 else ''}")
+        from runner.engines.docker.commands import would_remove
+
+        out.info("--clean (dry run): " + would_remove(eng.containers(labels)))
         return
     count = remove_containers(owner_filter(opts.all_users))
     out.info(f"--clean: removed {count} primus-runner container{'s' if count != 1 else ''}")

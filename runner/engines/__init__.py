@@ -22,3 +22,17 @@ def engine_for(name: str):
 
         return ProcessEngine()
     raise ValueError(f"unknown engine {name!r}")
+
+
+def config_problems(config) -> list:
+    """Every engine's own config section checked as its launch would check it (``plan``, ``check``
+    and every dry run report the same problems, with ``file:line``, before anything exists)."""
+    from runner.engines.slurm.script import settings_from
+    from runner.errors import ConfigError
+    from runner.options import SlurmFlags
+
+    try:
+        settings_from(config, SlurmFlags())
+    except ConfigError as exc:
+        return list(exc.problems)
+    return []

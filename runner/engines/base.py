@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 if TYPE_CHECKING:
+    from runner.config import Config
     from runner.options import RunOptions
     from runner.plan import LaunchPlan
     from runner.secrets import SecretScope
@@ -35,7 +36,10 @@ class Request(Protocol):
         """The dry-run text: everything that would be sent, names only, never a value."""
 
     def to_dict(self) -> dict:
-        """The dry-run JSON."""
+        """The dry-run JSON (``request`` in ``--json``)."""
+
+    def with_run_env(self, pairs: dict[str, str]) -> "Request":
+        """The same request with the tracker handshake's values (run ids) set by name."""
 
 
 @dataclass
@@ -73,7 +77,7 @@ class RunContext:
     options: "RunOptions"
     scope: "SecretScope"
     out: "Output"
-    config: Any  # runner.config.Config: the engine's own section (slurm:)
+    settings: Any = None  # the engine's own typed, validated options (``Engine.settings``)
     tail: Tail = field(default_factory=Tail)
     lookup: Callable[[str], "str | None"] = lambda name: None  # a variable's value: environment, then env file
 
@@ -83,15 +87,24 @@ class Engine(Protocol):
     audit_after: bool  # audit the finished job's files (True) or the started job (False)
     computed_env: tuple[str, ...]  # names the engine computes per launch (planned as such, never taken from the host)
 
+    def settings(self, config: "Config", options: "RunOptions") -> Any:
+        """The engine's own options from its config section and flags, typed and validated
+        (``ConfigError`` with ``file:line``): what ``RunContext.settings`` holds."""
+
     def preflight(self, plan: "LaunchPlan", ctx: RunContext) -> None:
         """Fail (``EngineUnavailable``, ``ConfigError``) before a tracker run is created for a launch
         that cannot happen or must not (a refused registry login, a cluster that archives secrets)."""
 
     def request(self, plan: "LaunchPlan", ctx: RunContext) -> Request:
-        """Pure: the engine's request for this plan."""
+        """Pure: the engine's complete, validated request for this plan (``ConfigError`` for a value
+        the engine would refuse). Built before the tracker handshake."""
+
+    def resolve(self, request: Request, ctx: RunContext, dry_run: bool = False) -> Request:
+        """The named step before launch for what only the engine or the image can tell (Docker:
+        the engine kind, the image's entrypoint); a dry run only reads. Returns a new request."""
 
     def launch(self, request: Request, ctx: RunContext) -> Launched:
-        """Start the job. On failure nothing it created is left behind."""
+        """Start exactly ``request``, adding nothing. On failure nothing it created is left behind."""
 
     def announce(self, launched: Launched, ctx: RunContext, detached: bool) -> None:
         """Tell the user what started (a container name, a job id and where its output goes)."""

@@ -17,7 +17,7 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from runner.engines.base import Launched, RunContext
@@ -36,6 +36,10 @@ class ProcessRequest:
     argv: tuple[str, ...]
     cwd: str
     env_names: tuple[str, ...] = field(default=())
+
+    def with_run_env(self, pairs: dict[str, str]) -> "ProcessRequest":
+        plan = self.plan.with_env(pairs, "tracker run")
+        return replace(self, plan=plan, env_names=tuple(d.name for d in plan.forwarded))
 
     def render(self) -> str:
         lines = [f"command  {' '.join(shlex.quote(a) for a in self.argv)}", f"workdir  {self.cwd}", "environment (only these):"]
@@ -82,8 +86,14 @@ class ProcessEngine:
     audit_after = False
     computed_env: tuple[str, ...] = ()
 
+    def settings(self, config, options) -> None:
+        return None  # no options of its own: the plan says everything
+
     def preflight(self, plan: LaunchPlan, ctx: RunContext) -> None:
         pass  # the command is resolved in launch; a missing one is a clear error there
+
+    def resolve(self, request: ProcessRequest, ctx: RunContext, dry_run: bool = False) -> ProcessRequest:
+        return request  # nothing the host must be asked first
 
     def request(self, plan: LaunchPlan, ctx: RunContext) -> ProcessRequest:
         cwd = plan.workdir or os.getcwd()
@@ -110,7 +120,7 @@ class ProcessEngine:
         env.setdefault("PATH", DEFAULT_PATH)
         for name, secret in request.plan.secret_env().items():
             env[name] = secret.reveal()  # the one place a value leaves the runner: the child's environment
-        run = _Run()  # signals are forwarded from before the child exists until watch has cleaned up
+        run = _Run(request.plan.stop_timeout)  # signals are forwarded from before the child exists until watch has cleaned up
         try:
             run.proc = subprocess.Popen([found, *argv[1:]], cwd=request.cwd, env=env, stdin=subprocess.DEVNULL,
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
@@ -130,7 +140,7 @@ class ProcessEngine:
     def watch(self, launched: Launched, ctx: RunContext, on_running: Callable[[], None] | None = None) -> int:
         run: _Run = launched.state
         proc, got = run.proc, run.got
-        stop_timeout = _stop_timeout(ctx)
+        stop_timeout = launched.state.stop_timeout
         sinks = {proc.stdout: _Sink(sys.stdout.fileno(), ctx.scope.masker, ctx.tail),
                  proc.stderr: _Sink(sys.stderr.fileno(), ctx.scope.masker, ctx.tail)}
         sel = selectors.DefaultSelector()
@@ -175,7 +185,8 @@ class ProcessEngine:
 class _Run:
     """The child and the SIGINT/SIGTERM forwarding around it (the first signal decides 130/143)."""
 
-    def __init__(self) -> None:
+    def __init__(self, stop_timeout: float) -> None:
+        self.stop_timeout = stop_timeout  # SIGKILL this long after a forwarded signal (the plan's)
         self.proc: subprocess.Popen | None = None
         self.got: list[int] = []
         self._old: dict = {}
@@ -195,10 +206,6 @@ class _Run:
         for sig, handler in self._old.items():
             signal.signal(sig, handler)
         self._old = {}
-
-
-def _stop_timeout(ctx: RunContext) -> float:
-    return float(ctx.config.get("container", "stop_timeout", default=10) or 10)
 
 
 def _signal_group(proc: subprocess.Popen, signum: int) -> None:

@@ -92,6 +92,7 @@ def encodings(value: str | bytes) -> set[bytes]:
                 form = _b64_stable(raw, offset, codec)
                 if len(form) >= _MIN_ENCODED_LEN:
                     forms.add(form)
+        forms.update(_wrapped_b64(raw))
     if b"\n" in raw:  # a PEM key or a JSON credential printed line by line (a logger's prefix per line)
         for line in raw.splitlines():
             line = line.strip()
@@ -99,6 +100,24 @@ def encodings(value: str | bytes) -> set[bytes]:
                 forms.add(line)
     forms.discard(b"")
     return forms
+
+
+# ``base64`` (coreutils) and MIME wrap at 76 columns, PEM and ``openssl base64`` at 64.
+_B64_WRAP = (76, 64)
+_MIN_WRAPPED_PIECE = 8
+
+
+def _wrapped_b64(raw: bytes) -> set[bytes]:
+    """The lines of a wrapped base64 encoding of ``raw`` (a value over 57 bytes spans lines):
+    each line is masked on its own, whether the value ends the input (padded) or more follows
+    (``echo`` adds a newline: only the characters the value alone decides)."""
+    pieces: set[bytes] = set()
+    for whole in (base64.b64encode(raw), _b64_stable(raw, 0, base64.b64encode)):
+        for width in _B64_WRAP:
+            if len(whole) <= width:
+                continue
+            pieces.update(p for p in (whole[i:i + width] for i in range(0, len(whole), width)) if len(p) >= _MIN_WRAPPED_PIECE)
+    return pieces
 
 
 class Masker:

@@ -1,7 +1,9 @@
 """One run pipeline for every engine: the steps around a launch, written once.
 
-    prepare (config, env, plan, secret scope) → dry run? → engine preflight →
-    tracker run begins → engine.request → engine.launch → (detached: done) →
+    prepare (config, env, plan, secret scope) → engine.settings → engine.request (complete,
+    validated) → dry run? (render the request) → engine preflight → engine.resolve (the
+    image, the engine's facts) → tracker run begins → its run ids given to the request by
+    name → engine.launch (sends the request as is) → (detached: done) →
     engine.watch, in a CI log group → tracker run finishes → CI summary →
     report → audit → the exit code
 
@@ -11,7 +13,9 @@ Engines only launch, watch and clean up (``runner.engines.base``).
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
+from runner.config.switches import launcher_switch, where_set
 from runner.engines.base import Engine, Launched, RunContext
 from runner.errors import Interrupted, LeakFound
 from runner.session.prepare import prepare
@@ -32,20 +36,27 @@ def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None 
 
         report.check_path(options.report)  # fail before launch, not after a long run
     per_engine = [(name, "(per node)") for name in engine.computed_env]
-    prepared = prepare(out, options.sources, options.command, options.flags, extra_layer=layer, extra_env=per_engine, user_files=user_files,
+    flags = options.flags if options.pull is None else replace(options.flags, pull=options.pull)
+    prepared = prepare(out, options.sources, options.command, flags, extra_layer=layer, extra_env=per_engine, user_files=user_files,
                        resolve_refs=not options.dry_run)  # a dry run runs no secret reference
-    ctx = RunContext(options, prepared.scope, out, prepared.config, lookup=prepared.lookup)
     plan = prepared.plan
-    if options.dry_run or prepared.config.get("main", "dry_run", default=False):  # the launcher's main.dry_run too
-        engine.dry_run(engine.request(plan, ctx), ctx)
+    if options.debug or launcher_switch(prepared.config, "debug"):  # the launcher's --debug / debug: true
+        plan = plan.with_env({"PRIMUS_LOG_LEVEL": "DEBUG"}, "debug")
+    ctx = RunContext(options, prepared.scope, out, engine.settings(prepared.config, options), lookup=prepared.lookup)
+    request = engine.request(plan, ctx)  # complete and validated before anything exists
+    if options.dry_run or launcher_switch(prepared.config, "dry_run"):
+        if not options.dry_run:
+            out.notice(f"dry run: dry_run is set at {where_set(prepared.config, 'dry_run')}; nothing is launched")
+        engine.dry_run(engine.resolve(request, ctx, dry_run=True), ctx)
         return 0
     tracker_runs.prefetch(plan)  # a tracker client that must be imported starts loading now, beside the preflight
     engine.preflight(plan, ctx)  # before a tracker run is created for a launch that cannot happen
+    request = engine.resolve(request, ctx)  # the image and the engine's facts, still before any tracker run
     handshake = tracker_runs.begin(plan, out)  # tracker runs exist before the job: every rank logs to the same run
-    plan = plan.with_env(handshake.env, "tracker run")
+    request = request.with_run_env(handshake.env)  # the run ids, by name
+    plan = request.plan
     began = time.time()
     try:
-        request = engine.request(plan, ctx)
         launched = engine.launch(request, ctx)
     except BaseException as exc:
         handshake.finish(exc.exit_code if isinstance(exc, Interrupted) else 3)  # never leave a run RUNNING

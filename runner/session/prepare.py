@@ -105,6 +105,9 @@ def prepare(
     if refs and planned.plan is not None:
         planned = _with_resolved_refs(planned, refs, config, command, host_env, env_file, flags, extra_env,
                                       resolved if resolve_refs else False)
+    from runner.engines import config_problems
+
+    planned.problems += config_problems(config)  # the engines' own sections (slurm:), as a launch checks them
     out.use_masker(planned.scope.masker)
     from runner.ui import ci
 

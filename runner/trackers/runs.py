@@ -834,6 +834,16 @@ def _wandb_begin(plan: TrackedPlan, out: Output, hs: Handshake) -> None:
     hs.links["wandb"] = path
 
 
+def run_env_names(plan: TrackedPlan) -> tuple[str, ...]:
+    """The names ``begin`` may set for this plan (an engine's request reserves them by name)."""
+    names: tuple[str, ...] = ()
+    if plan.trackers.is_on("mlflow"):
+        names += ("MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_ID", "MLFLOW_EXPERIMENT_NAME")
+    if plan.trackers.is_on("wandb"):
+        names += ("WANDB_RUN_ID",)
+    return names
+
+
 def begin(plan: TrackedPlan, out: Output) -> Handshake:
     """Create tracker runs before launch; raise ``EngineUnavailable`` (exit 1) before anything starts.
 

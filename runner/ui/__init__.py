@@ -47,7 +47,7 @@ class Output:
             return  # under GitHub Actions: an annotation instead of a plain line
         if self.color:
             prefix = f"\033[{style}m{prefix}\033[0m"
-        print(f"{prefix}{text}", file=sys.stderr, flush=True)
+        print(ci.neutralise(f"{prefix}{text}"), file=sys.stderr, flush=True)
 
     def error(self, message: str, hint: str | None = None) -> None:
         self._err("error: ", message, "1;31")
@@ -77,7 +77,7 @@ class Output:
 
     # -- results (stdout) ---------------------------------------------------
     def result(self, text: str, stream: TextIO | None = None) -> None:
-        print(self.masker.mask(text), file=stream or sys.stdout, flush=True)
+        print(ci.neutralise(self.masker.mask(text)), file=stream or sys.stdout, flush=True)
 
     def json(self, obj: Any) -> None:
         """Mask every string (keys too) of ``obj``, then serialise: the output stays valid

@@ -114,9 +114,29 @@ def _stdout_takes_masks() -> bool:
     return not _json_stdout and not _is_regular_file(sys.stdout)
 
 
+# -- workflow commands in printed text ---------------------------------------
+_ZWSP = "\u200b"  # not whitespace to the Actions runner: a line starting with it is not a command
+
+
+def neutralise(text: str) -> str:
+    """Under GitHub Actions, text the runner prints (a tracker's, registry's or engine's words
+    among it) cannot carry a workflow command: a line starting with ``::`` (after blanks)
+    and a legacy ``##[`` anywhere are broken up. Elsewhere the text is unchanged."""
+    if not github_actions() or ("::" not in text and "##[" not in text):
+        return text
+    parts = re.split(r"(\r\n|\r|\n)", text)  # the runner reads lines as .NET does: \r ends one too
+    for index in range(0, len(parts), 2):
+        line = parts[index]
+        stripped = line.lstrip()
+        if stripped.startswith("::"):
+            line = line[: len(line) - len(stripped)] + ":" + _ZWSP + stripped[1:]
+        parts[index] = line.replace("##[", "#" + _ZWSP + "#[")
+    return "".join(parts)
+
+
 # -- annotations ------------------------------------------------------------
 def _escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A").replace("##[", "#" + _ZWSP + "#[")
 
 
 def _escape_property(text: str) -> str:

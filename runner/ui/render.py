@@ -118,18 +118,30 @@ def plan_tables(plan: LaunchPlan, masker: Masker | None = None):
     return summary, env
 
 
-def show_plan(plan: LaunchPlan, out: Output, details: str | None = None) -> None:
+def plan_json(plan: LaunchPlan, request=None) -> dict:
+    """``plan --json`` (and a dry run's): the plan's keys, and the engine's request under ``request``."""
+    doc = plan.to_dict()
+    if request is not None:
+        doc["request"] = request.to_dict()
+    return doc
+
+
+def show_plan(plan: LaunchPlan, out: Output, request=None, details: str | None = None) -> None:
     """JSON with ``--json``; rich tables on a terminal; plain text for pipes (fast, stable to grep).
-    ``details``: the ``--verbose`` sources section, printed after the plan."""
+    With the engine's ``request``, its rendering follows the plan (what the engine is sent);
+    ``details``: the ``--verbose`` sources section, printed last."""
     if out.json_mode:
-        out.json(plan.to_dict())
+        out.json(plan_json(plan, request))
         return
-    _show_plan(plan, out)
+    _show_plan_text(plan, out)
+    if request is not None:
+        out.result("")
+        out.result(request.render())
     if details:
         out.result(details.lstrip("\n"))
 
 
-def _show_plan(plan: LaunchPlan, out: Output) -> None:
+def _show_plan_text(plan: LaunchPlan, out: Output) -> None:
     import sys
 
     if out.color and sys.stdout.isatty():

@@ -283,16 +283,13 @@ def test_a_cluster_flag_value_that_would_inject_is_exit_2(work, capsys, flag, va
 
 
 def test_cluster_flags_are_checked_before_a_tracker_run_or_sbatch(work, capsys):
-    """The engine's preflight validates them: a refused value creates no job directory and runs no sbatch."""
-    from runner.engines.base import RunContext
+    """The engine's typed settings validate them when built (the pipeline builds them right
+    after the plan): a refused value creates no job directory and runs no sbatch."""
     from runner.engines.slurm import SlurmEngine
     from runner.options import RunOptions, SlurmFlags
-    from runner.secrets import secret_scope
-    from runner.ui import Output
 
-    ctx = RunContext(RunOptions(command=("true",), slurm=SlurmFlags(qos="x --export=ALL")), secret_scope(), Output(), load_config())
     with pytest.raises(ConfigError):
-        SlurmEngine().preflight(make_plan().require(), ctx)
+        SlurmEngine().settings(load_config(), RunOptions(command=("true",), slurm=SlurmFlags(qos="x --export=ALL")))
 
 
 def test_node_scope_masks_the_password_of_a_forwarded_url_alone(work):
@@ -330,8 +327,9 @@ def test_a_secret_inside_a_forwarded_value_reaches_the_node_masker_not_the_conta
     planned = build_plan(config, ["true"], host, EnvFile(None), LaunchFlags(gpu="none"), name="j")
     plan = planned.require()
     assert "SERVICE_TOKEN" not in {d.name for d in plan.forwarded}
-    engine, ctx = SlurmEngine(), RunContext(RunOptions(command=("true",)), planned.scope, Output(), config, lookup=host.get)
-    request = engine.request(plan, ctx, Path("/x"))
+    engine, options = SlurmEngine(), RunOptions(command=("true",))
+    ctx = RunContext(options, planned.scope, Output(), engine.settings(config, options), lookup=host.get)
+    request = engine.request(plan, ctx)
     agent_values = engine._agent_values(request, ctx)
     masks = [n for n in request.export if n.startswith(slurm_script.MASK_PREFIX)]
     assert masks and set(masks) <= set(agent_values)

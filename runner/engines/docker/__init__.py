@@ -5,17 +5,35 @@ only and the runner's labels, secrets passed through the stdin shim (``shim``),
 output streamed through the masker as it arrives, exit code returned, container
 removed; interruption at any moment stops and removes it (``run``). ``ps``,
 ``logs`` and ``down`` act on the runner's own containers (``commands``).
+
+The request is final before anything is created: ``request`` builds it from the
+plan, ``resolve`` adds what only the engine and the image can tell (a named step,
+recorded in the request), ``launch`` sends it as is. The dry run renders it
+(``render``: the equivalent ``docker run``).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 from runner.engines.base import Launched, RunContext
 from runner.clients.engine_api.shared import engine_client
 from runner.engines.docker.container import DockerRequest
-from runner.engines.docker.run import Attached, launch, make_request, watch
+from runner.engines.docker.run import Attached, inspect_local, inspect_or_fetch, launch, make_request, resolve, watch
+from runner.errors import EngineUnavailable
 from runner.plan import LaunchPlan
+
+
+@dataclass(frozen=True)
+class DockerSettings:
+    """The Docker engine's own options, from the config (validated by its schema)."""
+
+    engine: str = "auto"  # container.engine: auto | docker | podman
+
+    @classmethod
+    def from_config(cls, config) -> "DockerSettings":
+        return cls(engine=str(config.get("container", "engine", default="auto") or "auto"))
 
 
 class DockerEngine:
@@ -28,18 +46,46 @@ class DockerEngine:
     def __init__(self, extra_labels: dict[str, str] | None = None):
         self.extra_labels = dict(extra_labels or {})
 
+    @staticmethod
+    def settings(config, options) -> DockerSettings:
+        return DockerSettings.from_config(config)
+
+    @staticmethod
+    def _settings(ctx: RunContext) -> DockerSettings:
+        return ctx.settings if isinstance(ctx.settings, DockerSettings) else DockerSettings()
+
     def preflight(self, plan: LaunchPlan, ctx: RunContext) -> None:
-        engine_client(ctx.config.get("container", "engine", default="auto") if ctx.config else None).ping()
+        engine_client(self._settings(ctx).engine).ping()
 
     def request(self, plan: LaunchPlan, ctx: RunContext) -> DockerRequest:
         # No raw copy of the output in the daemon's logs unless the container is kept or detached.
         keep_logs = ctx.options.keep or ctx.options.detach
-        return make_request(plan, self.extra_labels, daemon_log=keep_logs)
+        preference = self._settings(ctx).engine
+        return make_request(plan, self.extra_labels, daemon_log=keep_logs, kind="podman" if preference == "podman" else "docker",
+                            remove=not ctx.options.keep, detach=ctx.options.detach)
+
+    def resolve(self, request: DockerRequest, ctx: RunContext, dry_run: bool = False) -> DockerRequest:
+        """The engine's and the image's facts, before anything is created. A dry run only reads
+        (the engine's kind, a local image's inspect) and leaves unknown facts pending; a launch
+        first gets the image the pull policy asks for (a pull or ``--build``)."""
+        if dry_run:
+            try:
+                eng = engine_client(self._settings(ctx).engine)
+                image = inspect_local(eng, request.plan.image) if request.use_shim else None
+                return resolve(request, eng, image)
+            except EngineUnavailable:  # no engine answers: the request says what it could not know
+                return request
+        eng = engine_client(self._settings(ctx).engine)
+        policy = request.plan.pull
+        if policy == "always":  # before create, like `docker run --pull always`
+            self._pull(ctx, request.plan.image, policy, present=None)
+        image = inspect_or_fetch(eng, request.plan.image, self._ensure_image(ctx, policy, request.plan.gpu)) if request.use_shim else None
+        return resolve(request, eng, image)
 
     def dry_run(self, request: DockerRequest, ctx: RunContext) -> None:
         from runner.ui.render import show_plan
 
-        show_plan(request.plan, ctx.out)  # the contract: `up --dry-run` is `plan`
+        show_plan(request.plan, ctx.out, request)  # `up --dry-run` is `plan`: the plan, then the request
 
     def launch(self, request: DockerRequest, ctx: RunContext) -> Launched:
         if request.secret_names and not request.use_shim:
@@ -47,25 +93,16 @@ class DockerEngine:
                 f"container.secrets_via is 'env': the values of {', '.join(request.secret_names)} go into the container's "
                 "environment, visible to anyone who can run `docker inspect` on it (set it to stdin to avoid this)"
             )
-        policy = self._pull_policy(ctx)
-        if policy == "always":  # before create, like `docker run --pull always`
-            self._pull(ctx, request.plan.image, policy, present=None)
         run = launch(engine_client(), request, ctx.scope.masker, ctx.out, detach=ctx.options.detach,
-                     ensure_image=self._ensure_image(ctx, policy))
+                     ensure_image=self._ensure_image(ctx, request.plan.pull, request.plan.gpu))
         return Launched(run.cid, request.plan.name, run)
 
-    @staticmethod
-    def _pull_policy(ctx: RunContext) -> str:
-        configured = ctx.config.get("container", "pull", default=None) if ctx.config else None
-        return ctx.options.pull or configured or "missing"
-
-    def _ensure_image(self, ctx: RunContext, policy: str) -> Callable[[str], None]:
+    def _ensure_image(self, ctx: RunContext, policy: str, flavor: str) -> Callable[[str], None]:
         """What to do when the image is not local: build it (``--build``), else pull it under the policy."""
 
         def build(image: str) -> None:
             from runner import images
 
-            flavor = ctx.options.flags.gpu or ctx.config.get("container", "gpu", default=None)
             images.ensure_image(image, ctx.out, flavor=flavor if flavor in ("rocm", "cuda") else None,
                                 sources=ctx.options.sources, masker=ctx.scope.masker)
 

@@ -36,6 +36,12 @@ def remove_containers(filters: dict[str, str]) -> int:
     return count
 
 
+def would_remove(items: list[dict]) -> str:
+    """What a dry run of ``down``/``--clean`` says: ``would remove N: names…`` (nothing is touched)."""
+    names = [_name(item) for item in items]
+    return f"would remove {len(names)}" + (f": {', '.join(names)}" if names else "")
+
+
 def _name(item: dict) -> str:
     names = item.get("Names") or [item.get("Id", "")[:12]]
     return names[0].lstrip("/")
@@ -134,6 +140,8 @@ def cmd_logs(sel: ContainerSelection, out: Output) -> int:
 
 def cmd_down(sel: ContainerSelection, out: Output) -> int:
     eng = engine_client()
+    if sel.dry_run:
+        return _down_dry_run(eng, sel, out)
     if sel.all:
         count = remove_containers(owner_filter(sel.all_users))
         whose = "" if sel.all_users else " of yours"
@@ -152,3 +160,19 @@ def cmd_down(sel: ContainerSelection, out: Output) -> int:
         eng.remove(info["Id"])
         out.info(f"removed {name}")
     return 1 if failed else 0
+
+
+def _down_dry_run(eng: Engine, sel: ContainerSelection, out: Output) -> int:
+    """``down`` in a dry run: the containers it would stop and remove, found as ``down`` finds
+    them (read-only calls only), and exit 0."""
+    if sel.all:
+        labels = [f"{LABEL}=true"] + [f"{k}={v}" for k, v in owner_filter(sel.all_users).items()]
+        items = eng.containers(labels)
+    elif not sel.names:
+        raise UsageError("name the containers to remove, or use --all", hint="primus-runner ps lists them")
+    else:
+        items = [{"Names": [name]} for name in sel.names if _owned(eng, name, out, sel.all_users) is not None]
+    if out.json_mode:
+        out.json({"dry_run": True, "would_remove": [_name(item) for item in items]})
+    out.info(f"dry run: {would_remove(items)}")
+    return 0

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+import copy
+from dataclasses import dataclass, field, replace
 
+from runner.config import container_values
 from runner.errors import ConfigError, Problem
 from runner.plan import LABEL, LABEL_JOB, LaunchPlan
 from runner.secrets import Masker
@@ -17,33 +19,17 @@ from runner.secrets import Masker
 LABEL_RUN = "io.primus-runner.run"  # unique per launch: finds the container even without its id
 
 
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([bkmgt]?)b?\s*$", re.IGNORECASE)
+def _typed(parse, value):
+    """A value through its typed parser: the request refuses what the engine would (exit 2)."""
+    try:
+        return parse(value)
+    except ValueError as exc:
+        raise ConfigError(Problem(str(exc), hint="fix it in container.options (primus-runner plan shows where)")) from None
 
 
 def parse_bytes(text: str) -> int:
     """Docker's size strings (``16m``, ``64g``, ``1024``) as bytes; ``ConfigError`` otherwise."""
-    match = _SIZE.match(str(text))
-    if not match:
-        raise ConfigError(Problem(f"size '{text}' is not a number with an optional unit (b, k, m, g)", hint="e.g. 16g"))
-    number, unit = match.groups()
-    return int(float(number) * 1024 ** "bkmgt".index((unit or "b").lower()))
-
-
-def _ulimit(spec: str) -> dict:
-    try:
-        name, _, limits = spec.partition("=")
-        soft, _, hard = limits.partition(":")
-        return {"Name": name, "Soft": int(soft), "Hard": int(hard or soft)}
-    except ValueError:
-        raise ConfigError(Problem(f"ulimit '{spec}' is not NAME=SOFT[:HARD]")) from None
-
-
-def _device(spec: str) -> dict:
-    parts = spec.split(":")
-    host = parts[0]
-    inner = parts[1] if len(parts) > 1 and parts[1] else host
-    perms = parts[2] if len(parts) > 2 else "rwm"
-    return {"PathOnHost": host, "PathInContainer": inner, "CgroupPermissions": perms}
+    return _typed(container_values.parse_bytes, text)
 
 
 def container_config(plan: LaunchPlan, labels: dict[str, str], entrypoint: list[str] | None, secret_env: list[str], stdin: bool,
@@ -60,8 +46,8 @@ def container_config(plan: LaunchPlan, labels: dict[str, str], entrypoint: list[
         "CapAdd": list(plan.cap_add) or None,
         "GroupAdd": list(plan.group_add) or None,
         "SecurityOpt": list(plan.security_opt) or None,
-        "Ulimits": [_ulimit(u) for u in plan.ulimits] or None,
-        "Devices": [_device(d) for d in plan.devices] or None,
+        "Ulimits": [_typed(container_values.parse_ulimit, u).body() for u in plan.ulimits] or None,
+        "Devices": [_typed(container_values.parse_device, d).body() for d in plan.devices] or None,
         "Binds": [f"{m.source}:{m.target}:{m.mode}" for m in plan.mounts] or None,
         "IpcMode": plan.ipc or None,
         "NetworkMode": plan.network or None,
@@ -109,20 +95,53 @@ def labels_for(plan: LaunchPlan, extra: dict[str, str], run_id: str) -> dict[str
 
 @dataclass(frozen=True)
 class DockerRequest:
-    """One container: the create body (public values only) and how secrets reach it."""
+    """One container, complete: the create body (public values only), how secrets reach it,
+    and every decision that went into it. ``launch`` sends exactly ``config``; ``--dry-run``
+    renders exactly this object (``argv``, ``to_dict``).
+
+    Built in two named steps: ``make_request`` from the plan alone, then ``resolve`` with
+    what only the engine and the image know (the engine kind, the image's entrypoint the
+    shim execs). ``pending`` lists what is not yet known (a dry run with no engine or no
+    local image); a launch never starts with anything pending."""
 
     plan: LaunchPlan
     config: dict  # the Engine API create body; secrets are never in it unless secrets_via is env
     use_shim: bool  # secrets through the stdin shim (the default)
     secret_names: tuple[str, ...] = ()
     labels: dict = field(default_factory=dict)
+    kind: str = "docker"  # docker | podman: which engine the body is for (the CLI the dry run names)
+    remove: bool = True  # removed after it ends (docker run --rm), unless kept or detached
+    detach: bool = False
+    decisions: tuple[str, ...] = ()  # what was decided and from what (shown by the dry run)
+    pending: tuple[str, ...] = ()  # what only the engine or the image can tell (filled by resolve)
+
+    def with_run_env(self, pairs: dict[str, str]) -> "DockerRequest":
+        """The request with the tracker handshake's values (run ids) set by name: the same body
+        otherwise, not a rebuilt one."""
+        if not pairs:
+            return self
+        config = copy.deepcopy(self.config)
+        config["Env"] = [e for e in config.get("Env", []) if e.split("=", 1)[0] not in pairs] + [f"{k}={v}" for k, v in pairs.items()]
+        return replace(self, plan=self.plan.with_env(pairs, "tracker run"), config=config)
+
+    def argv(self) -> list[str]:
+        """The equivalent ``docker run …`` / ``podman run …`` argument list (secrets by name only)."""
+        from runner.engines.docker.render import run_argv
+
+        return run_argv(self)
 
     def to_dict(self) -> dict:
-        return {"engine": "docker", "name": self.plan.name, "create": self.config, "secrets": list(self.secret_names),
-                "secrets_via": "stdin shim" if self.use_shim else "env"}
+        from runner.engines.docker.render import shim_note
+
+        return {"engine": self.kind, "name": self.plan.name, "argv": self.argv(), "create": self.config,
+                "secrets": list(self.secret_names), "secrets_via": "stdin shim" if self.use_shim else "env",
+                "shim": shim_note(self) if self.use_shim else None,
+                "decisions": list(self.decisions), "pending": list(self.pending)}
 
     def render(self) -> str:
-        return json.dumps(self.to_dict(), indent=2)
+        from runner.engines.docker.render import run_text
+
+        return run_text(self)
 
 
 def check_clean(config: dict, masker: Masker) -> None:

@@ -8,11 +8,12 @@ is stopped and removed (unless kept) and the exit code is 130/143.
 
 from __future__ import annotations
 
+import copy
 import os
 import secrets as _random
 import signal
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import BinaryIO, Callable
 from urllib.parse import quote
 
@@ -145,19 +146,61 @@ def pump(sock: socket.socket, leftover: bytes, out: Sink, err: Sink) -> None:
 
 
 # ---------------------------------------------------------------- requests
-def make_request(plan: LaunchPlan, extra_labels: dict[str, str], daemon_log: bool) -> DockerRequest:
-    """The create body for ``plan`` (pure). With the shim, ``Entrypoint`` is completed at
-    launch with the image's own entrypoint, which the shim then ``exec``s."""
+def make_request(plan: LaunchPlan, extra_labels: dict[str, str], daemon_log: bool, *, kind: str = "docker",
+                 remove: bool = True, detach: bool = False) -> DockerRequest:
+    """The create body for ``plan`` (pure, validated: a bad value raises ``ConfigError``). With
+    the shim, the image's entrypoint (which the shim ``exec``s) and, for a GPU device request,
+    the engine's own fields are left to ``resolve``, named in ``pending``."""
     secrets = plan.secret_env()
     use_shim = bool(secrets) and plan.secrets_via == "stdin"
     entrypoint = shim.shim_entrypoint() if use_shim else None
     secret_env = [] if use_shim or not secrets else shim.env_fallback(secrets)
     labels = labels_for(plan, extra_labels, _random.token_hex(8))
     config = container_config(plan, labels, entrypoint, secret_env, use_shim, daemon_log)
-    return DockerRequest(plan, config, use_shim, tuple(sorted(secrets)), labels)
+    config["HostConfig"].pop("DeviceRequests", None)  # the engine's own form: resolve decides it
+    pending = (("image entrypoint",) if use_shim else ()) + (("the engine's GPU request form",) if plan.gpu_request else ())
+    decisions = [f"pull: {plan.pull}", f"engine: {kind}"]
+    return DockerRequest(plan, config, use_shim, tuple(sorted(secrets)), labels, kind=kind, remove=remove, detach=detach,
+                         decisions=tuple(decisions), pending=pending)
 
 
-def _inspect_image(eng: Engine, image: str, ensure_image: Callable[[str], None] | None) -> dict:
+def resolve(request: DockerRequest, eng: Engine | None, image_config: dict | None) -> DockerRequest:
+    """The named step between the pure request and the launch: what only the engine (its kind,
+    its API version: the GPU request's form) and the image (the entrypoint the shim execs) can
+    tell, recorded as decisions. ``eng``/``image_config`` None: not known (a dry run with no
+    engine or no local image); it stays pending."""
+    config = copy.deepcopy(request.config)
+    pending = list(request.pending)
+    decisions = list(request.decisions)
+    kind = request.kind
+    if eng is not None:
+        kind = eng.kind
+        decisions = [d for d in decisions if not d.startswith("engine:")] + [f"engine: {kind} at {eng.host}, API {eng.api_version}"]
+        if request.plan.gpu_request and "the engine's GPU request form" in pending:
+            from runner.clients.engine_api.client import gpu_host_config
+
+            config["HostConfig"].update(gpu_host_config(request.plan.gpu_request, kind, eng.api_version))
+            pending.remove("the engine's GPU request form")
+            decisions.append(f"GPU request ({request.plan.gpu_request}) in {kind}'s form")
+    if image_config is not None and "image entrypoint" in pending:
+        image_entrypoint = list((image_config.get("Config") or {}).get("Entrypoint") or [])
+        config["Entrypoint"] = shim.shim_entrypoint() + image_entrypoint
+        pending.remove("image entrypoint")
+        decisions.append(f"the shim execs the image's entrypoint {image_entrypoint or '(none)'} (from the image's inspect)")
+    return replace(request, config=config, kind=kind, decisions=tuple(decisions), pending=tuple(pending))
+
+
+def inspect_local(eng: Engine, image: str) -> dict | None:
+    """The local image's inspect data, or None when it is not here (read-only: never pulls)."""
+    try:
+        return eng.request("GET", f"/images/{quote(image, safe='')}/json")
+    except ApiError as exc:
+        if exc.status == 404:
+            return None
+        raise RuntimeFailure(f"cannot inspect image {image}: {exc.message}") from None
+
+
+def inspect_or_fetch(eng: Engine, image: str, ensure_image: Callable[[str], None] | None) -> dict:
     for attempt in (0, 1):
         try:
             return eng.request("GET", f"/images/{quote(image, safe='')}/json")
@@ -178,17 +221,11 @@ def missing_image(image: str) -> RuntimeFailure:
 
 
 def _create(eng: Engine, request: DockerRequest, masker: Masker, ensure_image: Callable[[str], None] | None) -> str:
+    """Create exactly ``request.config``: nothing is added here (``resolve`` finished it)."""
     plan = request.plan
-    if request.use_shim:  # the shim execs the image's own entrypoint
-        image = _inspect_image(eng, plan.image, ensure_image)
-        image_entrypoint = list((image.get("Config") or {}).get("Entrypoint") or [])
-        request.config["Entrypoint"] = shim.shim_entrypoint() + image_entrypoint
+    if request.pending:
+        raise RuntimeFailure(f"internal error: the container request is not complete ({', '.join(request.pending)})")
     check_clean(request.config if request.use_shim or not request.secret_names else _public_part(request.config), masker)
-    if plan.gpu_request:  # how a GPU request is rendered depends on the engine (Docker: DeviceRequests; Podman: CDI)
-        from runner.clients.engine_api.client import gpu_host_config
-
-        request.config["HostConfig"].pop("DeviceRequests", None)
-        request.config["HostConfig"].update(gpu_host_config(plan.gpu_request, eng.kind, eng.api_version))
     for attempt in (0, 1):
         try:
             cid = eng.create(plan.name, request.config)

@@ -12,11 +12,12 @@ removes the job's containers by label after Slurm reports the job gone.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from runner.engines.base import Launched, RunContext
 from runner.engines.slurm import jobs
-from runner.engines.slurm.script import COMPUTED, MASK_PREFIX, SlurmRequest, export_names, render_script, settings_from
+from runner.engines.slurm.script import COMPUTED, LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, SlurmRequest, SlurmSettings, export_names, render_script, settings_from
 from runner.plan import LaunchPlan
 from runner.secrets import Secret, SecretScope
 
@@ -35,21 +36,46 @@ def embedded_secrets(plan: LaunchPlan, scope: SecretScope) -> list[Secret]:
     return list(found.values())
 
 
+def node_command(plan: LaunchPlan) -> list[str]:
+    """The container each node's agent starts, as ``docker run …``: the Docker engine's own
+    request for this plan with the per-node name and labels (the agent fills in job and rank)."""
+    from dataclasses import replace
+
+    from runner.engines.docker.run import make_request
+
+    name = "primus-<job>-<rank>"
+    labels = tuple((k, name if k.endswith(".job") else v) for k, v in plan.labels)
+    node_plan = replace(plan, name=name, labels=labels)
+    return make_request(node_plan, {LABEL_SLURM_JOB: "<job>", LABEL_NODE_RANK: "<rank>"}, daemon_log=False).argv()
+
+
+@dataclass(frozen=True)
+class SlurmOptions:
+    """The Slurm engine's own options: the ``slurm:`` section with the flags on top, checked."""
+
+    settings: SlurmSettings
+    allow_env_in_accounting: bool = False
+
+
 class SlurmEngine:
     name = "slurm"
     audit_after = True  # audit the job's output files once it has ended
     computed_env = COMPUTED  # per node, by the agent: planned as such, never taken from this host
 
+    @staticmethod
+    def settings(config, options) -> SlurmOptions:
+        """``ConfigError`` (exit 2) for a refused value, before a tracker run, a file or ``sbatch``."""
+        return SlurmOptions(settings_from(config, options.slurm),
+                            bool(config.get("slurm", "allow_env_in_accounting", default=False)))
+
     def preflight(self, plan: LaunchPlan, ctx: RunContext) -> None:
         """Everything that can refuse the job, before a tracker run, a file or ``sbatch``."""
         from runner.clients import registry
 
-        settings_from(ctx.config, ctx.options.slurm)  # a refused flag value: exit 2
         jobs.tool("sbatch")
         jobs.tool("srun")
-        allowed = bool(ctx.config.get("slurm", "allow_env_in_accounting", default=False)) if ctx.config else False
-        jobs.refuse_archived_secrets(jobs.show_config(), self.travelling_secrets(plan, ctx), allowed)
-        if self._pull_policy(ctx) != "never":  # a refused login fails here (exit 2), not on every node after queueing
+        jobs.refuse_archived_secrets(jobs.show_config(), self.travelling_secrets(plan, ctx), ctx.settings.allow_env_in_accounting)
+        if plan.pull != "never":  # a refused login fails here (exit 2), not on every node after queueing
             cred = registry.credentials_for(plan.image, self._lookup(ctx))
             if cred is not None:
                 registry.check_login(cred, 10)
@@ -79,27 +105,32 @@ class SlurmEngine:
     def _lookup(ctx: RunContext):
         return getattr(ctx, "lookup", None) or os.environ.get
 
-    @staticmethod
-    def _pull_policy(ctx: RunContext) -> str:
-        configured = ctx.config.get("container", "pull", default=None) if ctx.config else None
-        return getattr(ctx.options, "pull", None) or configured or "missing"
+    def request(self, plan: LaunchPlan, ctx: RunContext) -> SlurmRequest:
+        from runner.trackers.runs import run_env_names
 
-    def request(self, plan: LaunchPlan, ctx: RunContext, job_dir: Path | None = None) -> SlurmRequest:
-        settings = settings_from(ctx.config, ctx.options.slurm)
-        job_dir = job_dir or jobs.job_dir_for(settings, plan.name, create=False)
+        settings = ctx.settings.settings
+        job_dir = jobs.job_dir_for(settings, plan.name)
         agent_env = self._agent_env(ctx, plan)
-        return SlurmRequest(plan, settings, job_dir, render_script(plan, settings, job_dir, agent_env), tuple(export_names(plan, agent_env)),
-                            agent_env=agent_env, pull=self._pull_policy(ctx))
+        # The names the tracker handshake will set (run ids) are exported from the start: the
+        # handshake gives their values by name and the script does not change.
+        later = tuple(n for n in run_env_names(plan) if n not in {d.name for d in plan.forwarded})
+        export = tuple(export_names(plan, later + agent_env))
+        script = render_script(plan, settings, job_dir, later + agent_env)
+        return SlurmRequest(plan, settings, job_dir, script, export, agent_env=agent_env, node_command=tuple(node_command(plan)))
+
+    def resolve(self, request: SlurmRequest, ctx: RunContext, dry_run: bool = False) -> SlurmRequest:
+        return request  # each node's agent resolves its own container (engine, image) on the node
 
     def dry_run(self, request: SlurmRequest, ctx: RunContext) -> None:
         if ctx.out.json_mode:
-            ctx.out.json(request.to_dict())
+            from runner.ui.render import plan_json
+
+            ctx.out.json(plan_json(request.plan, request))
         else:
             ctx.out.result(request.render())
 
     def launch(self, request: SlurmRequest, ctx: RunContext) -> Launched:
-        job_dir = jobs.job_dir_for(request.settings, request.plan.name, create=True)
-        request = self.request(request.plan, ctx, job_dir)  # the script names the directory actually made
+        jobs.make_job_dir(request.job_dir)  # exactly the directory the script names
         agent_values = self._agent_values(request, ctx)
         job_id = jobs.sbatch(request, ctx.scope.masker, agent_values)
         return Launched(job_id, request.plan.name, {"request": request, "final": None})

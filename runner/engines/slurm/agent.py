@@ -144,9 +144,10 @@ def _run_container(plan: LaunchPlan, scope: SecretScope, out: Output, labels: di
     from runner.options import RunOptions
 
     engine = DockerEngine(extra_labels=labels)
-    ctx = RunContext(RunOptions(command=plan.command), scope, out, config=None)
+    ctx = RunContext(RunOptions(command=plan.command), scope, out)
+    plan = replace(plan, pull="missing")  # the node pulled as the policy said (_pull): no second pull
     try:
-        launched = engine.launch(engine.request(plan, ctx), ctx)
+        launched = engine.launch(engine.resolve(engine.request(plan, ctx), ctx), ctx)
     except Interrupted as exc:
         out.error(exc.message)
         return exc.exit_code

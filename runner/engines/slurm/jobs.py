@@ -186,24 +186,27 @@ def write_private(path: Path, text: str, masker: Masker) -> None:
         fh.write(data)
 
 
-def job_dir_for(settings: SlurmSettings, name: str, create: bool) -> Path:
+def job_dir_for(settings: SlurmSettings, name: str) -> Path:
+    """The job directory a request names: the first free one (read-only; ``make_job_dir`` makes it)."""
     base = Path(settings.output_dir).expanduser() if settings.output_dir else Path.cwd() / "primus-runs"
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
     path = (base / f"{stamp}-{safe}").absolute()
-    if not create:
-        return path
-    base.mkdir(parents=True, exist_ok=True)
     for i in range(1000):
         candidate = path if i == 0 else path.with_name(f"{path.name}-{i}")
-        try:
-            candidate.mkdir(mode=0o700)
+        if not candidate.exists():
             return candidate
-        except FileExistsError:
-            continue
-    raise RuntimeFailure(f"cannot create a job directory under {base}")
+    raise RuntimeFailure(f"cannot find a free job directory under {base}")
 
 
+def make_job_dir(path: Path) -> Path:
+    """Create exactly the directory the request's script names (0700)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(mode=0o700)
+    except FileExistsError:
+        raise RuntimeFailure(f"the job directory {path} appeared meanwhile (another submission?)", "submit again") from None
+    return path
 
 
 # --------------------------------------------------------------------------- submit
@@ -592,12 +595,16 @@ def cmd_status(job: str, out: Output) -> int:
     return 0
 
 
-def cmd_cancel(job: str, out: Output) -> int:
+def cmd_cancel(job: str, out: Output, dry_run: bool = False) -> int:
     job_id = require_job_id(job)
     state = job_state(job_id)
     if state is None:
         raise UsageError(f"Slurm does not know job {job_id}", "check the id with squeue")
     nodes = state.fields.get("NodeList", "")
+    if dry_run:  # read-only: the job's state, nothing cancelled or removed
+        what = "already ended" if state.done else f"scancel {job_id}"
+        out.info(f"dry run: would cancel job {job_id} ({state.slurm_state}: {what}) and remove its containers on {nodes or 'its nodes'}")
+        return 0
     if not state.done:
         result = _run([tool("scancel"), job_id], timeout=30)
         if result.returncode != 0:

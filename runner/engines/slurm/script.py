@@ -173,7 +173,10 @@ def export_names(plan, agent_env: tuple[str, ...] = ()) -> list[str]:
 
 @dataclass(frozen=True)
 class SlurmRequest:
-    """The batch script and the exact names ``sbatch --export`` carries."""
+    """Everything ``sbatch`` is given, complete before anything exists: its argument list, the
+    batch script (names only) at its path in the job directory, the exact ``--export`` names
+    and the container command each node's agent runs. ``launch`` writes and submits exactly
+    this; the dry run renders it."""
 
     plan: LaunchPlan
     settings: SlurmSettings
@@ -181,16 +184,40 @@ class SlurmRequest:
     script: str
     export: tuple[str, ...]
     agent_env: tuple[str, ...] = ()  # exported for the agent only (DOCKER_LOGIN_*), never the container's
-    pull: str = "missing"
+    node_command: tuple[str, ...] = ()  # each node's container, as `docker run …` (rank and job id per node)
+
+    @property
+    def pull(self) -> str:
+        return self.plan.pull
 
     def command(self, sbatch: str = "sbatch") -> list[str]:
         return [sbatch, "--parsable", f"--export={','.join(self.export)}", str(self.job_dir / SCRIPT_FILE)]
 
+    def with_run_env(self, pairs: dict[str, str]) -> "SlurmRequest":
+        """The tracker handshake's values (run ids) by name: their names are in ``export`` already
+        (``run_env_names``), so the script stays as it is; the values travel in sbatch's environment."""
+        from dataclasses import replace
+
+        return replace(self, plan=self.plan.with_env(pairs, "tracker run")) if pairs else self
+
     def to_dict(self) -> dict:
-        return {"script": self.script, "export": list(self.export), "command": self.command()}
+        return {"engine": "slurm", "command": self.command(), "sbatch": self.command(), "script": self.script,
+                "script_path": str(self.job_dir / SCRIPT_FILE), "job_dir": str(self.job_dir), "export": list(self.export),
+                "nodes": self.settings.nodes, "node_command": list(self.node_command), "image": self.plan.image,
+                "job_command": list(self.plan.command)}
 
     def render(self) -> str:
-        return self.script.rstrip("\n")
+        nodes = self.settings.nodes
+        return "\n".join([
+            f"# sbatch (from {os.getcwd()}):",
+            " ".join(shlex.quote(a) for a in self.command()),
+            "",
+            f"# the batch script, {self.job_dir / SCRIPT_FILE}:",
+            self.script.rstrip("\n"),
+            "",
+            f"# on each of the {nodes} node(s), the node agent runs this container (<job> and <rank> per node):",
+            " ".join(shlex.quote(a) for a in self.node_command),
+        ])
 
 
 # --------------------------------------------------------------------------- batch script
