@@ -276,12 +276,8 @@ def _slurm_commands(cmd) -> None:
     p = cmd("status", "a Slurm job's state and exit code", "primus-runner status 1234 --json")
     p.add_argument("job", help="the Slurm job id")
     p = cmd("cancel", "cancel a Slurm job and remove its containers on every node", "primus-runner cancel 1234")
-<<<<<<< HEAD
     p.add_argument("job", help="the Slurm job id")
-=======
-    p.add_argument("job")
     p.add_argument("--dry-run", action="store_true", help="say what would be cancelled and removed; do nothing")
->>>>>>> main
 
 
 def _tool_commands(cmd) -> None:
@@ -514,16 +510,6 @@ def _check(args, sources, out, parser) -> int:
 
 
 def _plan(args, sources, out, parser) -> int:
-<<<<<<< HEAD
-    from runner.session.prepare import prepare
-    from runner.ui.render import show_plan, sources_text
-
-    prepared = prepare(out, sources, args.command, _flags(args), report_unset=False,  # the plan lists them itself
-                       resolve_refs=False)  # plan runs no reference
-    details = sources_text(prepared.plan, prepared.config, prepared.planned.absent_optional) if out.verbose else None
-    show_plan(prepared.plan, out, details=details)
-    return 0
-=======
     from runner.engines import engine_for
     from runner.options import RunOptions
     from runner.session import pipeline
@@ -531,7 +517,6 @@ def _plan(args, sources, out, parser) -> int:
     # `plan` is `up --dry-run`: the same plan, the same request, the same problems.
     return pipeline.run(RunOptions(command=tuple(args.command), sources=sources, flags=_flags(args), dry_run=True),
                         engine_for("docker"), out)
->>>>>>> main
 
 
 def _launch(args, sources, out, parser) -> int:

@@ -54,11 +54,7 @@ def run_check(opts: CheckOptions, out: Output) -> int:
             found.warnings.append(unset_notice(prepared.planned.unset))
         _check_devices(plan, prepared.config, found)
     _check_engine(opts, prepared, found)
-<<<<<<< HEAD
-    if plan is not None and opts.engine != "slurm" and not prepared.planned.problems:
-=======
     if plan is not None and opts.engine != "slurm" and not prepared.planned.problems:  # a plan with problems has no image to ask for
->>>>>>> main
         _check_registry_and_builder(prepared, found)
     if opts.online and plan is not None:
         _check_online(plan, opts.timeout, found)

@@ -126,10 +126,10 @@ def plan_json(plan: LaunchPlan, request=None) -> dict:
     return doc
 
 
-def show_plan(plan: LaunchPlan, out: Output, request=None, details: str | None = None) -> None:
+def show_plan(plan: LaunchPlan, out: Output, request=None, config=None) -> None:
     """JSON with ``--json``; rich tables on a terminal; plain text for pipes (fast, stable to grep).
     With the engine's ``request``, its rendering follows the plan (what the engine is sent);
-    ``details``: the ``--verbose`` sources section, printed last."""
+    with ``--verbose`` and the ``config``, where every decision came from, last."""
     if out.json_mode:
         out.json(plan_json(plan, request))
         return
@@ -137,8 +137,8 @@ def show_plan(plan: LaunchPlan, out: Output, request=None, details: str | None =
     if request is not None:
         out.result("")
         out.result(request.render())
-    if details:
-        out.result(details.lstrip("\n"))
+    if out.verbose and config is not None:
+        out.result(sources_text(plan, config).lstrip("\n"))
 
 
 def _show_plan_text(plan: LaunchPlan, out: Output) -> None:

@@ -143,8 +143,6 @@ def test_json_stdout_is_one_document_even_with_notices(project, args):
     result = run(project, "--json", *args, env={"DOCKER_HOST": NO_DOCKER})
     assert result.returncode in (0, 1, 2), result.stderr
     json.loads(result.stdout)  # exactly one JSON document, nothing else (notices went to stderr)
-    if args[0] == "up":  # plan lists the skipped names in its own output, the launch says it once
-        assert "notice: not set on this host, not forwarded:" in result.stderr
     assert "Traceback" not in result.stderr
 
 
@@ -174,7 +172,7 @@ def test_colour_on_a_terminal_unless_asked_off(project, how):
     argv = [sys.executable, "-m", "runner", *(["--no-color"] if how == "--no-color" else []), "up", "--dry-run", "--", "true"]
     code, output = run_pty(project, argv, env)
     assert code == 0, output
-    assert b"notice:" in output and b"primus-test/busybox:latest" in output
+    assert b"primus-test/busybox:latest" in output
     if how == "default":
         assert b"\x1b[" in output, "a terminal gets colour when nobody asked it off"
     else:
@@ -298,7 +296,7 @@ def test_unset_allowlisted_name_is_reported_in_check_and_plan(project):
     assert {"name": "PLAIN", "reason": "unset"} in data["skipped"]
     human = run(project, "plan", "--", "true")
     assert "PLAIN   (allowlist: unset)" in human.stdout and "PLAIN" not in human.stderr  # once, in the plan itself
-    launch = run(project, "up", "--dry-run", "--", "true")
+    launch = run(project, "up", "--", "true", env={"DOCKER_HOST": NO_DOCKER})  # the notice comes before the engine is asked
     notices = [line for line in launch.stderr.splitlines() if "PLAIN" in line]
     assert len(notices) == 1 and notices[0].startswith("notice:")
     check = json.loads(run(project, "--json", "check", env={"DOCKER_HOST": NO_DOCKER}).stdout)

@@ -24,8 +24,8 @@ def test_absent_optional_tracker_names_are_not_listed(tmp_path):
     optional = set(WANDB_NAMES + MLFLOW_NAMES + STORE_NAMES) - {"WANDB_API_KEY", "MLFLOW_TRACKING_URI"}
     assert "MY_SETTING" in skipped and not skipped & optional, skipped
     assert "notice:" not in result.stderr  # plan lists the skipped names itself: no second report
-    launch = subprocess.run([sys.executable, "-P", "-m", "runner", "up", "--dry-run", "--", "true"], cwd=tmp_path, env=env,
-                            capture_output=True, text=True, timeout=60)
-    assert launch.returncode == 0, launch.stderr
+    launch = subprocess.run([sys.executable, "-P", "-m", "runner", "up", "--", "true"], cwd=tmp_path,
+                            env={**env, "DOCKER_HOST": "unix:///nonexistent/docker.sock"}, capture_output=True, text=True, timeout=60)
+    assert launch.returncode == 1, launch.stderr  # the notice comes before the engine is asked
     (notice,) = [line for line in launch.stderr.splitlines() if line.startswith("notice: not set on this host")]
     assert "MY_SETTING" in notice and not any(name in notice.split(": ", 2)[-1].split(", ") for name in optional)

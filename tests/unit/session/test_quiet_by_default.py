@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from ux_helpers import REPO, cli
+from ux_helpers import NO_DOCKER, REPO, cli
 
 
 def notices(stderr: str) -> list[str]:
@@ -24,17 +24,17 @@ def test_plan_on_the_repositorys_config_under_gpu_none_has_no_notice(tmp_path):
 def test_rdma_notice_only_when_the_user_asks_for_infiniband(tmp_path):
     base = "container:\n  gpu: rocm\n  options:\n    image: busybox\n"
     (tmp_path / ".primus.yaml").write_text(base)
-    assert not [n for n in notices(cli(tmp_path, "up", "--dry-run", "--", "true").stderr) if "infiniband" in n]
+    assert not [n for n in notices(cli(tmp_path, "up", "--", "true", DOCKER_HOST=NO_DOCKER).stderr) if "infiniband" in n]
     (tmp_path / ".primus.yaml").write_text(base + "    device: [/dev/infiniband]\n")
-    asked = cli(tmp_path, "up", "--dry-run", "--", "true")
+    asked = cli(tmp_path, "up", "--", "true", DOCKER_HOST=NO_DOCKER)
     rdma = [n for n in notices(asked.stderr) if "infiniband" in n]
     assert len(rdma) == 1 and ".primus.yaml:5" in rdma[0], asked.stderr
-    assert not [n for n in notices(cli(tmp_path, "up", "--dry-run", "--gpu", "none", "--", "true").stderr) if "infiniband" in n]
+    assert not [n for n in notices(cli(tmp_path, "up", "--gpu", "none", "--", "true", DOCKER_HOST=NO_DOCKER).stderr) if "infiniband" in n]
 
 
 def test_the_unset_notice_names_only_the_users_names(tmp_path):
     (tmp_path / ".primus.yaml").write_text("container:\n  gpu: none\n  options:\n    image: busybox\n    env: [MY_UNSET]\n")
-    result = cli(tmp_path, "up", "--dry-run", "--", "true")
+    result = cli(tmp_path, "up", "--", "true", DOCKER_HOST=NO_DOCKER)
     (unset,) = [n for n in notices(result.stderr) if "not set" in n]
     assert "MY_UNSET" in unset and "MASTER_ADDR" not in unset and "NODE_RANK" not in unset
 
@@ -50,10 +50,12 @@ def test_check_under_slurm_never_reports_names_slurm_computes(tmp_path):
 def test_quiet_leaves_only_errors(tmp_path, where):
     (tmp_path / ".primus.yaml").write_text("container:\n  gpu: rocm\n  options:\n    image: busybox\n    env: [MY_UNSET]\n"
                                           "    device: [/dev/infiniband]\n")
-    argv = ["-q", "up", "--dry-run", "--", "true"] if where == "before" else ["up", "-q", "--dry-run", "--", "true"]
+    argv = ["-q", "plan", "--", "true"] if where == "before" else ["plan", "-q", "--", "true"]
     result = cli(tmp_path, *argv)
     assert result.returncode == 0 and result.stderr == "", result.stderr
     assert "busybox" in result.stdout  # the command's own result stays
+    launch = cli(tmp_path, *[a if a != "plan" else "up" for a in argv], DOCKER_HOST=NO_DOCKER)
+    assert launch.returncode == 1 and launch.stderr.startswith("error:") and "notice" not in launch.stderr, launch.stderr
     failing = cli(tmp_path, "--quiet", "plan", "--image", "Not Valid", "--", "true")
     assert failing.returncode == 2 and failing.stderr.startswith("error:"), failing.stderr
 
