@@ -18,6 +18,9 @@ MLFLOW_VENV=/opt/primus-mlflow
 MLFLOW_VERSION=3.17.2
 MLFLOW_REQ="mlflow==$MLFLOW_VERSION"
 SLURM_CONF=/etc/slurm/slurm.conf
+GRES_CONF=/etc/slurm/gres.conf
+# The fake GPU host (.ci/setup-fake-gpus.sh): each Slurm node's gres GPUs are 4 of its render nodes.
+FAKE_GPU_ROOT=${FAKE_GPU_ROOT:-/var/lib/primus-fake-gpus}
 SLURM_PARTITION=debug
 
 log() { printf '[setup-engines %4ds] %s\n' "$SECONDS" "$*"; }
@@ -136,6 +139,11 @@ else
     log "munge: up"
 fi
 
+# ---------------------------------------------------------------- fake GPUs
+# Before Slurm: slurmd checks that every gres.conf device file exists.
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+FAKE_GPU_ROOT=$FAKE_GPU_ROOT bash "$here/setup-fake-gpus.sh" || die "setup-fake-gpus.sh failed"
+
 # ---------------------------------------------------------------- slurm
 # NODES=N starts n1..nN on this machine (the 8-node benchmark); the suite uses 2.
 SLURM_NODES=${NODES:-2}
@@ -145,6 +153,7 @@ host=$(hostname)
 desired_conf=$(cat <<EOF
 # Written by .ci/setup-engines.sh: a ${SLURM_NODES}-node test cluster on one machine.
 ClusterName=primus-test
+GresTypes=gpu
 SlurmctldHost=${host}
 SlurmUser=root
 SlurmdUser=root
@@ -172,12 +181,22 @@ InactiveLimit=0
 KillWait=10
 Waittime=0
 MinJobAge=3600
-NodeName=n[1-${SLURM_NODES}] NodeHostname=${host} NodeAddr=127.0.0.1 Port=17001-$((17000 + SLURM_NODES)) CPUs=1 State=UNKNOWN
+NodeName=n[1-${SLURM_NODES}] NodeHostname=${host} NodeAddr=127.0.0.1 Port=17001-$((17000 + SLURM_NODES)) CPUs=1 Gres=gpu:4 State=UNKNOWN
 # OverSubscribe: up to 4 jobs share a node's CPU, so test sessions running at
 # the same time (a developer's and CI's, or parallel tests) don't queue
 # behind one another. DefaultTime: a forgotten job ends after 30 minutes.
 PartitionName=${SLURM_PARTITION} Nodes=ALL Default=YES MaxTime=INFINITE DefaultTime=30 OverSubscribe=FORCE:4 State=UP
 EOF
+)
+
+# Node k's 4 gres GPUs: render nodes 128-131 (odd k) or 132-135 (even k) of the fake host, so a
+# node's gres index is not the host's GPU index and two nodes differ.
+desired_gres=$(
+    echo "# Written by .ci/setup-engines.sh: gres GPUs over the fake GPU host ($FAKE_GPU_ROOT)."
+    for n in $slurm_nodes; do
+        k=${n#n}; first=$((128 + 4 * ((k - 1) % 2)))
+        echo "NodeName=$n Name=gpu File=$FAKE_GPU_ROOT/dev/dri/renderD[$first-$((first + 3))]"
+    done
 )
 
 stop_pidfile() {
@@ -195,6 +214,11 @@ install -d -m 0700 /var/spool/slurmctld
 current_conf=$(cat "$SLURM_CONF" 2>/dev/null || true)
 # A slurm.conf this script did not write (a real cluster's, a login node's) is never replaced.
 bash "$(dirname "${BASH_SOURCE[0]}")/slurm-conf-owned.sh" "$SLURM_CONF" || die "not touching $SLURM_CONF"
+if [ "$(cat "$GRES_CONF" 2>/dev/null || true)" != "$desired_gres" ]; then
+    log "slurm: writing $GRES_CONF"
+    printf '%s\n' "$desired_gres" >"$GRES_CONF"
+    current_conf="# gres.conf changed: the daemons restart"  # slurmd reads gres.conf only when it starts
+fi
 if [ "$current_conf" != "$desired_conf" ]; then
     log "slurm: writing $SLURM_CONF"
     printf '%s\n' "$desired_conf" >"$SLURM_CONF"
@@ -359,7 +383,6 @@ fi
 
 # ---------------------------------------------------------------- second-round engines
 # Each script is idempotent and cheap when its service already answers.
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 log "secret stores (pass, gnupg, moto)"
 bash "$here/setup-secret-stores.sh" || die "setup-secret-stores.sh failed"
 log "registry with a password"

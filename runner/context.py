@@ -121,3 +121,11 @@ def early_masks(command: str, sources: Sources, json_stdout: bool, out: Output) 
     if scope:
         out.use_masker(scope.masker)
     ci.register_masks(scope.values())
+
+
+def container_engine(sources: Sources, config: Config | None = None) -> str:
+    """``container.engine`` of this directory's config (auto | docker | podman): where ``ps``,
+    ``logs``, ``down`` and ``--clean`` look, the engine ``up`` launched on."""
+    if config is None:
+        config = load_config(sources.config_file, trust_project=sources.trust_project)
+    return config.get("container", "engine", default=None) or "auto"

@@ -49,6 +49,13 @@ class ConfigError(RunnerError):
         super().__init__(message, hint)
 
 
+class CredentialRefused(RunnerError):
+    """A server refused a credential the runner sent (a tracker's token): nothing was launched.
+    Exit 2, like a registry's refused login: the user's credential is what to fix."""
+
+    exit_code = 2
+
+
 class EngineUnavailable(RunnerError):
     """Docker daemon, Slurm or a required client library is not reachable."""
 

@@ -44,6 +44,7 @@ class LaunchFlags:
     volume: tuple[str, ...] = ()
     device: tuple[str, ...] = ()
     gpu: str | None = None
+    gpus: str | None = None  # all | N | LIST (indices, ranges, UUIDs)
     name: str | None = None
     workdir: str | None = None
     shm_size: str | None = None
@@ -72,6 +73,8 @@ class LaunchFlags:
         layer: dict = {"container": {"options": options}} if options else {}
         if self.gpu is not None:
             layer.setdefault("container", {})["gpu"] = self.gpu
+        if self.gpus is not None:
+            layer.setdefault("container", {})["gpus"] = self.gpus
         if self.pull is not None:
             layer.setdefault("container", {})["pull"] = self.pull
         return layer
@@ -166,7 +169,7 @@ class ModeOptions:
     debug: bool = False
     clean: bool = False
     all_users: bool = False
-    gpus: int | None = None  # the launcher's --gpus N (0: no GPU devices)
+    gpus: str | None = None  # the launcher's --gpus: all | N | LIST (0: no GPU devices, as primus-cli)
     detach: bool = False
     launcher: str = "srun"  # slurm: srun (attached, the job's code) | sbatch (submit, the job id)
     entry: str = "container"  # slurm: the per-node entry, container | direct

@@ -15,13 +15,14 @@ import posixpath
 import secrets as _random
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from runner import __version__
 from runner.config import Config
 from runner.config.container_values import parse_bytes, parse_device, parse_ulimit
 from runner.config.envfile import EnvFile
 from runner.errors import ConfigError, Problem
+from runner.gpus import Gpu, host_root
 from runner.options import LaunchFlags
 from runner.policy import Classifier, EnvDecision, resolve_env
 from runner.resources import policies_dir
@@ -68,6 +69,9 @@ class LaunchPlan:
     mounts: tuple[Mount, ...] = ()
     devices: tuple[str, ...] = ()
     gpu_request: str | None = None
+    gpus: tuple[Gpu, ...] = ()  # the chosen GPUs (empty: none, or all of a host whose topology is not read here)
+    gpu_select: str = "all"  # what was asked: all | N | LIST (under Slurm N is per node)
+    host_root: str = "/"  # where /sys, /dev and /proc/driver/nvidia were read (PRIMUS_RUNNER_HOST_ROOT)
     cap_add: tuple[str, ...] = ()
     group_add: tuple[str, ...] = ()
     security_opt: tuple[str, ...] = ()
@@ -127,7 +131,7 @@ class LaunchPlan:
         kinds = {f.name: f.type for f in fields(cls)}
         kwargs = {}
         for key, value in doc.items():
-            if key in ("env", "trackers", "mounts") or key not in kinds:
+            if key in ("env", "trackers", "mounts", "gpus") or key not in kinds:
                 continue
             kwargs[key] = tuple(tuple(v) if isinstance(v, list) else v for v in value) if isinstance(value, list) else value
         env = tuple(
@@ -136,6 +140,7 @@ class LaunchPlan:
         )
         trackers = TrackerPlan(**{k: tuple(v) if isinstance(v, list) else v for k, v in doc["trackers"].items()})
         mounts = tuple(Mount(**m) for m in doc["mounts"])
+        kwargs["gpus"] = tuple(Gpu(**g) for g in doc.get("gpus", ()))
         return cls(env=env, trackers=trackers, mounts=mounts, **kwargs)
 
     def to_dict(self) -> dict:
@@ -147,6 +152,7 @@ class LaunchPlan:
         doc["skipped"] = [{"name": d.name, "reason": d.skip_reason} for d in self.skipped]
         doc["env_sources"] = {d.name: {"reason": d.reason, "source": d.source} for d in self.forwarded}
         doc["labels"] = dict(self.labels)
+        doc["gpus"] = [g.to_dict() for g in self.gpus]
         doc["trackers"] = {
             "framework": self.trackers.framework,
             "enabled": list(self.trackers.enabled),
@@ -286,6 +292,8 @@ def build_plan(
     extra_env: Sequence[tuple[str, str]] = (),
     extra_secrets: Sequence[tuple[str, Secret]] = (),
     sources: Mapping[str, str] | None = None,
+    gpu_holders: Callable[[], Mapping[str, str]] | None = None,
+    gpu_mode: str = "host",
 ) -> Planned:
     """Decide everything about a launch. Writes nothing and calls no engine or network;
     it reads its arguments and, for validation, whether volume sources and optional
@@ -296,6 +304,9 @@ def build_plan(
     secrets known by other means (resolved references): in scope, masked.
     ``sources`` names where a variable's value came from when it is not the
     environment (``HF_TOKEN`` → ``pass:ml/hf``), for ``plan`` and ``check``.
+    GPUs are read from the host root (sysfs, never written); ``gpu_holders`` says which
+    GPUs other jobs hold (for ``--gpus N``); ``gpu_mode`` "node": each Slurm node chooses,
+    "off": no container, no GPU selection (``direct``).
     """
     problems: list[Problem] = []
     warnings: list[str] = list(env_file.warnings)
@@ -343,8 +354,35 @@ def build_plan(
         labels=((LABEL, "true"), (LABEL_JOB, job_name), (LABEL_VERSION, __version__), (LABEL_OWNER, str(os.getuid()))),
         **settings,
     )
+    if gpu_mode != "off":
+        plan = _with_gpu_selection(plan, config, flags, host_env, gpu_holders, gpu_mode == "node", problems)
     problems += _image_problems(plan.image, config)
     return Planned(plan, problems, warnings, scope, absent_optional, unset)
+
+
+def _with_gpu_selection(plan: LaunchPlan, config: Config, flags: LaunchFlags, host_env: Mapping[str, str],
+                        holders, per_node: bool, problems: list[Problem]) -> LaunchPlan:
+    """``--gpus`` / ``container.gpus`` decided: the chosen GPUs and their devices, or the problems."""
+    from runner.gpus import planning
+
+    configured = config.get("container", "gpus", default=None)
+    text = str(flags.gpus if flags.gpus is not None else configured if configured is not None else "all")
+    where = None if flags.gpus is not None else config.where(("container", "gpus"))
+    root = host_root(host_env)
+    explicit = flags.gpus is not None or configured is not None
+    found = planning.resolve(plan.gpu, text, explicit, root, holders, per_node=per_node, where=where)
+    problems += found.problems
+    plan = replace(plan, gpu_select=text if plan.gpu != "none" else "none", host_root=root)
+    if found.problems or plan.gpu == "none":
+        return plan
+    if found.gpus:
+        plan = planning.with_gpus(plan, found.gpus, root)
+        problem = planning.privileged_problem(plan.privileged, found.gpus, found.found, config.where(("container", "options", "privileged")))
+        if problem:
+            problems.append(problem)
+    if found.gpus or per_node:
+        problems += planning.env_problems(plan.env, len(found.gpus) or None)
+    return plan
 
 
 def _names_holding_secrets(scope: SecretScope, **names: str) -> list[Problem]:
@@ -363,6 +401,11 @@ def _final_decisions(decisions: list[EnvDecision], scope: SecretScope, notices: 
     decisions = [d for d in decisions if d.name not in absent_optional]
     if carried:
         notices.append(f"these public variables hold a secret value and travel as secrets (masked, through the stdin shim): {', '.join(carried)}")
+    from runner.policy import ENV_FILE_ONLY
+
+    env_file_only = [d.name for d in decisions if d.skip_reason == ENV_FILE_ONLY]
+    if env_file_only:
+        notices.append(f"in the env file but not allowlisted, not forwarded: {', '.join(env_file_only)} (list them in container.options.env)")
     return decisions, absent_optional
 
 

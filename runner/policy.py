@@ -19,6 +19,8 @@ from runner.secrets.masker import MIN_SECRET_LEN
 
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 CLI_WHERE = "command line (--env)"
+# The skip reason of an env file entry nothing asked for (reported, names only, like an unset name).
+ENV_FILE_ONLY = "only in the env file, not allowlisted"
 
 
 MIN_PREFIX_LEN = 3  # "" or "P" forwards (nearly) the whole host environment
@@ -155,6 +157,7 @@ def resolve_env(
     resolver.allowlist(cli_env)
     required = resolver.required_and_wanted(list(wanted))
     resolver.prefixes()
+    resolver.env_file_leftovers()
     resolver.result.decisions = list(resolver.decided.values())
     resolver.report_missing(required)
     return resolver.result
@@ -269,6 +272,13 @@ class _Resolver:
                 self.decided[name] = EnvDecision(name, False, True, reason, skip_reason="secret: prefixes never forward secrets; list it by name to forward it")
             else:
                 self.decide(name, reason, None)
+
+    def env_file_leftovers(self) -> None:
+        """4. Env file entries nothing forwards: said, never silently dropped (prefix rules
+        forward host variables only; a value in the env file is forwarded when listed)."""
+        for name in sorted(self.env_file):
+            if name not in self.decided and NAME_RE.match(name):
+                self.decided[name] = EnvDecision(name, False, self.classifier.is_secret(name), "env file", skip_reason=ENV_FILE_ONLY)
 
     def report_missing(self, required: list[tuple[str, str, str | None]]) -> None:
         """Every required name that is not forwarded, in one problem."""

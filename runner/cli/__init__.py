@@ -70,6 +70,8 @@ def _launch_options(p: argparse.ArgumentParser, docker_short: bool = True) -> No
     g.add_argument("--volume", "-v", action="append", default=[], metavar="SRC[:DST[:OPTS]]", help="bind mount or named volume")
     g.add_argument("--device", action="append", default=[], metavar="PATH", help="extra device (host path[:container path])")
     g.add_argument("--gpu", choices=["rocm", "cuda", "none"], help="GPU flavor: ROCm devices, NVIDIA device request, or none")
+    g.add_argument("--gpus", metavar="all|N|LIST", help="which GPUs: all (default), N free ones, or indices/ranges/UUIDs "
+                   "such as 0-3,5 (numbered from 0 inside the job; under Slurm N per node)")
     g.add_argument("--name", help="container name (default: from config, else primus-<random>)")
     g.add_argument("--workdir", *short("-w"), metavar="DIR", help="working directory inside the container")
     g.add_argument("--shm-size", metavar="SIZE", help="size of /dev/shm, e.g. 64g")
@@ -86,7 +88,7 @@ def _flags(args):
 
     return LaunchFlags(
         image=args.image, env=tuple(args.env), volume=tuple(args.volume), device=tuple(args.device), gpu=args.gpu,
-        name=args.name, workdir=args.workdir, shm_size=args.shm_size, memory=args.memory, cpus=args.cpus,
+        gpus=args.gpus, name=args.name, workdir=args.workdir, shm_size=args.shm_size, memory=args.memory, cpus=args.cpus,
         network=args.network, ipc=args.ipc, user=args.user, pull=getattr(args, "pull", None),
     )
 
@@ -147,8 +149,7 @@ def _mode_switches(p: argparse.ArgumentParser) -> None:
 
 
 def _container_entry_options(p: argparse.ArgumentParser) -> None:
-    _launch_options(p, docker_short=False)  # inside slurm's pass-through, -e/-w keep sbatch's meaning
-    p.add_argument("--gpus", type=int, metavar="N", help="as primus-cli: 0 runs without GPU devices (else the --gpu flavor's devices)")
+    _launch_options(p)  # its --gpus 0 runs without GPU devices, as primus-cli
 
 
 def _direct_entry_options(p: argparse.ArgumentParser) -> None:

@@ -124,10 +124,10 @@ def _flags(opts: ModeOptions, checkout: str | None, workdir: str | None, debug: 
     volume = list(flags.volume)
     if checkout and not on_host and not any(_mounts_at(v, checkout) for v in volume):
         volume.append(f"{checkout}:{checkout}")  # the checkout at the same path, as the launcher mounts it
-    gpu = flags.gpu
-    if opts.gpus == 0 and gpu is None:
-        gpu = "none"
-    return replace(flags, env=tuple(env), volume=tuple(volume), workdir=flags.workdir or workdir, gpu=gpu)
+    gpu, gpus = flags.gpu, opts.gpus if opts.gpus is not None else flags.gpus
+    if gpus is not None and str(gpus).strip() == "0" and gpu is None:
+        gpu, gpus = "none", None  # primus-cli's --gpus 0: no GPU devices
+    return replace(flags, env=tuple(env), volume=tuple(volume), workdir=flags.workdir or workdir, gpu=gpu, gpus=gpus)
 
 
 def _mounts_at(spec: str, checkout: str) -> bool:
@@ -153,7 +153,7 @@ def _clean(opts: ModeOptions, out: Output, dry_run: bool, preference: str) -> No
 
         out.info("--clean (dry run): " + would_remove(eng.containers(labels)))
         return
-    count = remove_containers(owner_filter(opts.all_users))
+    count = remove_containers(owner_filter(opts.all_users), eng)
     out.info(f"--clean: removed {count} primus-runner container{'s' if count != 1 else ''}")
 
 

@@ -21,6 +21,7 @@ class Findings:
     engine: dict = field(default_factory=dict)  # the engine found: kind, host, version, API version
     secrets: list[dict] = field(default_factory=list)  # secret references: found or not, never a value
     online: list[dict] = field(default_factory=list)
+    gpus: dict = field(default_factory=dict)  # the flavor's GPUs found, who holds them, how they are passed
 
     @property
     def ok(self) -> bool:
@@ -98,6 +99,8 @@ def _check_devices(plan, config, found: Findings) -> None:
     """A missing device, blamed on what asked for it: the GPU flavor, or a --device / config entry."""
     from runner.plan import flavor_devices
 
+    if plan.gpu != "none":
+        _check_gpus(plan, found)
     listed = [str(d) for d in (config.get("container", "options", "device") or [])]
     for device in plan.devices:
         path = device.split(":")[0]
@@ -113,6 +116,55 @@ def _check_devices(plan, config, found: Findings) -> None:
             f"device {path} ({'--device' if where == 'command line' else where or 'config'}) does not exist on this host",
             where=where if where != "command line" else None,
             hint="fix the path or remove the entry (primus-runner plan --verbose shows where each device comes from)"))
+
+
+def _check_gpus(plan, found: Findings) -> None:
+    """The flavor's GPUs on this host (index, node, UUID, PCI address, NUMA node), who holds each,
+    and how the runner passes them; no GPU of the flavor at all is a problem."""
+    from runner.errors import RunnerError
+    from runner.gpus import discover
+    from runner.gpus.selection import normal_uuid
+
+    try:
+        gpus = discover(plan.gpu, plan.host_root)
+    except RunnerError as exc:
+        found.problems.append(Problem(exc.message, hint=exc.hint))
+        return
+    where = f" under {plan.host_root}" if plan.host_root != "/" else ""
+    if not gpus:
+        source = "/sys/class/kfd/kfd/topology" if plan.gpu == "rocm" else "/proc/driver/nvidia/gpus"
+        found.problems.append(Problem(
+            f"--gpu {plan.gpu}: no {plan.gpu} GPU on this host (nothing in {source}{where})",
+            hint="install the GPU driver, set PRIMUS_RUNNER_HOST_ROOT to where its /sys is, or run with --gpu none / the other flavor",
+        ))
+        return
+    held = _held_now()
+    chosen = {g.uuid for g in plan.gpus}
+    found.gpus = {"flavor": plan.gpu, "root": plan.host_root, "path": _gpu_path(plan.gpu), "found": []}
+    found.notes.append(f"{plan.gpu} GPUs{where} ({len(gpus)}), passed as {_gpu_path(plan.gpu)}:")
+    for gpu in gpus:
+        holder = held.get(normal_uuid(gpu.uuid))
+        found.gpus["found"].append({**gpu.to_dict(), "held_by": holder, "chosen": gpu.uuid in chosen})
+        found.notes.append(f"  gpu {gpu.describe()}" + (f"  held by {holder}" if holder else "") + ("  [chosen]" if gpu.uuid in chosen else ""))
+
+
+def _held_now() -> dict[str, str]:
+    from runner.errors import EngineUnavailable
+    from runner.gpus import holders
+
+    try:
+        from runner.clients.engine_api.shared import engine_client
+
+        return holders.current(engine_client())
+    except (EngineUnavailable, OSError):
+        return holders.current(None)
+
+
+def _gpu_path(flavor: str) -> str:
+    """How the runner isolates this flavor's GPUs (the same whether or not a toolkit is installed)."""
+    if flavor == "rocm":
+        return "--device /dev/kfd + each GPU's render and card nodes (the kernel's device cgroup)"
+    return "a device request naming the GPU IDs (Docker: DeviceRequests, needs nvidia-container-toolkit; Podman: CDI nvidia.com/gpu=N)"
 
 
 def _check_engine(opts: CheckOptions, prepared, found: Findings) -> None:
@@ -182,6 +234,8 @@ def _print(opts: CheckOptions, found: Findings, out: Output) -> None:
             report["trackers"] = found.online
         if found.secrets:
             report["secrets"] = found.secrets
+        if found.gpus:
+            report["gpus"] = found.gpus
         out.json(report)
         return
     from runner.ui import ci

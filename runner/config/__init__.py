@@ -218,8 +218,9 @@ def _cache_dir() -> Path:
     return Path(base) / "primus-runner" / "valid"
 
 
-def _fingerprint(schema: bytes, data: Any) -> str:
-    blob = json.dumps(data, sort_keys=True, default=str).encode()
+def _fingerprint(schema: bytes, layer: "Located") -> str:
+    """A file's layer by the hash of its bytes (never by serialising what its aliases expand to)."""
+    blob = layer.digest.encode() if layer.digest else json.dumps(layer.data, sort_keys=True, default=str).encode()
     return hashlib.sha256(schema + b"\0" + blob).hexdigest()
 
 
@@ -232,7 +233,7 @@ def validate(layer: Located) -> list[Problem]:
     so a hash does not reveal one.
     """
     schema_bytes = _schema_bytes()
-    marker = _cache_dir() / _fingerprint(schema_bytes, layer.data)
+    marker = _cache_dir() / _fingerprint(schema_bytes, layer)
     if marker.exists():
         return []
     import jsonschema

@@ -8,6 +8,7 @@ against hostile input (size, alias expansion, depth) and every value keeps its
 from __future__ import annotations
 
 import copy
+import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +18,7 @@ from runner.errors import ConfigError, Problem
 
 MAX_BYTES = 1 << 20  # a config file is a page of YAML, not a data set
 MAX_NODES = 100_000  # bounds alias ("billion laughs") expansion
+MAX_EXPANDED_BYTES = 16 * MAX_BYTES  # bounds it in bytes too: 95,000 aliases of one 600 KB string are under MAX_NODES
 MAX_DEPTH = 64
 
 Path_ = tuple  # a key path such as ("container", "options", "env", 3)
@@ -29,6 +31,7 @@ class Located:
     data: Any
     lines: dict[tuple, str] = field(default_factory=dict)
     source: str = ""
+    digest: str = ""  # sha256 of the file's text: what a cache keys on, never the expanded data
 
     def where(self, path: tuple) -> str | None:
         return nearest_line(self.lines, path) or self.lines.get((), None)
@@ -95,7 +98,7 @@ def parse_yaml(text: str, source: str) -> Located:
         raise ConfigError(Problem(f"malformed YAML: {type(exc).__name__}", where=source))
     except RecursionError:
         raise ConfigError(Problem("YAML nested too deeply", where=source))
-    located = Located(data=None, source=source)
+    located = Located(data=None, source=source, digest=hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest())
     if node is None:
         located.data = {}
         return located
@@ -178,7 +181,8 @@ class _Builder:
         self.source = source
         self.lines = lines
         self.count = 0
-        self._merged: dict[int, tuple[dict, int]] = {}
+        self.bytes = 0
+        self._merged: dict[int, tuple[dict, int, int]] = {}
         import yaml
 
         self._constructor = yaml.SafeLoader(stream="")
@@ -191,22 +195,29 @@ class _Builder:
         value it brings, so a merge bomb reaches ``MAX_NODES`` at the cost of its distinct nodes."""
         cached = self._merged.get(id(node))
         if cached is None:
-            before = self.count
-            cached = self._merged[id(node)] = (self.build(node, path, depth), self.count - before)
+            before, bytes_before = self.count, self.bytes
+            cached = self._merged[id(node)] = (self.build(node, path, depth), self.count - before, self.bytes - bytes_before)
             return cached[0]
         self.count += cached[1]
+        self.bytes += cached[2]
+        self._check_size(node)
+        return cached[0]
+
+    def _check_size(self, node) -> None:
         if self.count > MAX_NODES:
             raise ConfigError(
                 Problem(f"YAML expands to more than {MAX_NODES:,} values (alias bomb?)", where=self._where(node))
             )
-        return cached[0]
+        if self.bytes > MAX_EXPANDED_BYTES:
+            raise ConfigError(
+                Problem(f"YAML expands to more than {MAX_EXPANDED_BYTES:,} bytes of values (alias bomb?)", where=self._where(node))
+            )
 
     def build(self, node, path: tuple, depth: int) -> Any:
         self.count += 1
-        if self.count > MAX_NODES:
-            raise ConfigError(
-                Problem(f"YAML expands to more than {MAX_NODES:,} values (alias bomb?)", where=self._where(node))
-            )
+        if node.id == "scalar":
+            self.bytes += len(node.value)  # every use of an aliased string counts: that is what it expands to
+        self._check_size(node)
         if depth > MAX_DEPTH:
             raise ConfigError(Problem(f"YAML nested deeper than {MAX_DEPTH} levels", where=self._where(node)))
         kind = node.id

@@ -1,27 +1,30 @@
 """Engines: each turns a ``LaunchPlan`` into its own request and runs it (``base.Engine``).
 
-``docker`` (Docker and Podman through one Engine API client) and ``slurm``
-(one container per node through a node agent). ``engine_for`` is the registry.
+``docker`` (Docker and Podman through one Engine API client), ``slurm`` (one
+container per node through a node agent), ``process`` (a child process on this
+host, the launcher's direct mode). ``ENGINES`` is the registry: a new engine is
+one module and one line here (the checklist is in docs/architecture.md).
 """
 
 from __future__ import annotations
 
+import importlib
+
+# name -> (module, class); imported on demand so a command loads only its own engine.
+ENGINES: dict[str, tuple[str, str]] = {
+    "docker": ("runner.engines.docker", "DockerEngine"),
+    "slurm": ("runner.engines.slurm", "SlurmEngine"),
+    "process": ("runner.engines.process", "ProcessEngine"),
+}
+
 
 def engine_for(name: str):
-    """The engine named ``name``; imported on demand so a command loads only its own."""
-    if name == "docker":
-        from runner.engines.docker import DockerEngine
-
-        return DockerEngine()
-    if name == "slurm":
-        from runner.engines.slurm import SlurmEngine
-
-        return SlurmEngine()
-    if name == "process":  # direct mode: a child process on this host, no container
-        from runner.engines.process import ProcessEngine
-
-        return ProcessEngine()
-    raise ValueError(f"unknown engine {name!r}")
+    """The engine named ``name``."""
+    try:
+        module, cls = ENGINES[name]
+    except KeyError:
+        raise ValueError(f"unknown engine {name!r} (known: {', '.join(ENGINES)})") from None
+    return getattr(importlib.import_module(module), cls)()
 
 
 def config_problems(config) -> list:

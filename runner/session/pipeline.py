@@ -39,7 +39,8 @@ def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None 
     flags = options.flags if options.pull is None else replace(options.flags, pull=options.pull)
     prepared = prepare(out, options.sources, options.command, flags, extra_layer=layer, extra_env=per_engine, user_files=user_files,
                        resolve_refs=not options.dry_run,  # a dry run runs no secret reference
-                       report_unset=not (options.dry_run and engine.name == "docker"))  # that dry run lists them itself
+                       report_unset=not (options.dry_run and engine.name == "docker"),  # that dry run lists them itself
+                       gpu_mode={"slurm": "node", "docker": "host"}.get(engine.name, "off"))
     plan = prepared.plan
     if options.debug or launcher_switch(prepared.config, "debug"):  # the launcher's --debug / debug: true
         plan = plan.with_env({"PRIMUS_LOG_LEVEL": "DEBUG"}, "debug")
@@ -53,6 +54,11 @@ def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None 
         return 0
     tracker_runs.prefetch(plan)  # a tracker client that must be imported starts loading now, beside the preflight
     engine.preflight(plan, ctx)  # before a tracker run is created for a launch that cannot happen
+    claim = getattr(engine, "claim", None)
+    if claim is not None:  # the GPUs the plan chose, taken for real (free ones, under a lock)
+        claimed = claim(plan, ctx)
+        if claimed is not plan:
+            plan, request = claimed, engine.request(claimed, ctx)
     request = engine.resolve(request, ctx)  # the image and the engine's facts, still before any tracker run
     handshake = tracker_runs.begin(plan, out)  # tracker runs exist before the job: every rank logs to the same run
     request = request.with_run_env(handshake.env)  # the run ids, by name

@@ -39,8 +39,26 @@ class Prepared:
         return value if value is not None else self.env_file.values.get(name)
 
 
+def _gpu_holders(config: Config):
+    """Who holds which GPU now, asked only when a launch selects GPUs: the engine's runner
+    containers (when it answers; a read, nothing changes) and the launches in progress."""
+
+    def held() -> dict[str, str]:
+        from runner.errors import EngineUnavailable
+        from runner.gpus import holders
+
+        try:
+            from runner.clients.engine_api.shared import engine_client
+
+            return holders.current(engine_client(config.get("container", "engine", default="auto")))
+        except (EngineUnavailable, OSError):
+            return holders.current(None)
+
+    return held
+
+
 def _with_resolved_refs(planned: Planned, refs: dict, config: Config, command, host_env: dict, env_file: EnvFile,
-                        flags: LaunchFlags, extra_env, resolved: "dict | None | bool") -> Planned:
+                        flags: LaunchFlags, extra_env, resolved: "dict | None | bool", **gpu_args) -> Planned:
     """Resolve the references this launch needs (the names it forwards or was asked for), in
     parallel and in memory only, and plan again with their values: a reference wins over
     the environment."""
@@ -53,7 +71,7 @@ def _with_resolved_refs(planned: Planned, refs: dict, config: Config, command, h
     if resolved is False:  # shown, never run: each value is a stand-in that says where it would come from
         values = {**host_env, **{ref.name: f"<{ref.name} from {ref.source}, not resolved>" for ref in needed}}
         return build_plan(config, command, values, env_file, flags, extra_env=extra_env,
-                          sources={ref.name: ref.source for ref in needed})
+                          sources={ref.name: ref.source for ref in needed}, **gpu_args)
     if resolved is None:
         lookup = lambda name: host_env.get(name, env_file.values.get(name))  # noqa: E731
         resolved = resolve(needed, lookup, mask=planned.scope.masker.mask)
@@ -64,7 +82,7 @@ def _with_resolved_refs(planned: Planned, refs: dict, config: Config, command, h
     values = {**host_env, **{name: secret.reveal() for name, secret in resolved.items()}}
     sources = {ref.name: ref.source for ref in needed}
     return build_plan(config, command, values, env_file, flags, extra_env=extra_env,
-                      extra_secrets=list(resolved.items()), sources=sources)
+                      extra_secrets=list(resolved.items()), sources=sources, **gpu_args)
 
 
 def unset_notice(names) -> str:
@@ -83,6 +101,7 @@ def prepare(
     resolved: dict | None = None,
     report_unset: bool = True,
     resolve_refs: bool = True,
+    gpu_mode: str = "host",
 ) -> Prepared:
     """Config, env file, flags → the plan and its secret scope; installs the scope's masker.
 
@@ -90,7 +109,11 @@ def prepare(
     a caller already resolved itself (``check`` resolves and reports every reference).
     ``report_unset=False``: no notice for unset allowlisted names (``plan`` lists them itself).
     ``resolve_refs=False`` (``plan``, dry runs) runs no reference: the plan shows where
-    each value would come from."""
+    each value would come from.
+    ``gpu_mode``: "node" when each Slurm node chooses its GPUs (nothing is chosen here),
+    "off" for a launch without a container; else ("host") ``--gpus N`` is previewed against
+    the GPUs other runner containers hold now (the launch claims them for real, under a
+    lock: ``runner.gpus.holders.claim``)."""
     env_file = load_env_file(sources.env_file, sources.trust_project)
     layer = flags.config_layer()
     if extra_layer:  # a command's own layer (demo): below the flags
@@ -101,10 +124,11 @@ def prepare(
     if refs:  # a name given a reference is a secret whatever its name
         layer = _merge(layer or {}, {"passthrough": {"secrets": sorted(refs)}}, (), {}, {})
         config = load_config(sources.config_file, layer, user_files=user_files, trust_project=sources.trust_project)
-    planned = build_plan(config, command, host_env, env_file, flags, extra_env=extra_env)
+    gpu_args = {"gpu_holders": _gpu_holders(config) if gpu_mode == "host" else None, "gpu_mode": gpu_mode}
+    planned = build_plan(config, command, host_env, env_file, flags, extra_env=extra_env, **gpu_args)
     if refs and planned.plan is not None:
         planned = _with_resolved_refs(planned, refs, config, command, host_env, env_file, flags, extra_env,
-                                      resolved if resolve_refs else False)
+                                      resolved if resolve_refs else False, **gpu_args)
     from runner.engines import config_problems
 
     planned.problems += config_problems(config)  # the engines' own sections (slurm:), as a launch checks them

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from runner import __version__
-from runner.errors import EngineUnavailable
+from runner.errors import CredentialRefused, EngineUnavailable
 from runner.trackers.base import TrackedPlan
 from runner.secrets import Secret
 from runner.trackers.artifact_origin import artifact_refusal
@@ -708,7 +708,7 @@ def run_tags(plan: TrackedPlan) -> dict[str, str]:
     return tags
 
 
-def _unreachable(display: str, exc: _HTTPFailure) -> EngineUnavailable:
+def _unreachable(display: str, exc: _HTTPFailure) -> EngineUnavailable | CredentialRefused:
     if exc.redirect:
         return EngineUnavailable(
             f"MLflow server at {display} redirected to another origin ({exc.redirect}); the runner does not send "
@@ -716,7 +716,7 @@ def _unreachable(display: str, exc: _HTTPFailure) -> EngineUnavailable:
             hint="set MLFLOW_TRACKING_URI to the address that answers, if you trust it",
         )
     if exc.status in (401, 403):
-        return EngineUnavailable(
+        return CredentialRefused(
             f"MLflow server at {display} refused the credentials ({exc.detail}); nothing was launched",
             hint="check MLFLOW_TRACKING_TOKEN, or MLFLOW_TRACKING_USERNAME/PASSWORD (for Databricks: DATABRICKS_TOKEN, "
             "DATABRICKS_CLIENT_ID/SECRET, or the ~/.databrickscfg profile)",

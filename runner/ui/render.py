@@ -13,6 +13,7 @@ def plan_text(plan: LaunchPlan) -> str:
         ("command", " ".join(_quote(a) for a in plan.command)),
         ("name", plan.name),
         ("gpu", plan.gpu + (f" (device request: {plan.gpu_request})" if plan.gpu_request else "")),
+        ("gpus", _gpus_text(plan)),
         ("devices", ", ".join(plan.devices) or "-"),
         ("mounts", ", ".join(str(m) for m in plan.mounts) or "-"),
         ("ipc / network", f"{plan.ipc or '-'} / {plan.network or '-'}"),
@@ -73,6 +74,16 @@ def sources_text(plan: LaunchPlan, config, absent_optional=()) -> str:
     if absent_optional:
         lines.append(f"  optional tracker variables not set: {', '.join(absent_optional)}")
     return "\n".join(lines)
+
+
+def _gpus_text(plan: LaunchPlan) -> str:
+    """The chosen GPUs: index, device node (ROCm) or device ID (CUDA), UUID."""
+    if plan.gpu == "none":
+        return "-"
+    if not plan.gpus:
+        return f"{plan.gpu_select} (per node, from the Slurm allocation)" if plan.gpu_select != "all" else "all (the flavor's devices)"
+    shown = [f"{g.index} ({g.render or 'device ' + g.device_id}, {g.uuid})" for g in plan.gpus]
+    return f"{plan.gpu_select}: " + ", ".join(shown)
 
 
 def override_lines(plan: LaunchPlan) -> list[str]:

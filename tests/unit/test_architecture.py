@@ -28,6 +28,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("runner.ui",),               # Output, CI output, progress
     ("runner.context",),          # a command's config, env file and secret scope, without a launch
     ("runner.clients",),          # the one Engine API client, registry, git
+    ("runner.gpus",),             # GPU discovery (sysfs/proc), selection, holders and leases, Slurm mapping
     ("runner.trackers",),         # the Tracker protocol, one module per tracker, the registry
     ("runner.plan",),             # the LaunchPlan
     ("runner.ui.render",),        # views of a plan: above the plan they draw

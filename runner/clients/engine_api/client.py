@@ -511,39 +511,47 @@ def capabilities(kind: str) -> Capabilities:
 CDI_NVIDIA_ALL = "nvidia.com/gpu=all"
 
 
-def gpu_host_config(device_request: str | None, kind: str, api_version: str = MIN_API_VERSION, cdi: bool = False) -> dict:
+def gpu_host_config(device_request: str | None, kind: str, api_version: str = MIN_API_VERSION, cdi: bool = False,
+                    device_ids: list[str] | None = None) -> dict:
     """The HostConfig fields a GPU flavor's device request adds, for this engine.
 
-    ROCm needs none (its ``/dev/kfd`` and ``/dev/dri`` are plain ``Devices`` on both
-    engines, its groups ``GroupAdd``). CUDA (``device_request == "nvidia"``):
+    ROCm needs none (its ``/dev/kfd`` and render/card nodes are plain ``Devices`` on both
+    engines, its groups ``GroupAdd``). CUDA (``device_request == "nvidia"``), for all GPUs
+    or, with ``device_ids`` (the chosen GPUs' indices), exactly those:
 
     - Docker: ``DeviceRequests: [{Driver: "", Count: -1, Capabilities: [["gpu"]]}]``
-      (``--gpus all``), which needs nvidia-container-toolkit registered with dockerd;
-      with ``cdi=True`` on API 1.44+ (Docker 25+, CDI enabled in daemon.json):
-      ``DeviceRequests: [{Driver: "cdi", DeviceIDs: ["nvidia.com/gpu=all"]}]``.
-    - Podman: the CDI device ``nvidia.com/gpu=all`` (``podman run --device
-      nvidia.com/gpu=all``), which needs a CDI spec (``nvidia-ctk cdi generate
-      --output=/etc/cdi/nvidia.yaml``). Podman 4's Docker-compatible create cannot carry
-      it (it ignores DeviceRequests and stats Devices as paths), so this raises
-      ``EngineUnavailable`` naming both ways out, rather than start a job without GPUs.
+      (``--gpus all``) or ``DeviceIDs: ["1", "3"]`` (``--gpus '"device=1,3"'``), which needs
+      nvidia-container-toolkit registered with dockerd; with ``cdi=True`` on API 1.44+
+      (Docker 25+, CDI enabled in daemon.json): ``{Driver: "cdi", DeviceIDs: ["nvidia.com/gpu=…"]}``.
+    - Podman: the CDI devices ``nvidia.com/gpu=N`` (``podman run --device nvidia.com/gpu=1``),
+      which need a CDI spec (``nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml``).
+      Podman 4's Docker-compatible create cannot carry them (it ignores DeviceRequests and
+      stats Devices as paths), so this raises ``EngineUnavailable`` naming both ways out,
+      rather than start a job without GPUs.
     """
     if device_request != "nvidia":
         return {}
+    cdi_names = [f"nvidia.com/gpu={i}" for i in device_ids] if device_ids else [CDI_NVIDIA_ALL]
     if kind == "podman":
+        devices = " ".join(f"--device {name}" for name in cdi_names)
         raise EngineUnavailable(
-            "CUDA on Podman goes through CDI (the device nvidia.com/gpu=all), which Podman's "
+            f"CUDA on Podman goes through CDI (the device{'s' if len(cdi_names) > 1 else ''} {', '.join(cdi_names)}), which Podman's "
             "Docker-compatible API used by primus-runner cannot request (it would start the job without GPUs)",
             hint="use Docker with nvidia-container-toolkit (container.engine: docker), or run it with "
-                 "`podman run --device nvidia.com/gpu=all` after `nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml`",
+                 f"`podman run {devices}` after `nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml`",
         )
     if cdi and _vtuple(api_version) >= (1, 44):
-        return {"DeviceRequests": [{"Driver": "cdi", "DeviceIDs": [CDI_NVIDIA_ALL]}]}
+        return {"DeviceRequests": [{"Driver": "cdi", "DeviceIDs": cdi_names}]}
+    if device_ids:
+        return {"DeviceRequests": [{"Driver": "", "DeviceIDs": list(device_ids), "Capabilities": [["gpu"]]}]}
     return {"DeviceRequests": [{"Driver": "", "Count": -1, "Capabilities": [["gpu"]]}]}
 
 
-def libpod_gpu_devices(device_request: str | None) -> list[dict]:
+def libpod_gpu_devices(device_request: str | None, device_ids: list[str] | None = None) -> list[dict]:
     """Podman's own (libpod) create: the ``devices`` entries of a GPU flavor (CDI names resolve there)."""
-    return [{"path": CDI_NVIDIA_ALL}] if device_request == "nvidia" else []
+    if device_request != "nvidia":
+        return []
+    return [{"path": f"nvidia.com/gpu={i}"} for i in device_ids] if device_ids else [{"path": CDI_NVIDIA_ALL}]
 
 
 def _location_for(url: str, source: str) -> EngineLocation:

@@ -57,6 +57,19 @@ class DockerEngine:
     def preflight(self, plan: LaunchPlan, ctx: RunContext) -> None:
         engine_client(self._settings(ctx).engine).ping()
 
+    def claim(self, plan: LaunchPlan, ctx: RunContext) -> LaunchPlan:
+        """The GPUs this launch gets, chosen again under the host-wide lock and leased until the
+        container's label holds them: two launches racing for the same GPUs never both get them."""
+        if not plan.gpus or plan.gpu_select == "all":
+            return plan
+        from runner.gpus import discover, holders, planning
+        from runner.gpus.selection import parse
+
+        eng = engine_client()
+        found = discover(plan.gpu, plan.host_root)
+        chosen = holders.claim(parse(plan.gpu_select), found, plan.gpu, plan.name, lambda: holders.container_holders(eng))
+        return planning.with_gpus(plan, chosen, plan.host_root)
+
     def request(self, plan: LaunchPlan, ctx: RunContext) -> DockerRequest:
         # No raw copy of the output in the daemon's logs unless the container is kept or detached.
         keep_logs = ctx.options.keep or ctx.options.detach

@@ -18,14 +18,18 @@ from runner.options import ContainerSelection
 from runner.plan import LABEL, LABEL_OWNER
 from runner.ui import Output
 
+USAGE = UsageError.exit_code  # a name that is no container of the runner's (or of yours): invalid usage, like an unknown job
+
+
 def owner_filter(all_users: bool = False) -> dict[str, str]:
     """The label filter of the invoking user's containers (nothing with ``all_users``)."""
     return {} if all_users else {LABEL_OWNER: str(os.getuid())}
 
 
-def remove_containers(filters: dict[str, str]) -> int:
-    """Stop and remove the runner's containers matching these labels (ANDed with the managed label)."""
-    eng = engine_client()
+def remove_containers(filters: dict[str, str], eng: Engine | None = None) -> int:
+    """Stop and remove the runner's containers matching these labels (ANDed with the managed label),
+    on ``eng`` (default: the process's client)."""
+    eng = eng or engine_client()
     labels = [f"{LABEL}=true"] + [f"{k}={v}" for k, v in filters.items()]
     count = 0
     for item in eng.containers(labels):
@@ -34,6 +38,13 @@ def remove_containers(filters: dict[str, str]) -> int:
         eng.remove(item["Id"])
         count += 1
     return count
+
+
+def _client(sel: ContainerSelection, config=None) -> Engine:
+    """The engine the config's ``container.engine`` names: the one ``up`` launched on."""
+    from runner.context import container_engine
+
+    return engine_client(container_engine(sel.sources, config))
 
 
 def would_remove(items: list[dict]) -> str:
@@ -57,7 +68,7 @@ def cmd_ps(sel: ContainerSelection, out: Output) -> int:
 
     rows = []
     labels = [f"{LABEL}=true"] + [f"{k}={v}" for k, v in owner_filter(sel.all_users).items()]
-    for item in engine_client().containers(labels):
+    for item in _client(sel).containers(labels):
         rows.append({
             "name": _name(item),
             "id": item["Id"][:12],
@@ -115,12 +126,13 @@ def cmd_logs(sel: ContainerSelection, out: Output) -> int:
     from runner.engines.docker.run import Sink
     from runner.context import load_context
 
-    masker = load_context(sel.sources, out=out).scope.masker  # the secrets in scope of this directory's config and env
+    context = load_context(sel.sources, out=out)
+    masker = context.scope.masker  # the secrets in scope of this directory's config and env
     out.use_masker(masker)
-    eng = engine_client()
+    eng = _client(sel, context.config)
     info = _owned(eng, sel.names[0], out, sel.all_users)
     if info is None:
-        return 1
+        return USAGE
     stdout = Sink(sys.stdout.buffer, masker, None)
     stderr = Sink(sys.stderr.buffer, masker, None)
     sinks = {1: stdout, 2: stderr}
@@ -139,11 +151,11 @@ def cmd_logs(sel: ContainerSelection, out: Output) -> int:
 
 
 def cmd_down(sel: ContainerSelection, out: Output) -> int:
-    eng = engine_client()
+    eng = _client(sel)
     if sel.dry_run:
         return _down_dry_run(eng, sel, out)
     if sel.all:
-        count = remove_containers(owner_filter(sel.all_users))
+        count = remove_containers(owner_filter(sel.all_users), eng)
         whose = "" if sel.all_users else " of yours"
         out.info(f"removed {count} primus-runner container{'s' if count != 1 else ''}{whose}")
         return 0
@@ -159,7 +171,7 @@ def cmd_down(sel: ContainerSelection, out: Output) -> int:
             eng.stop(info["Id"])
         eng.remove(info["Id"])
         out.info(f"removed {name}")
-    return 1 if failed else 0
+    return USAGE if failed else 0
 
 
 def _down_dry_run(eng: Engine, sel: ContainerSelection, out: Output) -> int:

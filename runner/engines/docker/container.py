@@ -53,8 +53,10 @@ def container_config(plan: LaunchPlan, labels: dict[str, str], entrypoint: list[
         "NetworkMode": plan.network or None,
         "LogConfig": None if daemon_log else {"Type": "none", "Config": {}},
     }
-    if plan.gpu_request == "nvidia":
-        host["DeviceRequests"] = [{"Driver": "", "Count": -1, "Capabilities": [["gpu"]]}]
+    if plan.gpu_request == "nvidia":  # exactly the chosen GPUs by ID, else all (--gpus all)
+        ids = [g.device_id for g in plan.gpus]
+        host["DeviceRequests"] = [{"Driver": "", "DeviceIDs": ids, "Capabilities": [["gpu"]]} if ids
+                                  else {"Driver": "", "Count": -1, "Capabilities": [["gpu"]]}]
     if plan.shm_size:
         host["ShmSize"] = parse_bytes(plan.shm_size)
     if plan.memory:

@@ -179,9 +179,10 @@ def resolve(request: DockerRequest, eng: Engine | None, image_config: dict | Non
         if request.plan.gpu_request and "the engine's GPU request form" in pending:
             from runner.clients.engine_api.client import gpu_host_config
 
-            config["HostConfig"].update(gpu_host_config(request.plan.gpu_request, kind, eng.api_version))
+            ids = [g.device_id for g in request.plan.gpus] or None  # exactly the chosen GPUs, else all
+            config["HostConfig"].update(gpu_host_config(request.plan.gpu_request, kind, eng.api_version, device_ids=ids))
             pending.remove("the engine's GPU request form")
-            decisions.append(f"GPU request ({request.plan.gpu_request}) in {kind}'s form")
+            decisions.append(f"GPU request ({request.plan.gpu_request}{', devices ' + ','.join(ids) if ids else ''}) in {kind}'s form")
     if image_config is not None and "image entrypoint" in pending:
         image_entrypoint = list((image_config.get("Config") or {}).get("Entrypoint") or [])
         config["Entrypoint"] = shim.shim_entrypoint() + image_entrypoint

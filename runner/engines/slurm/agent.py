@@ -110,7 +110,14 @@ def run_node(plan_file: str, out: Output) -> int:
         stop_timeout = max(1.0, min(stop_timeout, float(slurm["kill_wait"]) - 3))
     plan = replace(plan.with_env(computed, "slurm"), name=name, labels=labels, stop_timeout=stop_timeout)
 
-    code = _pull(plan.image, doc.get("pull", "missing"), environ, out)
+    code = 0
+    try:
+        plan = _node_gpus(plan, environ, node, out)
+    except ConfigError as exc:  # an allocation this node cannot map: nothing starts here
+        out.error(f"node {node}: {exc.message}", exc.hint)
+        code = exc.exit_code
+    if code == 0:
+        code = _pull(plan.image, doc.get("pull", "missing"), environ, out)
     if code == 0:
         code = _run_container(plan, scope, out, {LABEL_SLURM_JOB: job_id, LABEL_NODE_RANK: rank})
     try:
@@ -120,6 +127,35 @@ def run_node(plan_file: str, out: Output) -> int:
     except OSError:
         pass
     return code
+
+
+def _node_gpus(plan: LaunchPlan, environ: dict[str, str], node: str, out: Output) -> LaunchPlan:
+    """The GPUs Slurm gave this step, as this node's devices (containers live in the engine's
+    cgroup, not the job's: Slurm's device constraint does not reach them, these devices do)."""
+    if plan.gpu == "none":
+        return plan
+    from runner.gpus import discover, host_root, planning
+    from runner.gpus import slurm as gres
+    from runner.gpus.model import ROOT_ENV, GpuError
+
+    root = host_root(environ) if environ.get(ROOT_ENV) else plan.host_root
+    found = discover(plan.gpu, root)
+    indices = gres.allocated(environ, plan.gpu)
+    if indices is None:
+        if plan.gpu_select != "all":
+            raise GpuError(f"--gpus {plan.gpu_select} asked for GPUs per node, but Slurm allocated none to this step",
+                           hint="ask Slurm for them: --gpus-per-node N or --gres gpu:N (the cluster needs GresTypes=gpu)")
+        if not found:
+            return plan  # a node whose GPUs are not read here: the flavor's default devices
+        gpus = found
+    else:
+        if not found:
+            raise GpuError(f"Slurm allocated GPUs {','.join(map(str, indices))}, but no {plan.gpu} GPU is found under {root}",
+                           hint="set PRIMUS_RUNNER_HOST_ROOT to where this node's sysfs is, or check the driver")
+        gpus = gres.node_gpus(indices, found, gres.gres_files(node), node)
+    out.info(f"node {node}: GPUs {', '.join(f'{g.index} ({g.render or g.uuid})' for g in gpus)}")
+    plan = replace(plan, gpu_select=",".join(str(g.index) for g in gpus) if indices is not None else "all")
+    return planning.with_gpus(plan, gpus, root)
 
 
 def _pull(image: str, policy: str, environ: dict, out: Output) -> int:

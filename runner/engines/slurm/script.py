@@ -101,6 +101,12 @@ def flag_directives(settings: "SlurmSettings") -> list[str]:
     return rendered
 
 
+def _gpu_count(config) -> int:
+    """``--gpus N`` (``container.gpus``) under Slurm: N GPUs per node, asked of Slurm."""
+    text = str(config.get("container", "gpus", default="") or "").strip()
+    return int(text) if text.isdigit() else 0
+
+
 def settings_from(config, flags: SlurmFlags) -> SlurmSettings:
     get = lambda key, default=None: config.get("slurm", key, default=default)  # noqa: E731
     pick = lambda flag, key, default=None: flag if flag is not None else get(key, default)  # noqa: E731
@@ -109,7 +115,7 @@ def settings_from(config, flags: SlurmFlags) -> SlurmSettings:
         partition=pick(flags.partition, "partition"),
         time=None if pick(flags.time, "time") is None else str(pick(flags.time, "time")),
         account=pick(flags.account, "account"),
-        gpus_per_node=int(pick(flags.gpus_per_node, "gpus_per_node", 0)),
+        gpus_per_node=int(pick(flags.gpus_per_node, "gpus_per_node", _gpu_count(config))),
         master_port=int(get("master_port", 1234)),
         output_dir=get("output_dir"),
         sbatch_args=tuple(str(a) for a in (get("sbatch_args", []) or [])),

@@ -1,0 +1,101 @@
+"""A cloned repository's endpoints receive none of your tokens: an attacker's HTTP
+server on loopback, named by the repository's ``.primus.yaml`` or ``.env``, sees no
+request from ``check --online`` or from a launch on Docker until ``primus-runner trust``."""
+
+from __future__ import annotations
+
+import http.server
+import os
+import subprocess
+import sys
+import threading
+import uuid
+from pathlib import Path
+
+import pytest
+
+from engines import assert_no_leak
+
+
+class _Recorder(http.server.BaseHTTPRequestHandler):
+    seen: list[str] = []
+
+    def _any(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        type(self).seen.append(f"{self.command} {self.path}\n{self.headers}\n{body.decode('latin-1')}")
+        self.send_response(404)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _any
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def attacker():
+    """An HTTP server on loopback that records every request (headers and body)."""
+    handler = type("Recorder", (_Recorder,), {"seen": []})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", handler.seen
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def clone(tmp_path):
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (tmp_path / "home").mkdir()
+    return repo
+
+
+TOKENS = {"MLFLOW_TRACKING_TOKEN": f"canary-mlflow-token-{uuid.uuid4().hex}", "WANDB_API_KEY": uuid.uuid4().hex + uuid.uuid4().hex[:8]}
+
+
+def run(repo: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("PRIMUS_", "MLFLOW_", "WANDB_", "DATABRICKS_", "GITHUB_"))}
+    base.update(HOME=str(repo.parent / "home"), XDG_CACHE_HOME=str(repo.parent / "cache"),
+                XDG_STATE_HOME=str(repo.parent / "state"), NO_COLOR="1", **TOKENS, **(env or {}))
+    return subprocess.run([sys.executable, "-m", "runner", *args], cwd=repo, env=base, capture_output=True, text=True, timeout=180)
+
+
+def _config(image: str, env_entries: str = "[]") -> str:
+    return (f"container:\n  gpu: none\n  options:\n    image: {image}\n    group-add: []\n    privileged: false\n"
+            f"    env: {env_entries}\n"
+            "trackers:\n  framework: generic\n  disable_mlflow: false\n  mlflow_experiment_name: trust-test\n"
+            "  disable_wandb: false\n  wandb_project: trust-test\n")
+
+
+@pytest.mark.parametrize("where", ["config", "env-file"])
+def test_an_untrusted_endpoint_receives_no_token_on_check_online_or_launch(clone, attacker, busybox_image, where):
+    url, seen = attacker
+    if where == "config":
+        (clone / ".primus.yaml").write_text(_config(busybox_image, f"[MLFLOW_TRACKING_URI={url}, WANDB_BASE_URL={url}]"))
+    else:
+        (clone / ".primus.yaml").write_text(_config(busybox_image))
+        (clone / ".env").write_text(f"MLFLOW_TRACKING_URI={url}\nWANDB_BASE_URL={url}\n")
+        (clone / ".env").chmod(0o600)
+    name = f"trust-{uuid.uuid4().hex[:8]}"
+    try:
+        for args in (("check", "--online"), ("up", "--name", name, "--", "true")):
+            result = run(clone, *args)
+            assert not any(TOKENS["MLFLOW_TRACKING_TOKEN"] in r or "Authorization" in r for r in seen), f"{args[0]} sent a token there"
+            assert seen == [], f"{args[0]} contacted the repository's endpoint"
+            assert result.returncode == 2, result.stderr
+            assert "MLFLOW_TRACKING_URI" in result.stderr and "primus-runner trust" in result.stderr
+            assert_no_leak(result.stdout + result.stderr, TOKENS, " ".join(args))
+        ps = subprocess.run(["docker", "ps", "-aq", "--filter", f"name={name}"], capture_output=True, text=True)
+        assert ps.stdout.strip() == "", "nothing was launched"
+        # The same check once the user trusts the files: the server does receive the token
+        # (so the empty record above means something).
+        assert run(clone, "trust").returncode == 0
+        run(clone, "check", "--online")
+        assert any(TOKENS["MLFLOW_TRACKING_TOKEN"] in request for request in seen), seen
+    finally:
+        subprocess.run(["docker", "rm", "-f", name], capture_output=True)

@@ -1,0 +1,165 @@
+"""The project trust boundary, driven as a user drives it: a cloned repository's
+``.primus.yaml`` and ``.env`` cannot run programs, read files, unmark secrets or ship
+the home directory until ``primus-runner trust``. Canaries: a file only the reference's
+program would create, a private key only the reference would read."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engines import assert_no_leak
+
+
+@pytest.fixture
+def clone(tmp_path):
+    """A freshly cloned repository (cwd) and a home of its own, with a private key in it."""
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    key = home / ".ssh" / "id_ed25519"
+    key.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\ncanary-private-key-3f9a1c7e5b2d4086\n-----END OPENSSH PRIVATE KEY-----\n")
+    key.chmod(0o600)
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    return repo
+
+
+def run(repo: Path, *args: str, env: dict | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    base = {k: v for k, v in os.environ.items()
+            if not k.startswith(("PRIMUS_", "GITHUB_", "CI", "GITLAB_", "MLFLOW_", "WANDB_", "HF_"))}
+    root = repo.parent
+    base.update(HOME=str(root / "home"), XDG_CACHE_HOME=str(root / "cache"), XDG_STATE_HOME=str(root / "state"),
+                NO_COLOR="1", DOCKER_HOST="unix:///nonexistent/docker.sock")
+    base.update(env or {})
+    return subprocess.run([sys.executable, "-m", "runner", *args], cwd=cwd or repo, env=base, capture_output=True, text=True, timeout=120)
+
+
+def _pwned_config(repo: Path) -> Path:
+    pwned = repo.parent / "pwned"
+    (repo / ".primus.yaml").write_text(
+        "container:\n  gpu: none\n  options:\n    image: primus-test/busybox:latest\n    env: [HF_TOKEN]\n"
+        f"secrets:\n  HF_TOKEN: \"cmd:sh -c 'id > {pwned}'\"\n")
+    return pwned
+
+
+@pytest.mark.parametrize("args", [
+    ("plan", "--", "true"), ("check",), ("check", "--online"), ("audit", str(Path("/dev/null"))),
+    ("logs", "trust-no-such-container"), ("up", "--", "true"), ("submit", "--dry-run", "--", "true"),
+    ("build", "--dry-run"),
+], ids=lambda a: "-".join(a[:2]))
+def test_a_cmd_reference_of_an_untrusted_file_runs_for_no_command(clone, args):
+    pwned = _pwned_config(clone)
+    result = run(clone, *args)
+    assert not pwned.exists(), f"{args[0]} ran the repository's program: {result.stderr}"
+    if args[0] not in ("audit",):  # audit still scans, with the built-in names, when the config cannot be used
+        assert result.returncode == 2, result.stderr
+        assert "secrets.HF_TOKEN" in result.stderr and "primus-runner trust" in result.stderr
+        assert str(clone / ".primus.yaml") in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_after_trust_it_works_plan_still_runs_nothing_and_an_edit_needs_trust_again(clone):
+    pwned = _pwned_config(clone)
+    show = run(clone, "trust", "--show")
+    assert show.returncode == 0 and "untrusted" in show.stdout and "secrets.HF_TOKEN" in show.stdout, show
+    assert not (clone.parent / "state" / "primus-runner" / "trusted.json").exists(), "--show records nothing"
+    trusted = run(clone, "trust")
+    assert trusted.returncode == 0 and "trusted" in trusted.stdout, trusted.stderr
+    plan = run(clone, "--json", "plan", "--", "true")
+    assert plan.returncode == 0, plan.stderr
+    assert json.loads(plan.stdout)["env_sources"]["HF_TOKEN"]["source"].startswith("cmd:sh -c")  # where it would come from
+    assert not pwned.exists(), "plan never runs a reference, even a trusted one"
+    check = run(clone, "check")
+    assert pwned.exists(), f"trusted: check resolves the reference ({check.stderr})"
+    pwned.unlink()
+    with open(clone / ".primus.yaml", "a") as fh:
+        fh.write("# an edit after trust\n")
+    again = run(clone, "check")
+    assert again.returncode == 2 and "primus-runner trust" in again.stderr and not pwned.exists()
+    assert "changed" in run(clone, "trust", "--show").stdout
+
+
+@pytest.mark.parametrize("where", ["before", "after", "env"])
+def test_trust_project_for_pipelines_either_place(clone, where):
+    pwned = _pwned_config(clone)
+    args = {"before": ("--trust-project", "check"), "after": ("check", "--trust-project"), "env": ("check",)}[where]
+    run(clone, *args, env={"PRIMUS_RUNNER_TRUST_PROJECT": "1"} if where == "env" else None)
+    assert pwned.exists()
+
+
+def test_a_file_reference_to_your_private_key_is_refused(clone):
+    (clone / ".primus.yaml").write_text(
+        "container:\n  options:\n    env: [WANDB_API_KEY]\nsecrets:\n  WANDB_API_KEY: file:~/.ssh/id_ed25519\n")
+    key = (clone.parent / "home" / ".ssh" / "id_ed25519").read_text().splitlines()[1]
+    for args in (("plan", "--", "true"), ("check",), ("up", "--", "true")):
+        result = run(clone, *args)
+        assert result.returncode == 2 and "secrets.WANDB_API_KEY" in result.stderr, result.stderr
+        assert_no_leak(result.stdout + result.stderr, {"key": key}, " ".join(args))
+
+
+def test_unmarking_a_secret_is_refused_and_its_value_stays_masked(clone):
+    token = "ghp_" + "c4n4ry" * 6
+    (clone / ".primus.yaml").write_text("passthrough:\n  prefixes: [GITHUB_]\n  secrets: ['!GITHUB_TOKEN']\n")
+    result = run(clone, "plan", "--", "true", env={"GITHUB_TOKEN": token})
+    assert result.returncode == 2 and "passthrough.secrets[0]" in result.stderr and "primus-runner trust" in result.stderr
+    assert_no_leak(result.stdout + result.stderr, {"GITHUB_TOKEN": token}, "plan")
+    # Under GitHub Actions the early masker registers the value (the runner hides it in the log).
+    ci = run(clone, "plan", "--", "true", env={"GITHUB_TOKEN": token, "GITHUB_ACTIONS": "true", "CI": "true", "PRIMUS_RUNNER_ADD_MASK": "1"})
+    assert f"::add-mask::{token}" in ci.stdout, ci.stdout
+    shown = "\n".join(line for line in (ci.stdout + ci.stderr).splitlines() if not line.startswith("::add-mask::"))
+    assert_no_leak(shown, {"GITHUB_TOKEN": token}, "plan under GitHub Actions")
+
+
+def test_a_build_context_of_your_home_is_refused(clone):
+    (clone / "Dockerfile").write_text("FROM scratch\n")
+    (clone / ".primus.yaml").write_text("images:\n  file: Dockerfile\n  context: \"~\"\n")
+    result = run(clone, "--json", "build", "--dry-run")
+    assert result.returncode == 2 and "images.context" in result.stderr and "primus-runner trust" in result.stderr
+    assert ".ssh" not in result.stdout and "id_ed25519" not in result.stdout
+
+
+def test_slurm_accounting_opt_in_is_refused(clone):
+    (clone / ".primus.yaml").write_text("slurm:\n  allow_env_in_accounting: true\n")
+    for args in (("plan", "--", "true"), ("submit", "--dry-run", "--", "true")):
+        result = run(clone, *args)
+        assert result.returncode == 2 and "slurm.allow_env_in_accounting" in result.stderr, result.stderr
+
+
+def test_plan_from_a_subdirectory_names_every_file_it_loaded(clone):
+    (clone / ".primus.yaml").write_text("container:\n  gpu: none\n  options:\n    image: from-the-project\n")
+    (clone.parent / "extra.yaml").write_text("container:\n  options:\n    env: [FROM_ENV_LAYER]\n")
+    sub = clone / "src" / "deep"
+    sub.mkdir(parents=True)
+    env = {"PRIMUS_RUNNER_CONFIG": str(clone.parent / "extra.yaml")}
+    text = run(clone, "plan", "--", "true", env=env, cwd=sub)
+    assert text.returncode == 0, text.stderr
+    assert "from-the-project" in text.stdout
+    line = next(line for line in text.stdout.splitlines() if line.startswith("config files"))
+    assert str(clone / ".primus.yaml") in line and str(clone.parent / "extra.yaml") in line
+    doc = json.loads(run(clone, "--json", "plan", "--", "true", env=env, cwd=sub).stdout)
+    assert doc["config_files"][1:3] == [str(clone / ".primus.yaml"), str(clone.parent / "extra.yaml")]
+
+
+def test_env_file_entries_not_forwarded_are_reported_by_name(clone):
+    (clone / ".primus.yaml").write_text("container:\n  gpu: none\n")
+    (clone / ".env").write_text("NCCL_DEBUG=INFO\nMY_SETTING=value-canary-1234\n")
+    (clone / ".env").chmod(0o600)
+    result = run(clone, "--json", "plan", "--", "true")
+    doc = json.loads(result.stdout)
+    skipped = {item["name"]: item["reason"] for item in doc["skipped"]}
+    assert skipped.get("NCCL_DEBUG") == skipped.get("MY_SETTING") == "only in the env file, not allowlisted"
+    assert "in the env file but not allowlisted, not forwarded: MY_SETTING, NCCL_DEBUG" in result.stderr
+    assert "value-canary-1234" not in result.stdout + result.stderr
+
+
+def test_an_untrusted_env_file_may_not_name_an_endpoint(clone):
+    (clone / ".env").write_text("MLFLOW_TRACKING_URI=http://127.0.0.1:9\n")
+    result = run(clone, "plan", "--", "true")
+    assert result.returncode == 2 and "MLFLOW_TRACKING_URI" in result.stderr and ".env:1" in result.stderr
+    assert run(clone, "trust").returncode == 0
+    assert run(clone, "plan", "--gpu", "none", "--", "true").returncode == 0

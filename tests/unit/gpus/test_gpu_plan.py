@@ -1,0 +1,113 @@
+"""--gpus in the plan: the devices, the JSON, and every bad input refused (exit 2) before launch."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from gpu_tree import amd_uuid, write_tree
+
+
+@pytest.fixture
+def host(work, tmp_path_factory):
+    return write_tree(tmp_path_factory.mktemp("host"), amd=8, nvidia=4)
+
+
+def run(host, *args, env=None, config=None):
+    import os
+
+    environ = {k: v for k, v in os.environ.items() if not k.endswith("_VISIBLE_DEVICES")}
+    environ = {**environ, "PRIMUS_RUNNER_HOST_ROOT": str(host), "PRIMUS_RUNNER_GPU_LEASES": str(host / "leases"),
+               "DOCKER_HOST": "unix:///nonexistent.sock", **(env or {})}
+    pre = ["--config", str(config)] if config else []
+    return subprocess.run([sys.executable, "-m", "runner", *pre, *args], capture_output=True, text=True, env=environ, timeout=120)
+
+
+def plan_json(host, *args, **kw):
+    result = run(host, "plan", "--json", "--image", "busybox", *args, "--", "true", **kw)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_a_subset_gets_kfd_and_exactly_its_render_and_card_nodes(host):
+    doc = plan_json(host, "--gpu", "rocm", "--gpus", "4-5")
+    assert doc["devices"] == [f"{host}/dev/kfd:/dev/kfd",
+                              f"{host}/dev/dri/renderD132:/dev/dri/renderD132", f"{host}/dev/dri/card5:/dev/dri/card5",
+                              f"{host}/dev/dri/renderD133:/dev/dri/renderD133", f"{host}/dev/dri/card6:/dev/dri/card6"]
+    assert not any(d.endswith(":/dev/dri") or d == "/dev/dri" for d in doc["devices"])
+    assert [(g["index"], g["devices"]) for g in doc["gpus"]] == [(4, ["/dev/dri/renderD132", "/dev/dri/card5"]),
+                                                                 (5, ["/dev/dri/renderD133", "/dev/dri/card6"])]
+    assert doc["env"]["GPUS_PER_NODE"] == "2"
+    assert doc["labels"]["io.primus-runner.gpus"] == f"{amd_uuid(4)},{amd_uuid(5)}"
+
+
+def test_cuda_gpus_carry_their_device_id(host):
+    doc = plan_json(host, "--gpu", "cuda", "--gpus", "1,3")
+    assert [(g["index"], g["device_id"]) for g in doc["gpus"]] == [(1, "1"), (3, "3")]
+    assert not any("nvidia" in d for d in doc["devices"])
+
+
+def test_config_gpus_and_the_text_plan(host, work):
+    (work / ".primus.yaml").write_text("container:\n  gpus: 2\n")
+    result = run(host, "plan", "--image", "busybox", "--", "true")
+    assert result.returncode == 0, result.stderr
+    assert "gpus           2: 0 (/dev/dri/renderD128" in result.stdout and "1 (/dev/dri/renderD129" in result.stdout
+
+
+@pytest.mark.parametrize("args, needle", [
+    (("--gpus", "6-8"), "no rocm GPU 8 on this host (found 8: 0-7)"),
+    (("--gpus", "device=8"), "no rocm GPU 8 on this host"),
+    (("--gpus", "GPU-deadbeef"), "no rocm GPU has the UUID GPU-deadbeef"),
+    (("--gpu", "none", "--gpus", "0"), "--gpu none runs without any"),
+    (("--gpus", "0-3,3-5"), "the ranges overlap"),
+    (("--gpus", "9"), "this host has 8 rocm GPUs"),
+    (("--gpu", "cuda", "--gpus", "3-4"), "no cuda GPU 4"),
+])
+def test_bad_selection_exits_2_with_one_message(host, args, needle):
+    result = run(host, "plan", "--image", "busybox", *args, "--", "true")
+    assert result.returncode == 2 and needle in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_malformed_topology_exits_2(host):
+    (host / "sys/class/kfd/kfd/topology/nodes/4/properties").write_text("simd_count four\n")
+    result = run(host, "plan", "--image", "busybox", "--gpus", "0-1", "--", "true")
+    assert result.returncode == 2 and "malformed KFD topology file" in result.stderr and "nodes/4/properties, line 1" in result.stderr
+
+
+def test_privileged_with_a_subset_is_refused_with_the_fix(host, work):
+    (work / ".primus.yaml").write_text("container:\n  options:\n    privileged: true\n")
+    result = run(host, "plan", "--image", "busybox", "--gpus", "0-3", "--", "true")
+    assert result.returncode == 2 and "privileged: true lifts every device limit" in result.stderr
+    assert ".primus.yaml:3" in result.stderr and "privileged: false" in result.stderr
+    assert run(host, "plan", "--image", "busybox", "--gpus", "all", "--", "true").returncode == 0
+
+
+def test_a_forwarded_visible_devices_variable_is_a_conflict(host):
+    result = run(host, "plan", "--image", "busybox", "--gpus", "4-5", "--env", "HIP_VISIBLE_DEVICES", "--", "true",
+                 env={"HIP_VISIBLE_DEVICES": "4,5"})
+    assert result.returncode == 2 and "HIP_VISIBLE_DEVICES is forwarded from the host" in result.stderr
+    assert "--gpus" in result.stderr
+    # the container's own numbering is harmless
+    assert run(host, "plan", "--image", "busybox", "--gpus", "4-5", "--env", "HIP_VISIBLE_DEVICES=0,1", "--", "true").returncode == 0
+
+
+def test_check_fails_for_a_flavor_whose_devices_are_absent(host, tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = run(empty, "check", "--gpu", "cuda", "--image", "busybox")
+    assert result.returncode == 2 and "no cuda GPU on this host" in result.stderr
+    result = run(empty, "check", "--gpu", "rocm", "--image", "busybox")
+    assert result.returncode == 2 and "no rocm GPU on this host" in result.stderr
+
+
+def test_check_lists_the_gpus_it_found(host):
+    result = run(host, "check", "--json", "--gpu", "cuda", "--image", "busybox")
+    doc = json.loads(result.stdout)
+    assert [(g["index"], g["minor"], g["pci"], g["numa"]) for g in doc["gpus"]["found"]][:2] == [(0, 3, "0000:17:00.0", None), (1, 2, "0000:27:00.0", None)]
+    assert not [p for p in doc["problems"] if "GPU" in p["message"]]
+    text = run(host, "check", "--gpu", "rocm", "--image", "busybox").stderr
+    assert "gpu 7: /dev/dri/renderD135  0x5A1C0FFEE0000007  pci 0000:81:00.0  numa 1" in text
