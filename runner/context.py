@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from runner.config import Config, default_layer_paths, load_config
-from runner.config.envfile import EnvFile, load_env_file
+from runner.config import Config, default_layer_paths, load_config, load_env_and_config
+from runner.config.envfile import EnvFile, env_lookup, load_env_file
 from runner.options import Sources
 from runner.policy import Classifier
 from runner.secrets import Secret, SecretScope, secret_scope
@@ -36,15 +36,13 @@ def load_context(sources: Sources, extra: Sequence[tuple[str, Secret]] = (), out
     With ``out``, every ``secrets:`` reference is resolved too, so a value a job printed
     from a store is masked (logs) or found (audit); one that cannot be resolved is a
     warning there, not an error: those commands must still run."""
-    env_file = load_env_file(sources.env_file, sources.trust_project)
-    config = load_config(sources.config_file, trust_project=sources.trust_project)
+    env_file, config = load_env_and_config(sources)
     is_secret = Classifier.from_config(config).is_secret
     refs = secret_refs(config) if out is not None else {}
     if refs:
         from runner.secrets.refs import resolve_and_report
 
-        lookup = lambda name: os.environ.get(name, env_file.values.get(name))  # noqa: E731
-        resolved, report = resolve_and_report(list(refs.values()), lookup)
+        resolved, report = resolve_and_report(list(refs.values()), env_lookup(env_file))
         for item in report:
             if not item["found"]:
                 out.warn(f"secret {item['name']} ({item['source']}) could not be resolved: {item['error']}")

@@ -20,7 +20,7 @@ from typing import Callable, Mapping, Sequence
 from runner import __version__
 from runner.config import Config
 from runner.config.container_values import parse_bytes, parse_device, parse_ulimit
-from runner.config.envfile import EnvFile
+from runner.config.envfile import EnvFile, env_lookup
 from runner.errors import ConfigError, Problem
 from runner.gpus import Gpu, host_root
 from runner.options import LaunchFlags
@@ -77,6 +77,9 @@ class LaunchPlan:
     security_opt: tuple[str, ...] = ()
     ulimits: tuple[str, ...] = ()
     privileged: bool = False
+    hostname: str | None = None
+    # docker run options the runner passes through as given (runner.engines.docker.run_options)
+    run_options: tuple[tuple[str, str | None], ...] = ()
     ipc: str | None = None
     network: str | None = None
     user: str | None = None
@@ -314,9 +317,7 @@ def build_plan(
     options = config.get("container", "options", default={}) or {}
     job_name = str(name or flags.name or _per_job(options.get("name"), host_env) or default_name())
 
-    def lookup(key: str) -> str | None:
-        return host_env.get(key, env_file.values.get(key))
-
+    lookup = env_lookup(env_file, host_env)
     trackers = analyze_trackers(config, job_lookup(literal_values(config, flags.env), lookup), command, default_run_name=job_name)
     problems += trackers.problems
     warnings += trackers.warnings
@@ -450,6 +451,8 @@ def _container_settings(config: Config, flags: LaunchFlags, notices: list[str], 
         security_opt=tuple(_as_list(options.get("security-opt"))),
         ulimits=tuple(_as_list(options.get("ulimit"))),
         privileged=_as_bool(options.get("privileged", False)),
+        hostname=text("hostname"),
+        run_options=tuple(flags.run_options),
         ipc=options.get("ipc"),
         network=options.get("network"),
         user=text("user"),

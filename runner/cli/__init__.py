@@ -231,12 +231,13 @@ def _container_commands(cmd) -> None:
     p.add_argument("--all", "-a", action="store_true", help="accepted for familiarity: ps always lists running and stopped (leftover) runner containers")
     p.add_argument("--all-users", action="store_true", help="every user's runner containers (default: yours)")
 
-    p = cmd("logs", "print a runner container's output, or a Slurm job's from every node (rank by rank), masked",
-            "primus-runner logs primus-1a2b3c4d -f; primus-runner logs 1234 -f --node 1")
-    p.add_argument("name", help="a container name, or a Slurm job id")
+    p = cmd("logs", "print a run's output (running or finished, from any directory), a runner container's, or a Slurm job's "
+                    "from every node (rank by rank), masked",
+            "primus-runner logs 20261201-103512-3fa9c1; primus-runner logs primus-1a2b3c4d -f; primus-runner logs 1234 -f --node 1")
+    p.add_argument("name", help="a run id (from `runs`), a job or container name, or a Slurm job id")
     p.add_argument("--follow", "-f", action="store_true", help="keep printing new output until the job ends")
     p.add_argument("--node", metavar="N", help="Slurm job: only this rank (0, 1, …) or node name")
-    p.add_argument("--tail", type=int, metavar="N", help="Slurm job: only the last N lines")
+    p.add_argument("--tail", type=int, metavar="N", help="only the last N lines")
     p.add_argument("--all-users", action="store_true", help="another user's runner container (default: yours only)")
 
     p = cmd("down", "stop and remove the runner's containers (only the runner's own)", "primus-runner down --all")
@@ -244,6 +245,33 @@ def _container_commands(cmd) -> None:
     p.add_argument("--all", action="store_true", help="every container the runner started on this host")
     p.add_argument("--all-users", action="store_true", help="every user's runner containers (default: yours)")
     p.add_argument("--dry-run", action="store_true", help="say which containers would be removed; remove nothing")
+
+
+def _runs_command(cmd) -> None:
+    """runs: the record of every launch."""
+    p = cmd("runs", "list past and running runs, newest first (their records: names only, no value)",
+            "primus-runner runs -n 5; primus-runner runs show 20261201-103512-3fa9c1; primus-runner runs gc --older-than 30d")
+    _runs_filters(p)
+    sub = p.add_subparsers(dest="runs_cmd", metavar="list|show|gc", parser_class=_Parser)
+    q = sub.add_parser("list", help="the runs (the default)")
+    _global_options(q, argparse.SUPPRESS)
+    _runs_filters(q, argparse.SUPPRESS)
+    q = sub.add_parser("show", help="one run's record")
+    _global_options(q, argparse.SUPPRESS)
+    q.add_argument("run", help="a run id (or its start), a Slurm job id or a name")
+    q = sub.add_parser("gc", help="remove finished runs older than a duration, with their directories")
+    _global_options(q, argparse.SUPPRESS)
+    q.add_argument("--older-than", required=True, metavar="DURATION", help="e.g. 30d, 12h, 90m, 2w")
+    q.add_argument("--dry-run", action="store_true", help="list what would be removed")
+
+
+def _runs_filters(p: argparse.ArgumentParser, default=None) -> None:
+    flag = {} if default is None else {"default": default}
+    p.add_argument("--all", action="store_true", help="every user's runs (a shared state directory)", **({"default": default} if default else {}))
+    p.add_argument("-n", type=int, metavar="N", dest="limit", help="only the newest N (default: 20 in the table, all with --json)", **flag)
+    p.add_argument("--state", choices=["running", "succeeded", "failed", "interrupted", "lost", "unknown", "error"], **flag)
+    p.add_argument("--engine", dest="runs_engine", metavar="ENGINE", help="docker, podman, slurm or process", **flag)
+    p.add_argument("--name", dest="runs_name", metavar="NAME", **flag)
 
 
 def _build_command(cmd) -> None:
@@ -316,7 +344,7 @@ def build_parser() -> argparse.ArgumentParser:
         _global_options(p, argparse.SUPPRESS)  # also after the command, as docker/kubectl/gh accept them
         return p
 
-    for add in (_local_commands, _container_commands, _build_command, _slurm_commands, _tool_commands, _launcher_modes):
+    for add in (_local_commands, _container_commands, _runs_command, _build_command, _slurm_commands, _tool_commands, _launcher_modes):
         add(cmd)
 
     p = sub.add_parser("node-agent")  # no help=: hidden from --help, completion and errors; started by srun on each Slurm node
@@ -344,7 +372,7 @@ def _main(argv: list[str]) -> int:
 
     parser = build_parser()
     _Parser.argv = argv
-    args = parser.parse_args(_default_launcher(argv))
+    args = _parse(parser, argv)
     sources = Sources(args.config, args.env_file, args.trust_project)
     out = Output(json_mode=args.json, color=not args.no_color, verbose=args.verbose, fallback=_early_masker(args.cmd, sources),
                  quiet=args.quiet)
@@ -408,6 +436,29 @@ def _run_options(args, sources):
     )
 
 
+def _parse(parser: argparse.ArgumentParser, argv: list[str]):
+    """argparse for the runner's own commands; the launcher's modes as the launcher parses them
+    (``runner.cli.launcher_args``: docker run options, Slurm flags, direct options as given)."""
+    from runner.cli import launcher_args
+
+    split = launcher_args.split_mode(argv)
+    if split is None:
+        return parser.parse_args(_default_launcher(argv))
+    head, mode, rest = split
+    args = parser.parse_args(head + [mode] + (["srun"] if mode == "slurm" else []))
+    try:
+        args.mode_args = launcher_args.parse(mode, rest)
+    except Exception as exc:  # a usage error before the output is set up: argparse's way (exit 2, one line)
+        from runner.errors import UsageError
+
+        if not isinstance(exc, UsageError):
+            raise
+        parser.error(f"{exc.message}" + (f" (fix: {exc.hint})" if exc.hint else ""))
+    for key, value in args.mode_args.globals.items():
+        setattr(args, key, value)
+    return args
+
+
 _SLURM_JOB = __import__("re").compile(r"^\d+(_\d+)?$")  # `logs 1234`: a Slurm job id; anything else names a container
 
 
@@ -449,55 +500,6 @@ def _default_launcher(argv: list[str]) -> list[str]:
     return argv[:i + 1] + ["srun"] + argv[i + 1:]
 
 
-def _entry_parser(entry: str) -> argparse.ArgumentParser:
-    p = _Parser(prog=f"primus-runner slurm ... -- {entry}", description=f"the {entry} entry on each node")
-    (_container_entry_options if entry == "container" else _direct_entry_options)(p)
-    return p
-
-
-def _direct_args(args) -> tuple[str, ...]:
-    """The launcher's own direct options, handed to primus-cli-direct.sh before ``--``."""
-    found: list[str] = ["--single"] if args.single else []
-    for flag, value in (("--script", args.script), ("--log_file", args.log_file)):
-        if value:
-            found += [flag, value]
-    for patch in args.patch:
-        found += ["--patch", patch]
-    return tuple(found + (["--numa"] if args.numa else []) + (["--no-numa"] if args.no_numa else []))
-
-
-def _mode_options(args, sources):
-    from dataclasses import replace
-
-    from runner.cli import launcher_modes
-    from runner.errors import UsageError
-    from runner.options import LaunchFlags, ModeOptions
-
-    dry_run = bool(args.global_dry_run or getattr(args, "dry_run", False) or getattr(args, "slurm_dry_run", False))
-    debug = bool(args.global_debug or getattr(args, "debug", False) or getattr(args, "slurm_debug", False))
-    common = dict(sources=sources, dry_run=dry_run, debug=debug, pull=getattr(args, "pull", None))
-    if args.cmd == "container":
-        return ModeOptions("container", tuple(args.command), flags=_flags(args), gpus=args.gpus, clean=args.clean,
-                           all_users=args.all_users, **common)
-    if args.cmd == "direct":
-        return ModeOptions("direct", tuple(args.command), flags=LaunchFlags(env=tuple(args.env)), direct_args=_direct_args(args), **common)
-    if args.export is not None:
-        raise UsageError("slurm mode does not take --export: the runner exports exactly the allowlisted names (values never in argv)",
-                         hint="add names to container.options.env, or pass --env NAME to the container entry")
-    for flag in ("partition", "time", "account", "output"):
-        problem = launcher_modes.slurm_value_problems(f"--{flag}", getattr(args, flag))
-        if problem:
-            raise UsageError(problem, hint="one value in Slurm's own syntax")
-    entry, rest = launcher_modes.split_entry(args.command)
-    inner = _entry_parser(entry).parse_args(rest)
-    if entry == "container":
-        flags, gpus, direct_args = _flags(inner), inner.gpus, ()
-    else:
-        flags, gpus, direct_args = LaunchFlags(env=tuple(inner.env)), None, _direct_args(inner)
-    return ModeOptions("slurm", tuple(inner.command), flags=flags, gpus=gpus, launcher=args.launcher or "srun", entry=entry,
-                       slurm=replace(_slurm_flags(args), output=args.output), direct_args=direct_args, **common)
-
-
 def _dispatch(args, sources, out: Output, parser) -> int:
     """Each command's handler, imported on demand (a command loads only its own modules)."""
     return _HANDLERS[args.cmd](args, sources, out, parser)
@@ -530,19 +532,27 @@ def _launch(args, sources, out, parser) -> int:
 def _containers(args, sources, out, parser) -> int:
     from runner.options import ContainerSelection
 
+    if args.cmd == "logs":
+        from runner.runs import commands as runs
+
+        shown = runs.cmd_logs(args.name, out, sources, follow=args.follow, tail=args.tail, node=args.node)  # a recorded run
+        if shown is not None:
+            return shown
     if args.cmd == "logs" and _SLURM_JOB.match(args.name):
+        from runner.context import load_context
         from runner.engines.slurm import jobs
 
+        out.use_masker(load_context(sources, out=out).scope.masker)  # secret references too: values a job printed from a store
         return jobs.cmd_logs(args.name, out, follow=args.follow, node=args.node, tail=args.tail, output_dir=_slurm_output_dir(sources))
-    if args.cmd == "logs" and (args.node is not None or args.tail is not None):
+    if args.cmd == "logs" and args.node is not None:
         from runner.errors import UsageError
 
-        raise UsageError(f"--node and --tail are for a Slurm job id; '{args.name}' names a container", "primus-runner logs JOB_ID --node 1")
+        raise UsageError(f"--node is for a Slurm job id; '{args.name}' names a container", "primus-runner logs JOB_ID --node 1")
     from runner.engines.docker import commands
 
     names = (args.name,) if args.cmd == "logs" else tuple(getattr(args, "names", ()))
     selection = ContainerSelection(sources, names, getattr(args, "all", False), getattr(args, "follow", False),
-                                   all_users=getattr(args, "all_users", False),
+                                   all_users=getattr(args, "all_users", False), tail=getattr(args, "tail", None),
                                    dry_run=args.cmd == "down" and _dry_run(args, sources))
     return getattr(commands, f"cmd_{args.cmd}")(selection, out)
 
@@ -555,6 +565,16 @@ def _build(args, sources, out, parser) -> int:
         sources=sources, flavor=args.flavor, base=args.base, tag=args.tag, build_args=tuple(args.build_arg),
         no_cache=args.no_cache, dry_run=_dry_run(args, sources), secrets=tuple(args.secret), file=args.file, context=args.context,
         pull=args.pull), out)
+
+
+def _runs(args, sources, out, parser) -> int:
+    from runner.runs import commands as runs
+
+    if args.runs_cmd == "show":
+        return runs.cmd_show(args.run, out)
+    if args.runs_cmd == "gc":
+        return runs.cmd_gc(args.older_than, out, dry_run=args.dry_run or args.global_dry_run)
+    return runs.cmd_runs(out, all_users=args.all, limit=args.limit, state=args.state, engine=args.runs_engine, name=args.runs_name)
 
 
 def _slurm_job(args, sources, out, parser) -> int:
@@ -598,7 +618,9 @@ def _completion(args, sources, out, parser) -> int:
 def _mode(args, sources, out, parser) -> int:
     from runner.cli import launcher_modes
 
-    return launcher_modes.run_mode(_mode_options(args, sources), out)
+    from runner.cli.launcher_translate import mode_options
+
+    return launcher_modes.run_mode(mode_options(args.mode_args, sources, args.global_dry_run, args.global_debug), out)
 
 
 def _trust(args, sources, out, parser) -> int:
@@ -615,7 +637,7 @@ def _demo(args, sources, out, parser) -> int:
 
 _HANDLERS = {
     "check": _check, "plan": _plan, "up": _launch, "submit": _launch,
-    "ps": _containers, "logs": _containers, "down": _containers, "build": _build,
+    "ps": _containers, "logs": _containers, "down": _containers, "runs": _runs, "build": _build,
     "status": _slurm_job, "cancel": _slurm_job, "node-agent": _node_agent, "audit": _audit,
     "completion": _completion, "container": _mode, "direct": _mode, "slurm": _mode, "demo": _demo,
     "trust": _trust,

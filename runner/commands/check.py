@@ -78,8 +78,9 @@ def _check_refs(opts: CheckOptions, found: Findings) -> dict:
 
     refs, problems = parse_refs(context.config)
     found.problems += problems
-    lookup = lambda name: os.environ.get(name, context.env_file.values.get(name))  # noqa: E731
-    values, found.secrets = resolve_and_report(refs, lookup, opts.timeout, mask=early_scope(opts.sources).masker.mask)
+    from runner.config.envfile import env_lookup
+
+    values, found.secrets = resolve_and_report(refs, env_lookup(context.env_file), opts.timeout, mask=early_scope(opts.sources).masker.mask)
     where = {ref.name: ref.where for ref in refs}
     for item in found.secrets:
         if not item["found"]:
@@ -142,6 +143,9 @@ def _check_gpus(plan, found: Findings) -> None:
     chosen = {g.uuid for g in plan.gpus}
     found.gpus = {"flavor": plan.gpu, "root": plan.host_root, "path": _gpu_path(plan.gpu), "found": []}
     found.notes.append(f"{plan.gpu} GPUs{where} ({len(gpus)}), passed as {_gpu_path(plan.gpu)}:")
+    toolkit = _toolkit(plan.gpu)
+    if toolkit:
+        found.notes.append(f"  {toolkit} is installed; the runner passes the GPUs as above all the same (the same isolation, on every engine)")
     for gpu in gpus:
         holder = held.get(normal_uuid(gpu.uuid))
         found.gpus["found"].append({**gpu.to_dict(), "held_by": holder, "chosen": gpu.uuid in chosen})
@@ -158,6 +162,18 @@ def _held_now() -> dict[str, str]:
         return holders.current(engine_client())
     except (EngineUnavailable, OSError):
         return holders.current(None)
+
+
+def _toolkit(flavor: str) -> str | None:
+    """A container toolkit or CDI spec on this host, by its files (nothing is run)."""
+    import shutil
+
+    vendor = "amd" if flavor == "rocm" else "nvidia"
+    specs = [p for d in ("/etc/cdi", "/var/run/cdi") for p in (f"{d}/{vendor}.json", f"{d}/{vendor}.yaml") if os.path.exists(p)]
+    if specs:
+        return f"a CDI spec ({specs[0]})"
+    tool = shutil.which("amd-ctk" if vendor == "amd" else "nvidia-ctk")
+    return f"the {'AMD' if vendor == 'amd' else 'NVIDIA'} container toolkit ({tool})" if tool else None
 
 
 def _gpu_path(flavor: str) -> str:

@@ -50,18 +50,12 @@ def _static_busybox() -> str:
 
 def ensure_demo_image(out: Output) -> None:
     import json
-    from urllib.parse import quote
 
-    from runner.clients.engine_api import ApiError
     from runner.clients.engine_api.shared import engine_client
 
     eng = engine_client()
-    try:
-        eng.request("GET", f"/images/{quote(IMAGE, safe='')}/json")
+    if eng.inspect_image(IMAGE) is not None:
         return
-    except ApiError as exc:
-        if exc.status != 404:
-            raise
     busybox = _static_busybox()
     out.info(f"making the demo image {IMAGE} from {busybox} (once)")
     buffer = io.BytesIO()

@@ -119,6 +119,26 @@ def load_config(
     return merged
 
 
+def load_env_and_config(sources, cli_layer: dict | None = None, user_files: bool = True):
+    """(env file, merged config) of ``sources`` (``runner.options.Sources``), every problem of
+    both reported at once (an untrusted ``./.env`` and ``.primus.yaml`` in one message)."""
+    from runner.config.envfile import load_env_file
+
+    problems: list[Problem] = []
+    env_file = config = None
+    try:
+        env_file = load_env_file(sources.env_file, sources.trust_project)
+    except ConfigError as exc:
+        problems += exc.problems
+    try:
+        config = load_config(sources.config_file, cli_layer, user_files=user_files, trust_project=sources.trust_project)
+    except ConfigError as exc:
+        problems += exc.problems
+    if problems:
+        raise ConfigError(problems)
+    return env_file, config
+
+
 def _locate_all(data: Any, path: tuple, lines: dict, where: str) -> None:
     lines[path] = where
     if isinstance(data, dict):

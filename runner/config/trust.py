@@ -31,7 +31,7 @@ from runner.errors import Problem
 
 TRUST_ENV = "PRIMUS_RUNNER_TRUST_PROJECT"
 STORE_NAME = "trusted.json"
-HINT = "review the file, then run: primus-runner trust (a pipeline: --trust-project or PRIMUS_RUNNER_TRUST_PROJECT=1)"
+HINT = "review it, then run: primus-runner trust (a pipeline: --trust-project)"
 
 # References that run a program, read a file or ask a store on this host (env: only renames).
 HOST_SCHEMES = ("cmd", "file", "pass", "aws-sm")

@@ -81,6 +81,7 @@ class RunContext:
     tail: Tail = field(default_factory=Tail)
     lookup: Callable[[str], "str | None"] = lambda name: None  # a variable's value: environment, then env file
     config: Any = None  # the merged config: where each setting came from, for --verbose
+    run: Any = None  # runner.runs.recorder.Run: the run's directories (Slurm: job_dir, node_cache)
 
 
 class Engine(Protocol):

@@ -10,8 +10,8 @@ import os
 from dataclasses import dataclass
 from typing import Sequence
 
-from runner.config import Config, _merge, load_config
-from runner.config.envfile import EnvFile, load_env_file
+from runner.config import Config, _merge, load_config, load_env_and_config
+from runner.config.envfile import EnvFile, env_lookup
 from runner.context import Context, load_context, secret_refs  # noqa: F401  (Context, load_context: re-exported)
 from runner.options import LaunchFlags, Sources
 from runner.plan import LaunchPlan, Planned, build_plan
@@ -35,8 +35,7 @@ class Prepared:
 
     def lookup(self, name: str) -> str | None:
         """A variable's value as the runner sees it: the environment first, then the env file."""
-        value = os.environ.get(name)
-        return value if value is not None else self.env_file.values.get(name)
+        return env_lookup(self.env_file)(name)
 
 
 def _gpu_holders(config: Config):
@@ -73,7 +72,7 @@ def _with_resolved_refs(planned: Planned, refs: dict, config: Config, command, h
         return build_plan(config, command, values, env_file, flags, extra_env=extra_env,
                           sources={ref.name: ref.source for ref in needed}, **gpu_args)
     if resolved is None:
-        lookup = lambda name: host_env.get(name, env_file.values.get(name))  # noqa: E731
+        lookup = env_lookup(env_file, host_env)
         resolved = resolve(needed, lookup, mask=planned.scope.masker.mask)
     else:
         needed = [ref for ref in needed if ref.name in resolved]
@@ -114,11 +113,10 @@ def prepare(
     "off" for a launch without a container; else ("host") ``--gpus N`` is previewed against
     the GPUs other runner containers hold now (the launch claims them for real, under a
     lock: ``runner.gpus.holders.claim``)."""
-    env_file = load_env_file(sources.env_file, sources.trust_project)
     layer = flags.config_layer()
     if extra_layer:  # a command's own layer (demo): below the flags
         layer = _merge(extra_layer, layer, (), {}, {})
-    config = load_config(sources.config_file, layer or None, user_files=user_files, trust_project=sources.trust_project)
+    env_file, config = load_env_and_config(sources, layer or None, user_files=user_files)
     host_env = dict(os.environ)
     refs = secret_refs(config)
     if refs:  # a name given a reference is a secret whatever its name

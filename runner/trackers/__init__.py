@@ -1,1 +1,24 @@
-"""The trackers: config (pure), overrides, the run clients."""
+"""Trackers: the ``trackers:`` section decided (``config``), and each tracker a plug-in module
+(``base.Tracker``) named in ``TRACKERS``. A new tracker is one module and one line here
+(the checklist is in docs/architecture.md)."""
+
+from __future__ import annotations
+
+import importlib
+
+# name -> module; in this order for the online check and the handshake. Imported on demand.
+TRACKERS: dict[str, str] = {
+    "tensorboard": "runner.trackers.tensorboard",
+    "mlflow": "runner.trackers.mlflow",
+    "wandb": "runner.trackers.wandb",
+}
+
+
+def tracker(name: str):
+    """The tracker module named ``name`` (a ``runner.trackers.base.Tracker``)."""
+    return importlib.import_module(TRACKERS[name])
+
+
+def enabled(plan) -> list:
+    """The trackers this plan turns on, in ``TRACKERS`` order."""
+    return [tracker(name) for name in TRACKERS if plan.trackers.is_on(name)]

@@ -15,6 +15,7 @@ Needs ``bash .ci/setup-engines.sh`` and ``bash .ci/setup-mlflow-stores.sh``.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
@@ -310,7 +311,7 @@ def home(tmp_path, monkeypatch):
 def test_without_the_extra_a_local_store_says_which_extra_to_install(home, local_store_server, monkeypatch, capsys):
     from runner.trackers import runs as tracker_runs
 
-    monkeypatch.setattr(tracker_runs, "_client_available", lambda: False)
+    monkeypatch.setattr(importlib.import_module("runner.trackers.mlflow"), "_client_available", lambda: False)
     uri, root = local_store_server
     planned = _planned(home, {"MLFLOW_TRACKING_URI": uri})
     hs = tracker_runs.begin(planned.plan, _output(planned))
@@ -326,7 +327,7 @@ def test_without_the_extra_a_local_store_says_which_extra_to_install(home, local
 def test_without_the_extra_the_proxied_server_still_gets_the_log(home, mlflow_server, monkeypatch, canary):
     from runner.trackers import runs as tracker_runs
 
-    monkeypatch.setattr(tracker_runs, "_client_available", lambda: False)
+    monkeypatch.setattr(importlib.import_module("runner.trackers.mlflow"), "_client_available", lambda: False)
     planned = _planned(home, {"MLFLOW_TRACKING_URI": mlflow_server, **canary})
     hs = tracker_runs.begin(planned.plan, _output(planned))
     hs.finish(1, b"token " + canary["HF_TOKEN"].encode() + b"\n")

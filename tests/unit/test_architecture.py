@@ -31,9 +31,12 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("runner.gpus",),             # GPU discovery (sysfs/proc), selection, holders and leases, Slurm mapping
     ("runner.trackers",),         # the Tracker protocol, one module per tracker, the registry
     ("runner.plan",),             # the LaunchPlan
+    ("runner.runs.paths",),       # where runs live: the state directory, run ids
+    ("runner.runs.cache",),       # the job cache mount (pure, on a plan): each Slurm node applies it too
     ("runner.ui.render",),        # views of a plan: above the plan they draw
     ("runner.images",),           # recipes, contexts, builders, the post-build scan
     ("runner.engines",),          # the Engine protocol, docker/, slurm/, process, the registry
+    ("runner.runs",),             # every run's record, store, log, tracker outputs; runs/logs commands
     ("runner.session",),          # prepare, pipeline, report
     ("runner.commands",),         # one module per command
     ("runner.cli",),              # argparse, dispatch, exit codes

@@ -198,7 +198,7 @@ def test_layers_deep_merge_with_cumulative_unions_through_the_cli(work):
     assert data["devices"][:2] == ["/dev/kfd", "/dev/dri"] and data["devices"].count("/dev/kfd") == 1
     assert {"/dev/null", "/dev/zero"} <= set(data["devices"])
     assert data["cap_add"] == ["SYS_PTRACE", "CAP_SYS_ADMIN", "NET_ADMIN"]
-    assert [m["target"] for m in data["mounts"]] == ["/x", "/y", "/z"]
+    assert [m["target"] for m in data["mounts"] if not m["target"].startswith("/primus-runner/")] == ["/x", "/y", "/z"]
     names = [s["name"] for s in data["skipped"]]
     assert len(names) == len(set(names))
     assert {"MASTER_ADDR", "HF_TOKEN", "WANDB_API_KEY", "HOME_ONLY", "EXTRA_A", "EXTRA_B"} <= set(names)
@@ -318,7 +318,9 @@ def test_every_launch_option_reaches_the_plan(project, command):
     data = json.loads(result.stdout)
     assert data["image"] == "other/img:2" and data["gpu"] == "none" and data["name"] == "contract-job"
     assert data["env"]["FROM_HOST"] == "h" and data["env"]["LIT_A"] == "1" and data["env"]["LIT_B"] == "two words"
-    assert [(m["source"], m["target"], m["mode"]) for m in data["mounts"]] == [("/tmp", "/a", "rw"), ("/var", "/b", "ro")]
+    # up --dry-run shows what up would send: the job cache mount under /primus-runner/ too
+    assert [(m["source"], m["target"], m["mode"]) for m in data["mounts"] if not m["target"].startswith("/primus-runner/")] == \
+        [("/tmp", "/a", "rw"), ("/var", "/b", "ro")]
     assert data["devices"] == ["/dev/null", "/dev/zero"]
     assert (data["workdir"], data["shm_size"], data["memory"], data["network"], data["ipc"], data["user"]) == \
         ("/w", "1g", "2g", "bridge", "private", "1000:1000")

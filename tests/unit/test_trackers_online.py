@@ -9,6 +9,7 @@ in the Authorization header and are the forwarded ones).
 from __future__ import annotations
 
 import base64
+import importlib
 import json
 import socket
 import threading
@@ -274,7 +275,7 @@ def test_handshake_stops_at_a_redirect_to_another_origin(work, stand_in, redirec
     """begin() (experiment, run) over plain HTTP: the redirect target never sees the token; the launch stops (exit 1)."""
     from runner.errors import EngineUnavailable
 
-    monkeypatch.setattr(tracker_runs, "_client_available", lambda: False)  # the no-extra HTTP path
+    monkeypatch.setattr(importlib.import_module("runner.trackers.mlflow"), "_client_available", lambda: False)  # the no-extra HTTP path
     other = stand_in(200, {"experiment": {"experiment_id": "1"}})
     front = redirector(other.url)
     host = {"MLFLOW_TRACKING_URI": front.url, "MLFLOW_TRACKING_TOKEN": REDIRECT_TOKEN}
@@ -348,7 +349,7 @@ def test_client_env_holds_the_plans_values_only_during_the_call(work, monkeypatc
 def test_databricks_oauth_or_profile_without_the_extra_names_the_extra(work, monkeypatch):
     from runner.errors import EngineUnavailable
 
-    monkeypatch.setattr(tracker_runs, "_client_available", lambda: False)
+    monkeypatch.setattr(importlib.import_module("runner.trackers.mlflow"), "_client_available", lambda: False)
     (work / ".databrickscfg").write_text("[team]\nhost = https://team.cloud\ntoken = canary-dbcfg-5a1e0c9d\n")
     for host in ({"MLFLOW_TRACKING_URI": "databricks://team"},
                  {"MLFLOW_TRACKING_URI": "databricks", "DATABRICKS_HOST": "https://h", "DATABRICKS_CLIENT_ID": "c", "DATABRICKS_CLIENT_SECRET": "canary-oauth-7d2c"}):

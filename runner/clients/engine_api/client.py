@@ -407,6 +407,15 @@ class Engine:
     def inspect(self, cid: str) -> dict:
         return self.request("GET", f"/containers/{quote(cid)}/json")
 
+    def inspect_image(self, name: str) -> dict | None:
+        """``GET /images/NAME/json``, or None when the image is not in the local store."""
+        try:
+            return self.request("GET", f"/images/{quote(name, safe='')}/json")
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
     def stop(self, cid: str, grace: float | None = None) -> None:
         params = {"t": int(grace)} if grace is not None else None
         try:

@@ -30,13 +30,14 @@ def clone(tmp_path):
 
 
 def run(repo: Path, *args: str, env: dict | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    # -P: a Primus checkout has its own runner/ directory, which must not shadow the package
     base = {k: v for k, v in os.environ.items()
             if not k.startswith(("PRIMUS_", "GITHUB_", "CI", "GITLAB_", "MLFLOW_", "WANDB_", "HF_"))}
     root = repo.parent
     base.update(HOME=str(root / "home"), XDG_CACHE_HOME=str(root / "cache"), XDG_STATE_HOME=str(root / "state"),
                 NO_COLOR="1", DOCKER_HOST="unix:///nonexistent/docker.sock")
     base.update(env or {})
-    return subprocess.run([sys.executable, "-m", "runner", *args], cwd=cwd or repo, env=base, capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-P", "-m", "runner", *args], cwd=cwd or repo, env=base, capture_output=True, text=True, timeout=120)
 
 
 def _pwned_config(repo: Path) -> Path:
@@ -163,3 +164,26 @@ def test_an_untrusted_env_file_may_not_name_an_endpoint(clone):
     assert result.returncode == 2 and "MLFLOW_TRACKING_URI" in result.stderr and ".env:1" in result.stderr
     assert run(clone, "trust").returncode == 0
     assert run(clone, "plan", "--gpu", "none", "--", "true").returncode == 0
+
+
+def test_inside_a_primus_checkout_its_runner_file_is_a_layer_and_plan_names_it(clone):
+    import shutil
+
+    (clone / "runner").mkdir()
+    (clone / "runner" / "primus-cli-direct.sh").write_text("#!/bin/bash\n")
+    fixture = Path(__file__).resolve().parents[2] / "fixtures" / "primus-runner.primus.yaml"
+    shutil.copy(fixture, clone / "runner" / ".primus.yaml")
+    (clone.parent / "home" / ".primus.yaml").write_text("container:\n  gpu: none\n  options:\n    image: mine:1\n")
+    result = run(clone, "--json", "plan", "--", "true")
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["config_files"][1:3] == [str(clone / "runner" / ".primus.yaml"), str(clone.parent / "home" / ".primus.yaml")]
+    assert doc["image"] == "mine:1"  # ~/.primus.yaml above the launcher's file, as the launcher orders them
+    assert doc["privileged"] is True and doc["name"].startswith("primus-training")  # the launcher's own settings
+    skipped = {item["name"] for item in doc["skipped"]}
+    assert {"REBUILD_PRIMUS_TURBO", "ENABLE_NUMA_BINDING"} <= skipped  # its allowlist, reported as unset
+    # The checkout's file is a project file: untrusted until trusted.
+    with open(clone / "runner" / ".primus.yaml", "a") as fh:
+        fh.write("secrets:\n  HF_TOKEN: pass:ml/hf\n")
+    refused = run(clone, "plan", "--", "true")
+    assert refused.returncode == 2 and str(clone / "runner" / ".primus.yaml") in refused.stderr

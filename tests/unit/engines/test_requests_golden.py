@@ -1,0 +1,211 @@
+"""Each engine's request builder against a golden request: the Docker create body and its
+`docker run` argv, the same for Podman, Slurm's sbatch argv and batch script, the process argv.
+
+A plan with fixed inputs (name, image, env, limits) goes through each engine's `request`;
+the run label (random per launch) and paths that depend on the machine are normalised.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from runner.config import load_config
+from runner.config.envfile import EnvFile
+from runner.engines.base import RunContext
+from runner.options import LaunchFlags, RunOptions, SlurmFlags
+from runner.plan import build_plan
+from runner.ui import Output
+
+CANARY = "golden-canary-secret-4f1d9a"
+LAYER = {"container": {"gpu": "none", "stop_timeout": 5, "options": {
+    "image": "primus-test/busybox:latest", "privileged": False, "ulimit": ["nofile=1024:2048"], "group-add": [],
+    "cap-add": ["SYS_PTRACE"], "security-opt": [], "ipc": "host", "network": "host", "shm-size": "1g", "memory": "2g",
+    "cpus": 1.5, "env": ["HF_TOKEN", "LIT=one"], "workdir": "/w"}}}
+
+
+def _plan(work, secrets_via="stdin"):
+    layer = {**LAYER, "container": {**LAYER["container"], "secrets_via": secrets_via}}
+    config = load_config(None, layer, user_files=False)
+    planned = build_plan(config, ["python", "train.py", "--lr", "0.1"], {"HF_TOKEN": CANARY, "PATH": "/usr/bin"}, EnvFile(None, {}),
+                         LaunchFlags(name="golden-job"))
+    return config, planned.require(), planned.scope
+
+
+def _ctx(engine, config, scope, **options):
+    opts = RunOptions(command=("x",), **options)
+    return RunContext(opts, scope, Output(), engine.settings(config, opts))
+
+
+def _body(request) -> dict:
+    body = {**request.config, "Labels": {k: v for k, v in request.config["Labels"].items() if k != "io.primus-runner.run"}}
+    return body
+
+
+GOLDEN_BODY = {
+    "Image": "primus-test/busybox:latest",
+    "Cmd": ["python", "train.py", "--lr", "0.1"],
+    "Env": ["LIT=one"],
+    "Labels": {"io.primus-runner.managed": "true", "io.primus-runner.job": "golden-job", "io.primus-runner.version": "0.1.0",
+               "io.primus-runner.owner": str(os.getuid())},
+    "AttachStdin": True, "OpenStdin": True, "StdinOnce": True, "AttachStdout": True, "AttachStderr": True, "Tty": False,
+    "StopTimeout": 5,
+    "HostConfig": {"Init": True, "Privileged": False, "CapAdd": ["SYS_PTRACE", "CAP_SYS_ADMIN"],  # cap-add: a union with the defaults
+                   "Ulimits": [{"Name": "nofile", "Soft": 1024, "Hard": 2048}], "IpcMode": "host", "NetworkMode": "host",
+                   "LogConfig": {"Type": "none", "Config": {}}, "ShmSize": 1 << 30, "Memory": 2 << 30, "NanoCpus": 1_500_000_000},
+    "WorkingDir": "/w",
+}
+
+
+def _argv_golden(kind: str) -> list[str]:
+    return [kind, "run", "--name", "golden-job", "--rm", "--interactive",
+            "--label", "io.primus-runner.managed=true", "--label", "io.primus-runner.job=golden-job",
+            "--label", "io.primus-runner.version=0.1.0", "--label", f"io.primus-runner.owner={os.getuid()}", "--label", "RUN",
+            "-e", "LIT=one", "-e", "HF_TOKEN", "--init", "--cap-add", "SYS_PTRACE", "--cap-add", "CAP_SYS_ADMIN", "--ulimit", "nofile=1024:2048",
+            "--ipc", "host", "--network", "host", "--shm-size", str(1 << 30), "--memory", str(2 << 30), "--cpus", "1.5",
+            "--log-driver", "none", "--workdir", "/w", "--stop-timeout", "5", "--entrypoint", "/bin/sh",
+            "primus-test/busybox:latest", "-c", "<stdin-shim>", "primus-shim", "<image-entrypoint>",
+            "python", "train.py", "--lr", "0.1"]
+
+
+def _normal(argv: list[str]) -> list[str]:
+    return ["RUN" if a.startswith("io.primus-runner.run=") else a for a in argv]
+
+
+@pytest.mark.parametrize("kind", ["docker", "podman"])
+def test_docker_and_podman_requests_are_the_golden_ones(work, kind):
+    from runner.engines.docker import DockerEngine
+    from runner.engines.docker.shim import shim_entrypoint
+
+    config, plan, scope = _plan(work)
+    config.data["container"]["engine"] = kind
+    engine = DockerEngine()
+    request = engine.request(plan, _ctx(engine, config, scope))
+    assert _body(request) == {**GOLDEN_BODY, "Entrypoint": shim_entrypoint()}
+    assert request.pending == ("image entrypoint",) and request.kind == kind
+    assert _normal(request.argv()) == _argv_golden(kind)
+    assert CANARY not in repr(request.to_dict()) + request.render()
+
+
+def test_the_resolve_step_records_the_image_entrypoint_and_the_launch_adds_nothing(work):
+    """The image's entrypoint goes into a new request through the named step, never into the old one."""
+    from runner.engines.docker import DockerEngine
+    from runner.engines.docker.run import resolve
+    from runner.engines.docker.shim import shim_entrypoint
+
+    config, plan, scope = _plan(work)
+    engine = DockerEngine()
+    request = engine.request(plan, _ctx(engine, config, scope))
+    final = resolve(request, None, {"Config": {"Entrypoint": ["/entry.sh", "--x"]}})
+    assert final.config["Entrypoint"] == shim_entrypoint() + ["/entry.sh", "--x"] and final.pending == ()
+    assert request.config["Entrypoint"] == shim_entrypoint()  # the first request is unchanged
+    assert final.argv()[-7:] == ["primus-shim", "/entry.sh", "--x", "python", "train.py", "--lr", "0.1"]
+    assert any("/entry.sh" in d for d in final.decisions)
+
+
+def test_secrets_via_env_renders_names_only(work):
+    from runner.engines.docker import DockerEngine
+
+    config, plan, scope = _plan(work, secrets_via="env")
+    engine = DockerEngine()
+    request = engine.request(plan, _ctx(engine, config, scope))
+    assert f"HF_TOKEN={CANARY}" in request.config["Env"]  # the explicit choice: the value is in Env
+    argv = request.argv()
+    assert "HF_TOKEN" in argv and CANARY not in " ".join(argv) and CANARY not in request.render()
+    assert "--entrypoint" not in argv and argv[-5:] == ["primus-test/busybox:latest", "python", "train.py", "--lr", "0.1"]
+
+
+def test_run_ids_are_given_to_the_request_by_name(work):
+    from runner.engines.docker import DockerEngine
+
+    config, plan, scope = _plan(work)
+    engine = DockerEngine()
+    request = engine.request(plan, _ctx(engine, config, scope))
+    with_ids = request.with_run_env({"MLFLOW_RUN_ID": "abc", "LIT": "two"})
+    assert sorted(with_ids.config["Env"]) == ["LIT=two", "MLFLOW_RUN_ID=abc"]
+    assert {k: v for k, v in with_ids.config.items() if k != "Env"} == {k: v for k, v in request.config.items() if k != "Env"}
+    assert request.config["Env"] == ["LIT=one"]  # the request it came from is unchanged
+    assert with_ids.plan.public_env()["MLFLOW_RUN_ID"] == "abc"
+
+
+def test_a_bad_value_is_refused_when_the_request_is_built(work):
+    """Typed builders: a plan that skipped validation still cannot reach the engine with a bad ulimit."""
+    from dataclasses import replace
+
+    from runner.engines.docker import DockerEngine
+    from runner.errors import ConfigError
+
+    config, plan, scope = _plan(work)
+    engine = DockerEngine()
+    with pytest.raises(ConfigError, match="nofile=lots"):
+        engine.request(replace(plan, ulimits=("nofile=lots",)), _ctx(engine, config, scope))
+
+
+def test_slurm_request_is_the_golden_one(work):
+    from runner.engines.slurm import SlurmEngine
+    from runner.engines.slurm.script import agent_command
+
+    config, plan, scope = _plan(work)
+    engine = SlurmEngine()
+    ctx = _ctx(engine, config, scope, slurm=SlurmFlags(nodes=2, partition="debug", time="1:00:00", qos="high"))
+    request = engine.request(plan, ctx)
+    job_dir = str(request.job_dir)
+    assert job_dir.startswith(str(work / "primus-runs")) and job_dir.endswith("-golden-job") and not request.job_dir.exists()
+    assert request.command() == ["sbatch", "--parsable", "--export=HF_TOKEN,LIT,PATH", f"{job_dir}/job.sbatch"]
+    agent = " ".join(agent_command())
+    head = request.script.split("\n\n")[0].splitlines()
+    assert head == [
+        "#!/bin/bash",
+        "# primus-runner 0.1.0: batch script for golden-job. It holds variable NAMES only;",
+        "# Slurm copies their values to the nodes from sbatch's environment (--export list below).",
+        "#SBATCH --job-name=golden-job",
+        "#SBATCH --nodes=2",
+        "#SBATCH --ntasks-per-node=1",
+        f"#SBATCH --output={job_dir}/slurm-%j.out",
+        "#SBATCH --open-mode=append",
+        f"#SBATCH --chdir={work}",
+        "#SBATCH --time=1:00:00",
+        "#SBATCH --partition=debug",
+        "#SBATCH --qos=high",
+        "#SBATCH --export=HF_TOKEN,LIT,PATH",
+    ]
+    assert (f"srun --nodes=2 --ntasks-per-node=1 --kill-on-bad-exit=1 --label --export=HF_TOKEN,LIT,PATH,PRIMUS_MASTER_NODEADDR "
+            f"{agent} node-agent {job_dir}/plan.json") in request.script
+    node = _normal(list(request.node_command))
+    assert node[:4] == ["docker", "run", "--name", "primus-<job>-<rank>"]
+    assert "io.primus-runner.slurm-job=<job>" in node and "io.primus-runner.node-rank=<rank>" in node
+    assert node[-4:] == ["python", "train.py", "--lr", "0.1"] and "primus-test/busybox:latest" in node
+    text = request.render()
+    assert " ".join(request.command()) in text and "#SBATCH --nodes=2" in text and "python train.py --lr 0.1" in text
+    assert CANARY not in text + repr(request.to_dict())
+
+
+def test_slurm_exports_the_tracker_run_ids_before_the_handshake(work):
+    """The script names MLFLOW_RUN_ID from the start: the handshake's value is given by name, the script is unchanged."""
+    from runner.engines.slurm import SlurmEngine
+
+    layer = {**LAYER, "trackers": {"disable_mlflow": False}}
+    config = load_config(None, layer, user_files=False)
+    planned = build_plan(config, ["python", "t.py"], {"MLFLOW_TRACKING_URI": "http://127.0.0.1:1"}, EnvFile(None, {}),
+                         LaunchFlags(name="golden-job"))
+    engine = SlurmEngine()
+    request = engine.request(planned.require(), _ctx(engine, config, planned.scope))
+    assert "MLFLOW_RUN_ID" in request.export
+    after = request.with_run_env({"MLFLOW_RUN_ID": "r1"})
+    assert after.script == request.script and after.plan.public_env()["MLFLOW_RUN_ID"] == "r1"
+
+
+def test_process_request_is_the_golden_one(work):
+    from runner.engines.process import DEFAULT_PATH, ProcessEngine
+
+    config, plan, scope = _plan(work)
+    engine = ProcessEngine()
+    request = engine.request(plan, _ctx(engine, config, scope))
+    assert request.argv == ("python", "train.py", "--lr", "0.1") and request.cwd == "/w"
+    assert request.to_dict() == {"command": ["python", "train.py", "--lr", "0.1"], "workdir": "/w",
+                                 "env": {"HF_TOKEN": "***", "LIT": "one"}, "secrets": ["HF_TOKEN"]}
+    assert request.render().splitlines() == ["command  python train.py --lr 0.1", "workdir  /w", "environment (only these):",
+                                             "  HF_TOKEN=*** [secret]", "  LIT=one", f"  PATH={DEFAULT_PATH}   (default)"]
+    assert request.with_run_env({"WANDB_RUN_ID": "w1"}).plan.public_env()["WANDB_RUN_ID"] == "w1"
