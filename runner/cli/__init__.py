@@ -269,9 +269,10 @@ def _runs_filters(p: argparse.ArgumentParser, default=None) -> None:
     flag = {} if default is None else {"default": default}
     p.add_argument("--all", action="store_true", help="every user's runs (a shared state directory)", **({"default": default} if default else {}))
     p.add_argument("-n", type=int, metavar="N", dest="limit", help="only the newest N (default: 20 in the table, all with --json)", **flag)
-    p.add_argument("--state", choices=["running", "succeeded", "failed", "interrupted", "lost", "unknown", "error"], **flag)
+    p.add_argument("--state", choices=["running", "succeeded", "failed", "interrupted", "lost", "unknown", "error"],
+                   help="only runs in this state", **flag)
     p.add_argument("--engine", dest="runs_engine", metavar="ENGINE", help="docker, podman, slurm or process", **flag)
-    p.add_argument("--name", dest="runs_name", metavar="NAME", **flag)
+    p.add_argument("--name", dest="runs_name", metavar="NAME", help="only runs of this job or container name", **flag)
 
 
 def _build_command(cmd) -> None:
