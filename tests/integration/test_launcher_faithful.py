@@ -8,6 +8,7 @@ overrides after it). Container forms run on Docker; see also test_launcher_modes
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -68,3 +69,73 @@ def test_a_second_mount_of_the_checkout_keeps_its_own_mount(space: Space):
     assert result.returncode == 0, result.stderr
     (got,) = seen(result.stdout).values()
     assert got["path"] == "runner/primus-cli-direct.sh" and got["pwd"] == checkout
+
+
+# --------------------------------------------------------------------------- docker run options, Docker and Podman
+
+PROBE = ("echo host=$(hostname); grep 'Max open files' /proc/self/limits; echo pids=$(cat /sys/fs/cgroup/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids/pids.max);"
+         " grep -E '^(CapEff|NoNewPrivs)' /proc/self/status; echo groups=$(id -G); echo somaxconn=$(cat /proc/sys/net/core/somaxconn);"
+         " echo args=\"$*\"")
+
+
+def probe_space(tmp_path, canary, busybox_image, engine_host) -> Space:
+    entry = json.dumps(["sh", "-c", PROBE, "sh"])
+    config = f"container:\n  gpu: none\n  stop_timeout: 2\n  entry: {entry}\n  options:\n    image: {busybox_image}\n"
+    space = Space(tmp_path, canary, config=config)
+    space.env.update(engine_host.env)
+    return space
+
+
+def probed(output: str) -> dict[str, str]:
+    found = {}
+    for line in output.splitlines():
+        if line.startswith("Max open files"):
+            found["nofile"] = " ".join(line.split()[3:5])
+        elif re.match(r"^(CapEff|NoNewPrivs):", line):
+            key, value = line.split(":", 1)
+            found[key] = value.strip()
+        elif "=" in line and line.split("=", 1)[0] in ("host", "pids", "groups", "somaxconn", "args"):
+            key, value = line.split("=", 1)
+            found[key] = value
+    return found
+
+
+def test_the_launchers_docker_options_reach_the_container(tmp_path, canary, busybox_image, engine_host):
+    """`container --hostname … --ulimit … --cap-add … --security-opt … --group-add … --pids-limit … --sysctl …`:
+    modelled ones onto the typed config, the others passed through, every form (--NAME VALUE, --NAME=VALUE, boolean)."""
+    space = probe_space(tmp_path, canary, busybox_image, engine_host)
+    # This host's rootful Podman (itself in a container) may not raise rlimits: `podman run --ulimit` fails here too.
+    ulimit = ["--ulimit=nofile=1024:2048"] if engine_host.kind == "docker" else []
+    result = space.run("container", "--hostname", "launcher-h1", *ulimit, "--cap-add", "NET_ADMIN",
+                       "--security-opt", "no-new-privileges", "--group-add", "4242", "--pids-limit", "321",
+                       "--network", "none", "--sysctl", "net.core.somaxconn=999", "--rm", "--", "train", "pretrain")
+    assert result.returncode == 0, result.stderr
+    got = probed(result.stdout)
+    assert got["host"] == "launcher-h1" and got["pids"] == "321"
+    assert got["nofile"] == "1024 2048" or not ulimit
+    assert got["NoNewPrivs"] == "1" and "4242" in got["groups"].split() and got["somaxconn"] == "999"
+    assert int(got["CapEff"], 16) & (1 << 12)  # CAP_NET_ADMIN
+    assert got["args"] == "train pretrain"  # container.entry + the Primus args
+    assert "--rm: the runner always removes its container" in result.stderr
+
+    dry = space.run("--json", "--dry-run", "container", "--privileged", "--network", "none", "--", "x")
+    assert json.loads(dry.stdout)["request"]["create"]["HostConfig"]["Privileged"] is True
+    privileged = space.run("container", "--privileged", "--network", "none", "--", "x")
+    if privileged.returncode == 0:
+        assert int(probed(privileged.stdout)["CapEff"], 16) >= (1 << 38) - 1  # every capability
+    else:  # this host's Docker (itself in a container) refuses privileged mode: the engine's own refusal, said
+        assert privileged.returncode == 3 and "refuses privileged mode" in privileged.stderr, privileged.stderr
+
+
+def test_an_option_that_would_show_a_secret_is_refused(tmp_path, canary, busybox_image, engine_host):
+    """A secret value in a passed-through option would be in `docker inspect`: refused before the container exists."""
+    space = probe_space(tmp_path, canary, busybox_image, engine_host)
+    result = space.run("container", "--label", f"note={canary['HF_TOKEN']}", "--env", "HF_TOKEN", "--", "x")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "docker inspect" in result.stderr
+    from engines import assert_no_leak
+
+    assert_no_leak((result.stdout + result.stderr).encode(), canary, "refused label")
+    for refused, fix in (("--entrypoint", "container.entry"), ("--tty", "leave out")):
+        result = space.run("container", refused, *([] if refused == "--tty" else ["x"]), "--", "x")
+        assert result.returncode == 2 and fix in result.stderr, (refused, result.stderr)
