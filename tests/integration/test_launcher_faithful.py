@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import time
+import uuid
 
 import pytest
 
+from engines import assert_no_leak
 from test_launcher_modes import TRAIN, Space, seen, space, standin_image  # noqa: F401 - fixtures
 
 pytestmark = [pytest.mark.docker]
@@ -133,9 +137,88 @@ def test_an_option_that_would_show_a_secret_is_refused(tmp_path, canary, busybox
     result = space.run("container", "--label", f"note={canary['HF_TOKEN']}", "--env", "HF_TOKEN", "--", "x")
     assert result.returncode == 2, result.stdout + result.stderr
     assert "docker inspect" in result.stderr
-    from engines import assert_no_leak
-
     assert_no_leak((result.stdout + result.stderr).encode(), canary, "refused label")
     for refused, fix in (("--entrypoint", "container.entry"), ("--tty", "leave out")):
         result = space.run("container", refused, *([] if refused == "--tty" else ["x"]), "--", "x")
         assert result.returncode == 2 and fix in result.stderr, (refused, result.stderr)
+
+
+# --------------------------------------------------------------------------- direct
+
+
+def test_direct_hands_its_options_to_the_direct_launcher_unchanged(space: Space):
+    """`direct --silent -- node_smoke --tier2-perf` (the direct launcher's own option, refused before) and
+    `direct --dry-run -- …` (the direct launcher's own dry run: the stand-in is run with --dry-run)."""
+    env = {"PRIMUS_PATH": str(space.checkout)}
+    result = space.run("direct", "--silent", "--log_file", "l.log", "--env", "LIT=1", "--", "node_smoke", "--tier2-perf", env=env)
+    assert result.returncode == 0, result.stderr
+    (got,) = seen(result.stdout).values()
+    assert got["path"].endswith("runner/primus-cli-direct.sh")
+    assert got["args"] == ["--silent", "--log_file", "l.log", "--", "node_smoke", "--tier2-perf"]
+    assert got["env"]["LIT"] == "1"
+    result = space.run("direct", "--dry-run", "--", *TRAIN, env=env)
+    assert result.returncode == 0, result.stderr
+    (got,) = seen(result.stdout).values()
+    assert got["args"] == ["--dry-run", "--", *TRAIN]
+    result = space.run("--dry-run", "direct", "--silent", "--", *TRAIN, env=env)  # the runner's own dry run: nothing runs
+    assert result.returncode == 0 and not seen(result.stdout), result.stdout
+
+
+# --------------------------------------------------------------------------- slurm
+
+
+def _wait(space: Space, job_id: str) -> dict:
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        state = json.loads(space.run("--json", "status", job_id).stdout)
+        if state["exit_code"] is not None:
+            return state
+        time.sleep(1)
+    raise AssertionError(f"job {job_id} did not end")
+
+
+@pytest.mark.slurm
+def test_slurm_flags_reach_sbatch_as_given_and_the_output_goes_where_the_user_said(space: Space, slurm_cluster):
+    """`slurm sbatch -J NAME --exclusive --cpus-per-task=1 -o run-%j.log -e err.log --mail-type END --mail-user …
+    -- container --debug -- train …`: Slurm has each flag; the job's rank-labelled, masked output is in run-<job>.log
+    where the user said, and `logs JOB` still finds it."""
+    name = f"launcher-{uuid.uuid4().hex[:6]}"
+    flags = ["-N", "2", "-J", name, "--exclusive", "--cpus-per-task=1", "-o", "run-%j.log", "-e", "err.log",
+             "--mail-type", "END", "--mail-user=nobody@example.com", "--comment", "launcher-flags"]
+    entry = ["--", "container", "--debug", "--env", "HF_TOKEN", "--", *TRAIN]
+    dry = space.run("--json", "--dry-run", "slurm", "sbatch", *flags, *entry)
+    assert json.loads(dry.stdout)["request"]["sbatch"][3:-1] == flags  # exactly as given (this partition forces sharing)
+    result = space.run("--json", "slurm", "sbatch", *flags, *entry)
+    assert result.returncode == 0, result.stderr
+    job_id = json.loads(result.stdout)["job_id"]
+    shown = subprocess.run(["scontrol", "show", "job", "-o", job_id], capture_output=True, text=True).stdout
+    assert f"JobName={name}" in shown and "MailType=END" in shown and "Comment=launcher-flags" in shown
+    assert "MailUser=nobody@example.com" in shown
+    assert _wait(space, job_id)["exit_code"] == 0
+    log = space.project / f"run-{job_id}.log"
+    text = log.read_text()
+    ranks = seen("\n".join(re.sub(r"^(\d+): ", r"[\1] ", line) for line in text.splitlines()))
+    assert set(ranks) == {"0", "1"}, text
+    for got in ranks.values():
+        assert got["env"]["PRIMUS_LOG_LEVEL"] == "DEBUG" and got["env"]["HF_TOKEN"] == "***"
+    assert (space.project / "err.log").exists()
+    assert_no_leak(text.encode(), space.canary, "the user's -o file")
+    logs = space.run("logs", job_id)
+    assert logs.returncode == 0 and "standin-arg" in logs.stdout, logs.stderr
+
+
+@pytest.mark.slurm
+def test_slurm_config_keys_map_to_flags_and_a_flag_beats_its_key(space: Space, slurm_cluster):
+    """The launcher's slurm: keys (job-name, partition, time …) become sbatch options; -J/-t on the command line win."""
+    space.config.write_text(space.config.read_text() + "  job-name: from-config\n  cpus-per-task: 1\n")
+    result = space.run("--json", "--dry-run", "slurm", "sbatch", "-N", "2", "-t", "7", "--", *TRAIN)
+    assert result.returncode == 0, result.stderr
+    request = json.loads(result.stdout)["request"]
+    assert "#SBATCH --job-name=from-config" in request["script"] and "#SBATCH --cpus-per-task=1" in request["script"]
+    assert "#SBATCH --time=" not in request["script"] and request["sbatch"][3:-1] == ["-N", "2", "-t", "7"]
+    result = space.run("--json", "slurm", "sbatch", "-N", "2", "-J", "from-flag", "--", *TRAIN)
+    assert result.returncode == 0, result.stderr
+    job_id = json.loads(result.stdout)["job_id"]
+    shown = subprocess.run(["scontrol", "show", "job", "-o", job_id], capture_output=True, text=True).stdout
+    assert "JobName=from-flag" in shown and "NumCPUs=" in shown
+    assert _wait(space, job_id)["exit_code"] == 0
