@@ -519,8 +519,8 @@ def _plan(args, sources, out, parser) -> int:
     from runner.session import pipeline
 
     # `plan` is `up --dry-run`: the same plan, the same request, the same problems.
-    return pipeline.run(RunOptions(command=tuple(args.command), sources=sources, flags=_flags(args), dry_run=True),
-                        engine_for("docker"), out)
+    return pipeline.run(RunOptions(command=tuple(args.command), sources=sources, flags=_flags(args), dry_run=True,
+                                   debug=args.global_debug), engine_for("docker"), out)
 
 
 def _launch(args, sources, out, parser) -> int:
