@@ -27,9 +27,6 @@ BOOLEAN = {"detach", "disable-content-trust", "help", "init", "interactive", "no
            "privileged", "publish-all", "quiet", "read-only", "rm", "sig-proxy", "tty", "use-api-socket"}
 
 REFUSED: dict[str, tuple[str, str]] = {
-    "env-file": ("docker's --env-file puts every value of the file into the container's Env, visible in `docker inspect`",
-                 "give the file to the runner: primus-runner --env-file FILE container … (values stay out of inspect; "
-                 "allowlist the names in container.options.env)"),
     "label-file": ("a label file's values would be copied into the container's labels unchecked", "pass each one as --label KEY=VALUE"),
     "entrypoint": ("the runner's entry point hands secrets over through stdin before it runs the job's command",
                    "set container.entry in .primus.yaml to the command the Primus args are appended to"),
@@ -66,7 +63,7 @@ def _int(text: str) -> int:
 
 
 def _bytes(text: str) -> int:
-    from runner.engines.docker.container import parse_bytes
+    from runner.config.container_values import parse_bytes  # ValueError on a bad size (not the request module: a cycle)
 
     return -1 if text.strip() == "-1" else parse_bytes(text)
 
