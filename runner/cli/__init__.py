@@ -240,6 +240,12 @@ def _container_commands(cmd) -> None:
     p.add_argument("--tail", type=int, metavar="N", help="only the last N lines")
     p.add_argument("--all-users", action="store_true", help="another user's runner container (default: yours only)")
 
+    p = cmd("exec", "run a command in one of your running runner containers (as docker exec), output masked",
+            "primus-runner exec primus-1a2b3c4d -- nvidia-smi")
+    p.add_argument("name", help="the container's name (primus-runner ps lists them)")
+    p.add_argument("command", nargs="*", metavar="-- CMD", help="the command and its arguments, after --")
+    p.add_argument("--all-users", action="store_true", help="another user's runner container (default: yours only)")
+
     p = cmd("down", "stop and remove the runner's containers (only the runner's own)", "primus-runner down --all")
     p.add_argument("names", nargs="*", metavar="NAME", help="container names (yours only)")
     p.add_argument("--all", action="store_true", help="every container the runner started on this host")
@@ -618,6 +624,12 @@ def _completion(args, sources, out, parser) -> int:
     return 0
 
 
+def _exec(args, sources, out, parser) -> int:
+    from runner.engines.docker.exec_into import cmd_exec
+
+    return cmd_exec(args.name, tuple(args.command), sources, out, all_users=args.all_users)
+
+
 def _complete(args, sources, out, parser) -> int:
     from runner.cli.complete_names import candidates
 
@@ -649,7 +661,7 @@ _HANDLERS = {
     "check": _check, "plan": _plan, "up": _launch, "submit": _launch,
     "ps": _containers, "logs": _containers, "down": _containers, "runs": _runs, "build": _build,
     "status": _slurm_job, "cancel": _slurm_job, "node-agent": _node_agent, "audit": _audit,
-    "completion": _completion, "__complete": _complete, "container": _mode, "direct": _mode, "slurm": _mode, "demo": _demo,
+    "completion": _completion, "__complete": _complete, "exec": _exec, "container": _mode, "direct": _mode, "slurm": _mode, "demo": _demo,
     "trust": _trust,
 }
 

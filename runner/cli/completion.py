@@ -19,7 +19,7 @@ FUNC = "_primus_runner"
 # Option values that name files or directories (completed as paths).
 _PATH_METAVARS = {"FILE", "DIR", "PATH", "SRC[:DST[:OPTS]]", "TARGET"}
 # The positional argument of these commands names the runner's containers or Slurm jobs (``__complete KIND``).
-DYNAMIC = {"logs": "names", "down": "containers", "status": "jobs", "cancel": "jobs"}
+DYNAMIC = {"logs": "names", "down": "containers", "exec": "containers", "status": "jobs", "cancel": "jobs"}
 
 
 @dataclass(frozen=True)

@@ -357,7 +357,13 @@ class Engine:
         half-close its write side (the job's stdin EOF) and to ``recv_into`` big buffers.
         """
         params = {"stream": 1, "stdout": 1, "stderr": 1, "stdin": 1 if stdin else 0}
-        url = self.path(f"/containers/{quote(container_id)}/attach", params)
+        return self._hijack(self.path(f"/containers/{quote(container_id)}/attach", params), b"", "text/plain")
+
+    def exec_start(self, exec_id: str) -> tuple[socket.socket, bytes]:
+        """Start an exec instance attached (no TTY): the raw stream socket, as ``attach``."""
+        return self._hijack(self.path(f"/exec/{quote(exec_id)}/start"), b'{"Detach": false, "Tty": false}', "application/json")
+
+    def _hijack(self, url: str, body: bytes, content_type: str) -> tuple[socket.socket, bytes]:
         try:
             if self._unix is not None:
                 sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -369,9 +375,9 @@ class Engine:
         except OSError as exc:
             raise self._unreachable(exc) from None
         request = (
-            f"POST {url} HTTP/1.1\r\nHost: docker\r\nContent-Type: text/plain\r\n"
-            "Connection: Upgrade\r\nUpgrade: tcp\r\nContent-Length: 0\r\n\r\n"
-        ).encode()
+            f"POST {url} HTTP/1.1\r\nHost: docker\r\nContent-Type: {content_type}\r\n"
+            f"Connection: Upgrade\r\nUpgrade: tcp\r\nContent-Length: {len(body)}\r\n\r\n"
+        ).encode() + body
         sock.sendall(request)
         head = b""
         while b"\r\n\r\n" not in head:
