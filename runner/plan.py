@@ -77,6 +77,9 @@ class LaunchPlan:
     security_opt: tuple[str, ...] = ()
     ulimits: tuple[str, ...] = ()
     privileged: bool = False
+    hostname: str | None = None
+    # docker run options the runner passes through as given (runner.engines.docker.run_options)
+    run_options: tuple[tuple[str, str | None], ...] = ()
     ipc: str | None = None
     network: str | None = None
     user: str | None = None
@@ -278,6 +281,7 @@ def build_plan(
     sources: Mapping[str, str] | None = None,
     gpu_holders: Callable[[], Mapping[str, str]] | None = None,
     gpu_mode: str = "host",
+    references: "Callable[[set[str]], tuple[dict, list, dict]] | None" = None,
 ) -> Planned:
     """Decide everything about a launch. Writes nothing and calls no engine or network;
     it reads its arguments and, for validation, whether volume sources and optional
@@ -291,6 +295,9 @@ def build_plan(
     GPUs are read from the host root (sysfs, never written); ``gpu_holders`` says which
     GPUs other jobs hold (for ``--gpus N``); ``gpu_mode`` "node": each Slurm node chooses,
     "off": no container, no GPU selection (``direct``).
+    ``references(names)``: for the names the env policy considers, the values of their
+    secret references (plain, for the policy), the same as secrets (for the scope) and where
+    each comes from; the env policy then decides with them (the plan is built once).
     """
     problems: list[Problem] = []
     warnings: list[str] = list(env_file.warnings)
@@ -298,13 +305,17 @@ def build_plan(
     options = config.get("container", "options", default={}) or {}
     job_name = str(name or flags.name or _per_job(options.get("name"), host_env) or default_name())
 
-    lookup = env_lookup(env_file, host_env)
-    trackers = analyze_trackers(config, job_lookup(literal_values(config, flags.env), lookup), command, default_run_name=job_name)
+    trackers, resolution = _env_decisions(config, command, host_env, env_file, flags, job_name)
+    if references is not None:  # secret references of the names this launch considers: resolved once, then decided
+        values, found, found_sources = references({d.name for d in resolution.decisions})
+        if values:
+            host_env = {**host_env, **values}
+            extra_secrets = [*extra_secrets, *found]
+            sources = {**(sources or {}), **found_sources}
+            trackers, resolution = _env_decisions(config, command, host_env, env_file, flags, job_name)
     problems += trackers.problems
     warnings += trackers.warnings
     notices += trackers.notices
-
-    resolution = resolve_env(config, host_env, env_file.values, env_file.path, flags.env, trackers.wanted)
     problems += resolution.problems
     warnings += resolution.warnings
     computed = {key for key, _ in extra_env}
@@ -374,6 +385,13 @@ def _names_holding_secrets(scope: SecretScope, **names: str) -> list[Problem]:
             for key, value in names.items() if value and scope.masker.contains_secret(value.encode("utf-8", "surrogateescape"))]
 
 
+def _env_decisions(config: Config, command, host_env: Mapping[str, str], env_file: EnvFile, flags: LaunchFlags, job_name: str):
+    """The trackers' analysis and the env policy's decisions for these values."""
+    lookup = env_lookup(env_file, host_env)
+    trackers = analyze_trackers(config, job_lookup(literal_values(config, flags.env), lookup), command, default_run_name=job_name)
+    return trackers, resolve_env(config, host_env, env_file.values, env_file.path, flags.env, trackers.wanted)
+
+
 def _final_decisions(decisions: list[EnvDecision], scope: SecretScope, notices: list[str]) -> tuple[list[EnvDecision], list[str]]:
     """Carry embedded secrets as secrets, drop optional names that are simply absent (they are
     not worth a line in ``plan``; ``--verbose`` lists them), and say what matters."""
@@ -434,6 +452,8 @@ def _container_settings(config: Config, flags: LaunchFlags, notices: list[str], 
         security_opt=tuple(_as_list(options.get("security-opt"))),
         ulimits=tuple(_as_list(options.get("ulimit"))),
         privileged=_as_bool(options.get("privileged", False)),
+        hostname=text("hostname"),
+        run_options=tuple(flags.run_options),
         ipc=options.get("ipc"),
         network=options.get("network"),
         user=text("user"),

@@ -345,7 +345,7 @@ def _main(argv: list[str]) -> int:
     from runner.ui import Output
 
     parser = build_parser()
-    args = parser.parse_args(_default_launcher(argv))
+    args = _parse(parser, argv)
     sources = Sources(args.config, args.env_file, args.trust_project)
     out = Output(json_mode=args.json, color=not args.no_color, verbose=args.verbose, fallback=_early_masker(args.cmd, sources))
     if not args.cmd:
@@ -408,6 +408,29 @@ def _run_options(args, sources):
     )
 
 
+def _parse(parser: argparse.ArgumentParser, argv: list[str]):
+    """argparse for the runner's own commands; the launcher's modes as the launcher parses them
+    (``runner.cli.launcher_args``: docker run options, Slurm flags, direct options as given)."""
+    from runner.cli import launcher_args
+
+    split = launcher_args.split_mode(argv)
+    if split is None:
+        return parser.parse_args(_default_launcher(argv))
+    head, mode, rest = split
+    args = parser.parse_args(head + [mode] + (["srun"] if mode == "slurm" else []))
+    try:
+        args.mode_args = launcher_args.parse(mode, rest)
+    except Exception as exc:  # a usage error before the output is set up: argparse's way (exit 2, one line)
+        from runner.errors import UsageError
+
+        if not isinstance(exc, UsageError):
+            raise
+        parser.error(f"{exc.message}" + (f" (fix: {exc.hint})" if exc.hint else ""))
+    for key, value in args.mode_args.globals.items():
+        setattr(args, key, value)
+    return args
+
+
 _SLURM_JOB = __import__("re").compile(r"^\d+(_\d+)?$")  # `logs 1234`: a Slurm job id; anything else names a container
 
 
@@ -444,55 +467,6 @@ def _default_launcher(argv: list[str]) -> list[str]:
     return argv[:i + 1] + ["srun"] + argv[i + 1:]
 
 
-def _entry_parser(entry: str) -> argparse.ArgumentParser:
-    p = _Parser(prog=f"primus-runner slurm ... -- {entry}", description=f"the {entry} entry on each node")
-    (_container_entry_options if entry == "container" else _direct_entry_options)(p)
-    return p
-
-
-def _direct_args(args) -> tuple[str, ...]:
-    """The launcher's own direct options, handed to primus-cli-direct.sh before ``--``."""
-    found: list[str] = ["--single"] if args.single else []
-    for flag, value in (("--script", args.script), ("--log_file", args.log_file)):
-        if value:
-            found += [flag, value]
-    for patch in args.patch:
-        found += ["--patch", patch]
-    return tuple(found + (["--numa"] if args.numa else []) + (["--no-numa"] if args.no_numa else []))
-
-
-def _mode_options(args, sources):
-    from dataclasses import replace
-
-    from runner.cli import launcher_modes
-    from runner.errors import UsageError
-    from runner.options import LaunchFlags, ModeOptions
-
-    dry_run = bool(args.global_dry_run or getattr(args, "dry_run", False) or getattr(args, "slurm_dry_run", False))
-    debug = bool(args.global_debug or getattr(args, "debug", False) or getattr(args, "slurm_debug", False))
-    common = dict(sources=sources, dry_run=dry_run, debug=debug, pull=getattr(args, "pull", None))
-    if args.cmd == "container":
-        return ModeOptions("container", tuple(args.command), flags=_flags(args), gpus=args.gpus, clean=args.clean,
-                           all_users=args.all_users, **common)
-    if args.cmd == "direct":
-        return ModeOptions("direct", tuple(args.command), flags=LaunchFlags(env=tuple(args.env)), direct_args=_direct_args(args), **common)
-    if args.export is not None:
-        raise UsageError("slurm mode does not take --export: the runner exports exactly the allowlisted names (values never in argv)",
-                         hint="add names to container.options.env, or pass --env NAME to the container entry")
-    for flag in ("partition", "time", "account", "output"):
-        problem = launcher_modes.slurm_value_problems(f"--{flag}", getattr(args, flag))
-        if problem:
-            raise UsageError(problem, hint="one value in Slurm's own syntax")
-    entry, rest = launcher_modes.split_entry(args.command)
-    inner = _entry_parser(entry).parse_args(rest)
-    if entry == "container":
-        flags, gpus, direct_args = _flags(inner), inner.gpus, ()
-    else:
-        flags, gpus, direct_args = LaunchFlags(env=tuple(inner.env)), None, _direct_args(inner)
-    return ModeOptions("slurm", tuple(inner.command), flags=flags, gpus=gpus, launcher=args.launcher or "srun", entry=entry,
-                       slurm=replace(_slurm_flags(args), output=args.output), direct_args=direct_args, **common)
-
-
 def _dispatch(args, sources, out: Output, parser) -> int:
     """Each command's handler, imported on demand (a command loads only its own modules)."""
     return _HANDLERS[args.cmd](args, sources, out, parser)
@@ -511,8 +485,8 @@ def _plan(args, sources, out, parser) -> int:
     from runner.session import pipeline
 
     # `plan` is `up --dry-run`: the same plan, the same request, the same problems.
-    return pipeline.run(RunOptions(command=tuple(args.command), sources=sources, flags=_flags(args), dry_run=True),
-                        engine_for("docker"), out)
+    return pipeline.run(RunOptions(command=tuple(args.command), sources=sources, flags=_flags(args), dry_run=True,
+                                   debug=args.global_debug), engine_for("docker"), out)
 
 
 def _launch(args, sources, out, parser) -> int:
@@ -611,7 +585,9 @@ def _completion(args, sources, out, parser) -> int:
 def _mode(args, sources, out, parser) -> int:
     from runner.cli import launcher_modes
 
-    return launcher_modes.run_mode(_mode_options(args, sources), out)
+    from runner.cli.launcher_translate import mode_options
+
+    return launcher_modes.run_mode(mode_options(args.mode_args, sources, args.global_dry_run, args.global_debug), out)
 
 
 def _trust(args, sources, out, parser) -> int:

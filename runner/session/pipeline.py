@@ -39,7 +39,7 @@ def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None 
     per_engine = [(name, "(per node)") for name in engine.computed_env]
     flags = options.flags if options.pull is None else replace(options.flags, pull=options.pull)
     prepared = prepare(out, options.sources, options.command, flags, extra_layer=layer, extra_env=per_engine, user_files=user_files,
-                       resolve_refs=not options.dry_run,  # a dry run runs no secret reference
+                       resolve_refs=False if options.dry_run else None,  # a dry run (flag or config) runs no secret reference
                        gpu_mode={"slurm": "node", "docker": "host"}.get(engine.name, "off"))
     plan = prepared.plan
     if options.debug or launcher_switch(prepared.config, "debug"):  # the launcher's --debug / debug: true

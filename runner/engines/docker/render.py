@@ -85,8 +85,14 @@ def _split(request: "DockerRequest") -> tuple[list[str], list[str]]:
         argv += ["--user", str(body["User"])]
     if body.get("WorkingDir"):
         argv += ["--workdir", body["WorkingDir"]]
-    if body.get("StopTimeout") is not None:
+    if body.get("Hostname"):
+        argv += ["--hostname", body["Hostname"]]
+    passed = dict(request.plan.run_options)
+    if body.get("StopTimeout") is not None and "stop-timeout" not in passed:
         argv += ["--stop-timeout", str(body["StopTimeout"])]
+    from runner.engines.docker.run_options import argv as passthrough_argv
+
+    argv += passthrough_argv(request.plan.run_options)  # as given: the create body carries each one (run_options.PASSTHROUGH)
     entrypoint = list(body.get("Entrypoint") or [])
     rest: list[str] = []
     if request.use_shim and entrypoint[:1] == ["/bin/sh"]:

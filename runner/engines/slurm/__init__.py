@@ -72,6 +72,12 @@ class SlurmEngine:
         """Everything that can refuse the job, before a tracker run, a file or ``sbatch``."""
         from runner.clients import registry
 
+        for token in ctx.options.slurm.args + ctx.options.slurm.srun_args:  # the user's flags go on sbatch's command line
+            if ctx.scope.masker.contains_secret(token.encode("utf-8", "surrogateescape")):
+                from runner.errors import ConfigError, Problem
+
+                raise ConfigError(Problem("a Slurm flag holds a secret value: it would be on sbatch's command line (visible in ps)",
+                                          hint="pass secrets by name (container.options.env), never as a flag's value"))
         jobs.tool("sbatch")
         jobs.tool("srun")
         jobs.refuse_archived_secrets(jobs.show_config(), self.travelling_secrets(plan, ctx), ctx.settings.allow_env_in_accounting)
@@ -134,6 +140,7 @@ class SlurmEngine:
         jobs.make_job_dir(request.job_dir)  # exactly the directory the script names
         agent_values = self._agent_values(request, ctx)
         job_id = jobs.sbatch(request, ctx.scope.masker, agent_values)
+        jobs.link_output(request, job_id)
         return Launched(job_id, request.plan.name, {"request": request, "final": None})
 
     def announce(self, launched: Launched, ctx: RunContext, detached: bool) -> None:

@@ -19,8 +19,8 @@ import socket
 from dataclasses import replace
 from pathlib import Path
 
-from runner.engines.slurm.jobs import address_of, master_address, require_job_id
-from runner.engines.slurm.script import LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, PLAN_FORMAT
+from runner.engines.slurm.jobs import address_of, master_address, plan_digest, require_job_id
+from runner.engines.slurm.script import LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, PLAN_DIGEST, PLAN_FORMAT
 from runner.errors import ConfigError, Problem, UsageError
 from runner.plan import LaunchPlan
 from runner.secrets import Secret, SecretScope, secret_scope
@@ -70,9 +70,16 @@ def run_node(plan_file: str, out: Output) -> int:
     if not job_id:
         raise UsageError("node-agent runs inside a Slurm job step (started by srun from the batch script)", "use primus-runner submit")
     try:
-        doc = json.loads(Path(plan_file).read_text())
-    except (OSError, ValueError) as exc:
+        text = Path(plan_file).read_text()
+    except OSError as exc:
         raise ConfigError(Problem(f"cannot read the plan file {plan_file}: {exc}", hint="the job directory must be on a file system every node sees"))
+    if plan_digest(text) != environ.get(PLAN_DIGEST):
+        raise ConfigError(Problem(f"the plan file {plan_file} is not the one this job was submitted with; nothing was started",
+                                  hint="someone changed the job directory while the job was queued: check who can write to it"))
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(Problem(f"cannot read the plan file {plan_file}: {exc}"))
     masks = tuple(sorted(n for n in environ if n.startswith(MASK_PREFIX)))
     plan, scope, missing = plan_from_document(doc, environ, extra_secrets=("DOCKER_LOGIN_KEY", *masks))
     out.use_masker(scope.masker)
