@@ -60,7 +60,7 @@ def create_body(name: str, config: dict) -> dict:
                   "env": dict(e.split("=", 1) if "=" in e else (e, "") for e in config.get("Env") or ()),
                   "labels": dict(config.get("Labels") or {}), "stdin": bool(config.get("OpenStdin")),
                   "terminal": bool(config.get("Tty"))}
-    simple = {"Entrypoint": "entrypoint", "User": "user", "WorkingDir": "work_dir", "StopTimeout": "stop_timeout"}
+    simple = {"Entrypoint": "entrypoint", "User": "user", "WorkingDir": "work_dir", "StopTimeout": "stop_timeout", "Hostname": "hostname"}
     for key, value in config.items():
         if key in simple:
             body[simple[key]] = value

@@ -9,7 +9,7 @@ from runner.clients.engine_api.libpod import cdi_devices, create_body
 BODY = {
     "Image": "img", "Cmd": ["python", "train.py"], "Entrypoint": ["/bin/sh", "-c", "shim"], "Env": ["A=1", "B=x=y"],
     "Labels": {"io.primus-runner": "true"}, "AttachStdin": True, "OpenStdin": True, "StdinOnce": True, "AttachStdout": True,
-    "AttachStderr": True, "Tty": False, "StopTimeout": 7, "User": "1000", "WorkingDir": "/w",
+    "AttachStderr": True, "Tty": False, "StopTimeout": 7, "User": "1000", "WorkingDir": "/w", "Hostname": "node-a",
     "HostConfig": {"Init": True, "Privileged": False, "CapAdd": ["SYS_PTRACE"], "GroupAdd": ["video"],
                    "SecurityOpt": ["seccomp=unconfined", "label=disable"],
                    "Ulimits": [{"Name": "memlock", "Soft": -1, "Hard": -1}],
@@ -32,7 +32,7 @@ def test_every_field_is_carried_and_the_cdi_names_are_devices():
     assert body["ipcns"] == body["netns"] == {"nsmode": "host"} and body["log_configuration"] == {"driver": "none"}
     assert body["seccomp_profile_path"] == "unconfined" and body["selinux_opts"] == ["disable"]
     assert body["resource_limits"] == {"memory": {"limit": 1 << 30}, "cpu": {"quota": 150_000, "period": 100_000}}
-    assert (body["user"], body["work_dir"], body["stop_timeout"], body["groups"]) == ("1000", "/w", 7, ["video"])
+    assert (body["user"], body["work_dir"], body["stop_timeout"], body["groups"], body["hostname"]) == ("1000", "/w", 7, ["video"], "node-a")
 
 
 @pytest.mark.parametrize("extra", [{"Healthcheck": {}}, {"HostConfig": {"PidMode": "host"}},
