@@ -191,6 +191,9 @@ class Planned:
     warnings: list[str] = field(default_factory=list)
     scope: SecretScope = field(default_factory=SecretScope)  # every secret value in scope, and the one masker
     absent_optional: list[str] = field(default_factory=list)  # optional tracker names not set: for --verbose only
+    # Names the user's own files or flags allowlist that are not set here: worth one notice at launch
+    # (the built-in defaults' names, and names an engine computes, are not: the plan still lists them).
+    unset: list[str] = field(default_factory=list)
 
     def require(self) -> LaunchPlan:
         if self.problems or self.plan is None:
@@ -240,6 +243,16 @@ def _volume(spec: str, where: str | None, problems: list[Problem]) -> Mount | No
     return Mount(src, target, mode, named)
 
 
+def from_defaults(where: str | None) -> bool:
+    """Whether a ``file:line`` is in the built-in defaults (not something the user asked for)."""
+    return bool(where) and str(where).rsplit(":", 1)[0] == str(policies_dir() / "defaults.yaml")
+
+
+def flavor_devices(gpu: str) -> list[str]:
+    """The devices a GPU flavor itself needs (``/dev/kfd``, ``/dev/dri`` for ROCm)."""
+    return list((_gpu_policy()["flavors"].get(gpu) or {}).get("devices", []))
+
+
 def _resolve_devices(config: Config, gpu: str, notices: list[str]) -> tuple[list[str], str | None, list[str]]:
     policy = _gpu_policy()
     flavor = policy["flavors"][gpu] or {}
@@ -250,10 +263,13 @@ def _resolve_devices(config: Config, gpu: str, notices: list[str]) -> tuple[list
             continue  # another flavor's GPU device
         if device not in wanted:
             wanted.append(device)
+    listed = _as_list(config.get("container", "options", "device"))
     devices = []
     for device in wanted:
         if device in policy["optional_devices"] and not os.path.exists(device.split(":")[0]):
-            notices.append(f"{device} is not present on this host; it is left out (no RDMA)")
+            where = config.where(("container", "options", "device", listed.index(device))) if device in listed else None
+            if gpu != "none" and where and not from_defaults(where):  # the user asked for RDMA: say it is not there
+                notices.append(f"{device} ({where}) is not present on this host; it is left out (no RDMA)")
             continue
         devices.append(device)
     return devices, flavor.get("device_request"), list(flavor.get("group_add", []))
@@ -332,6 +348,7 @@ def build_plan(
     if sources:
         decisions = [replace(d, source=sources[d.name]) if d.name in sources and d.forwarded else d for d in decisions]
     decisions, absent_optional = _final_decisions(decisions, scope, notices)
+    unset = [d.name for d in decisions if d.skip_reason == "unset" and d.reason == "allowlist" and not from_defaults(d.where)]
     problems += _names_holding_secrets(scope, job=job_name, run=trackers.run_name or "")
     if not command:
         problems.append(Problem("no command given", hint="put the job's command after --, e.g. primus-runner up -- python train.py"))
@@ -349,7 +366,7 @@ def build_plan(
     if gpu_mode != "off":
         plan = _with_gpu_selection(plan, config, flags, host_env, gpu_holders, gpu_mode == "node", problems)
     problems += _image_problems(plan.image, config)
-    return Planned(plan, problems, warnings, scope, absent_optional)
+    return Planned(plan, problems, warnings, scope, absent_optional, unset)
 
 
 def _with_gpu_selection(plan: LaunchPlan, config: Config, flags: LaunchFlags, host_env: Mapping[str, str],
@@ -393,16 +410,13 @@ def _env_decisions(config: Config, command, host_env: Mapping[str, str], env_fil
 
 
 def _final_decisions(decisions: list[EnvDecision], scope: SecretScope, notices: list[str]) -> tuple[list[EnvDecision], list[str]]:
-    """Carry embedded secrets as secrets, drop optional names that are simply absent (they are
-    not worth a line in ``plan``; ``--verbose`` lists them), and say what matters."""
+    """Carry embedded secrets as secrets and drop optional names that are simply absent (they are
+    not worth a line in ``plan``; ``--verbose`` lists them)."""
     decisions, carried = _carry_embedded_secrets(decisions, scope)
     absent_optional = [d.name for d in decisions if d.skip_reason == "unset" and d.reason != "allowlist"]
     decisions = [d for d in decisions if d.name not in absent_optional]
     if carried:
         notices.append(f"these public variables hold a secret value and travel as secrets (masked, through the stdin shim): {', '.join(carried)}")
-    unset = [d.name for d in decisions if d.skip_reason == "unset" and d.reason == "allowlist"]
-    if unset:
-        notices.append(f"not set on this host, not forwarded: {', '.join(unset)}")
     from runner.policy import ENV_FILE_ONLY
 
     env_file_only = [d.name for d in decisions if d.skip_reason == ENV_FILE_ONLY]

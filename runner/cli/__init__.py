@@ -23,13 +23,28 @@ docs: README.md and docs/ in the primus-runner repository."""
 
 
 class _Parser(argparse.ArgumentParser):
+    """No abbreviations (``--imag`` is not ``--image``); usage errors exit 2 in one line, with a did-you-mean."""
+
+    root: "_Parser | None" = None  # the top-level parser, and the argv it parses: to name the command in use
+    argv: list[str] = []
+
+    def __init__(self, *args, **kwargs):
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str):  # argparse's own usage errors: exit 2, one line, no traceback
+        from runner.cli import suggest
         from runner.context import early_scope
         from runner.options import Sources
 
-        self.print_usage(sys.stderr)  # the message may quote an argument: masked like everything else
-        sources = Sources(*_sources_in(sys.argv[1:]))
-        print(f"error: {early_scope(sources).masker.mask(message)}", file=sys.stderr)
+        root = _Parser.root or self
+        command = self if self is not root else suggest.subcommand(root, _command_in(_Parser.argv)[1])
+        message, hint = suggest.explain(message, root, command)
+        (command or self).print_usage(sys.stderr)  # the message may quote an argument: masked like everything else
+        mask = early_scope(Sources(*_sources_in(_Parser.argv))).masker.mask
+        print(f"error: {mask(message)}", file=sys.stderr)
+        if hint:
+            print(f"  fix: {mask(hint)}", file=sys.stderr)
         raise SystemExit(2)
 
 
@@ -45,23 +60,26 @@ def _sources_in(argv: list[str]) -> tuple[str | None, str | None]:
     return found["--config"], found["--env-file"]
 
 
-def _launch_options(p: argparse.ArgumentParser) -> None:
+def _launch_options(p: argparse.ArgumentParser, docker_short: bool = True) -> None:
+    """The LAUNCH options; ``docker_short``: also ``-e``/``-w``/``-u`` as docker spells them
+    (not on ``submit``, where sbatch's habits give ``-e`` and ``-w`` other meanings)."""
+    short = (lambda flag: (flag,)) if docker_short else (lambda flag: ())
     g = p.add_argument_group("launch options (repeatable ones may be given many times)")
     g.add_argument("--image", metavar="IMG", help="container image")
-    g.add_argument("--env", action="append", default=[], metavar="KEY[=VALUE]", help="forward KEY from the host, or set a non-secret literal")
+    g.add_argument("--env", *short("-e"), action="append", default=[], metavar="KEY[=VALUE]", help="forward KEY from the host, or set a non-secret literal")
     g.add_argument("--volume", "-v", action="append", default=[], metavar="SRC[:DST[:OPTS]]", help="bind mount or named volume")
-    g.add_argument("--device", action="append", default=[], metavar="PATH", help="extra device")
+    g.add_argument("--device", action="append", default=[], metavar="PATH", help="extra device (host path[:container path])")
     g.add_argument("--gpu", choices=["rocm", "cuda", "none"], help="GPU flavor: ROCm devices, NVIDIA device request, or none")
     g.add_argument("--gpus", metavar="all|N|LIST", help="which GPUs: all (default), N free ones, or indices/ranges/UUIDs "
                    "such as 0-3,5 (numbered from 0 inside the job; under Slurm N per node)")
     g.add_argument("--name", help="container name (default: from config, else primus-<random>)")
-    g.add_argument("--workdir", metavar="DIR")
-    g.add_argument("--shm-size", metavar="SIZE")
-    g.add_argument("--memory", metavar="SIZE")
-    g.add_argument("--cpus", metavar="N")
-    g.add_argument("--network")
-    g.add_argument("--ipc")
-    g.add_argument("--user")
+    g.add_argument("--workdir", *short("-w"), metavar="DIR", help="working directory inside the container")
+    g.add_argument("--shm-size", metavar="SIZE", help="size of /dev/shm, e.g. 64g")
+    g.add_argument("--memory", metavar="SIZE", help="memory limit, e.g. 32g (default: none)")
+    g.add_argument("--cpus", metavar="N", help="CPU limit, e.g. 8 or 1.5 (default: none)")
+    g.add_argument("--network", metavar="NET", help="container network: host, bridge, none or a network name")
+    g.add_argument("--ipc", metavar="MODE", help="IPC namespace: host, private or shareable")
+    g.add_argument("--user", *short("-u"), metavar="UID[:GID]", help="user the job runs as inside the container")
     p.add_argument("command", nargs="*", metavar="-- CMD", help="the job's command, after --")
 
 
@@ -84,7 +102,8 @@ def _global_options(p: argparse.ArgumentParser, default) -> None:
     g.add_argument("--env-file", metavar="FILE", help="dotenv file with values, secrets allowed (default ./.env when it exists)", **flag)
     g.add_argument("--json", action="store_true", help="machine-readable JSON on stdout (check, plan, ps, submit, status, build)", **flag)
     g.add_argument("--no-color", action="store_true", help="plain output (NO_COLOR does the same)", **flag)
-    g.add_argument("--verbose", action="store_true", help="more detail; tracebacks (masked) for internal errors", **flag)
+    g.add_argument("--verbose", action="store_true", help="more detail: files loaded, where each decision came from; tracebacks (masked) for internal errors", **flag)
+    g.add_argument("-q", "--quiet", action="store_true", help="only errors and the job's own output", **flag)
     g.add_argument("--trust-project", action="store_true", help="trust this directory's .primus.yaml and .env as they are, "
                    "for a pipeline that checks out its own repository (PRIMUS_RUNNER_TRUST_PROJECT=1 does the same)", **flag)
 
@@ -95,13 +114,25 @@ def _pull_option(p: argparse.ArgumentParser, what: str = "when to pull the image
 
 def _slurm_cluster_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("Slurm options (as sbatch takes them; each value is checked before anything is submitted)")
-    for flag, metavar in (("--nodelist", "NODES"), ("--exclude", "NODES"), ("--qos", "QOS"), ("--reservation", "NAME"),
-                          ("--gres", "LIST"), ("--constraint", "LIST"), ("--mem", "SIZE"), ("--mail-type", "TYPES"),
-                          ("--mail-user", "USER"), ("--dependency", "LIST"), ("--signal", "[B:]SIG[@S]")):
-        g.add_argument(flag, metavar=metavar)
-    g.add_argument("--cpus-per-task", type=int, metavar="N")
+    for flag, metavar, what in (
+            ("--nodelist", "NODES", "run on these nodes, e.g. n[1-4]"), ("--exclude", "NODES", "never on these nodes"),
+            ("--qos", "QOS", "quality of service"), ("--reservation", "NAME", "run in this reservation"),
+            ("--gres", "LIST", "generic resources per node, e.g. gpu:8"), ("--constraint", "LIST", "node features, e.g. mi300x&ib"),
+            ("--mem", "SIZE", "memory per node, e.g. 512G"), ("--mail-type", "TYPES", "when Slurm mails you, e.g. END,FAIL"),
+            ("--mail-user", "USER", "who Slurm mails"), ("--dependency", "LIST", "start after other jobs, e.g. afterok:1234"),
+            ("--signal", "[B:]SIG[@S]", "signal the job S seconds before its time limit")):
+        g.add_argument(flag, metavar=metavar, help=what)
+    g.add_argument("--cpus-per-task", type=int, metavar="N", help="CPUs per task")
     g.add_argument("--exclusive", action="store_true", help="the nodes are not shared with other jobs")
     g.add_argument("--requeue", action="store_true", help="Slurm may requeue the job (preemption, node failure)")
+
+
+def _slurm_job_options(g) -> None:
+    g.add_argument("-N", "--nodes", type=int, metavar="N", help="number of nodes (default: slurm.nodes, else 1)")
+    g.add_argument("-p", "--partition", metavar="P", help="partition (default: slurm.partition, else the cluster's default)")
+    g.add_argument("-t", "--time", metavar="T", help="time limit, e.g. 4:00:00 (default: slurm.time)")
+    g.add_argument("-A", "--account", metavar="A", help="account charged (default: slurm.account)")
+    g.add_argument("--gpus-per-node", type=int, metavar="G", help="GPUs per node (default: slurm.gpus_per_node)")
 
 
 def _slurm_flags(args):
@@ -125,11 +156,11 @@ def _direct_entry_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--env", action="append", default=[], metavar="KEY[=VALUE]", help="forward KEY from the host, or set a non-secret literal")
     g = p.add_argument_group("passed to the Primus direct launcher")
     g.add_argument("--single", action="store_true", help="python3 instead of torchrun")
-    g.add_argument("--script", metavar="PATH")
-    g.add_argument("--patch", action="append", default=[], metavar="PATH")
-    g.add_argument("--log_file", metavar="PATH")
-    g.add_argument("--numa", action="store_true")
-    g.add_argument("--no-numa", action="store_true")
+    g.add_argument("--script", metavar="PATH", help="the training script the direct launcher runs")
+    g.add_argument("--patch", action="append", default=[], metavar="PATH", help="a patch script run before training; repeatable")
+    g.add_argument("--log_file", metavar="PATH", help="where the direct launcher writes its log")
+    g.add_argument("--numa", action="store_true", help="bind each rank to its NUMA node")
+    g.add_argument("--no-numa", action="store_true", help="no NUMA binding")
     p.add_argument("command", nargs="*", metavar="-- PRIMUS_ARGS", help="the Primus CLI's arguments, after --")
 
 
@@ -160,18 +191,15 @@ def _launcher_modes(cmd) -> None:
                                  epilog=f"example:\n  {example}", formatter_class=argparse.RawDescriptionHelpFormatter)
         _global_options(q, argparse.SUPPRESS)
         g = q.add_argument_group("Slurm flags (each value is checked; nothing may set --export)")
-        g.add_argument("-N", "--nodes", type=int, metavar="N")
-        g.add_argument("-p", "--partition", metavar="P")
-        g.add_argument("-t", "--time", metavar="T")
-        g.add_argument("-A", "--account", metavar="A")
-        g.add_argument("-o", "--output", metavar="FILE")
-        g.add_argument("--gpus-per-node", type=int, metavar="G")
+        _slurm_job_options(g)
+        g.add_argument("-o", "--output", metavar="FILE", help="the job's output file")
         _slurm_cluster_options(q)
         q.add_argument("-w", dest="nodelist", metavar="NODES", help="same as --nodelist")
         q.add_argument("-x", dest="exclude", metavar="NODES", help="same as --exclude")
         q.add_argument("--export", help=argparse.SUPPRESS)
         _mode_switches(q)
-        q.add_argument("command", nargs="*", metavar="-- [container|direct [options] --] PRIMUS_ARGS")
+        q.add_argument("command", nargs="*", metavar="-- [container|direct [options] --] PRIMUS_ARGS",
+                       help="after --: the per-node entry (container or direct, with its options, then --) and the Primus args")
 
 
 def _local_commands(cmd) -> None:
@@ -190,6 +218,7 @@ def _local_commands(cmd) -> None:
     p.add_argument("--detach", "-d", action="store_true", help="start and print the container name; do not wait")
     p.add_argument("--dry-run", action="store_true", help="print the plan instead (same as plan)")
     p.add_argument("--keep", action="store_true", help="keep the container after it ends or is interrupted")
+    p.add_argument("--rm", action="store_true", help="remove the container when the job ends (the default; accepted as docker run takes it)")
     p.add_argument("--build", action="store_true", help="build the image from images/ first when it is missing")
     p.add_argument("--audit", action="store_true", help="audit the container for leaked secrets after launch (exit 4 on a leak)")
     p.add_argument("--report", metavar="FILE", help="write a JSON report of the run (no secret values)")
@@ -206,13 +235,13 @@ def _container_commands(cmd) -> None:
                     "from every node (rank by rank), masked",
             "primus-runner logs 20261201-103512-3fa9c1; primus-runner logs primus-1a2b3c4d -f; primus-runner logs 1234 -f --node 1")
     p.add_argument("name", help="a run id (from `runs`), a job or container name, or a Slurm job id")
-    p.add_argument("--follow", "-f", action="store_true")
+    p.add_argument("--follow", "-f", action="store_true", help="keep printing new output until the job ends")
     p.add_argument("--node", metavar="N", help="Slurm job: only this rank (0, 1, …) or node name")
     p.add_argument("--tail", type=int, metavar="N", help="only the last N lines")
     p.add_argument("--all-users", action="store_true", help="another user's runner container (default: yours only)")
 
     p = cmd("down", "stop and remove the runner's containers (only the runner's own)", "primus-runner down --all")
-    p.add_argument("names", nargs="*", metavar="NAME")
+    p.add_argument("names", nargs="*", metavar="NAME", help="container names (yours only)")
     p.add_argument("--all", action="store_true", help="every container the runner started on this host")
     p.add_argument("--all-users", action="store_true", help="every user's runner containers (default: yours)")
     p.add_argument("--dry-run", action="store_true", help="say which containers would be removed; remove nothing")
@@ -240,19 +269,20 @@ def _runs_filters(p: argparse.ArgumentParser, default=None) -> None:
     flag = {} if default is None else {"default": default}
     p.add_argument("--all", action="store_true", help="every user's runs (a shared state directory)", **({"default": default} if default else {}))
     p.add_argument("-n", type=int, metavar="N", dest="limit", help="only the newest N (default: 20 in the table, all with --json)", **flag)
-    p.add_argument("--state", choices=["running", "succeeded", "failed", "interrupted", "lost", "unknown", "error"], **flag)
+    p.add_argument("--state", choices=["running", "succeeded", "failed", "interrupted", "lost", "unknown", "error"],
+                   help="only runs in this state", **flag)
     p.add_argument("--engine", dest="runs_engine", metavar="ENGINE", help="docker, podman, slurm or process", **flag)
-    p.add_argument("--name", dest="runs_name", metavar="NAME", **flag)
+    p.add_argument("--name", dest="runs_name", metavar="NAME", help="only runs of this job or container name", **flag)
 
 
 def _build_command(cmd) -> None:
     """build: the ROCm/CUDA recipes or your own Dockerfile."""
     p = cmd("build", "build a training image from images/<flavor>/", "primus-runner build --flavor rocm --tag my/primus:dev")
-    p.add_argument("--flavor", choices=["rocm", "cuda"], default=None, help="default rocm")
+    p.add_argument("--flavor", choices=["rocm", "cuda"], default=None, help="which recipe under images/ (default rocm)")
     p.add_argument("--base", metavar="IMAGE", help="base image (build argument BASE_IMAGE)")
-    p.add_argument("--tag", metavar="TAG")
-    p.add_argument("--build-arg", action="append", default=[], metavar="K=V")
-    p.add_argument("--no-cache", action="store_true")
+    p.add_argument("--tag", "-t", metavar="TAG", help="the image's name:tag (default: images.<flavor>.tag)")
+    p.add_argument("--build-arg", action="append", default=[], metavar="K=V", help="a build argument; repeatable")
+    p.add_argument("--no-cache", action="store_true", help="rebuild every step")
     p.add_argument("--dry-run", action="store_true", help="print the resolved build without building")
     p.add_argument("--secret", action="append", default=[], metavar="NAME",
                    help="expose NAME (from the environment or env file) to RUN --mount=type=secret,id=NAME steps; repeatable")
@@ -263,13 +293,9 @@ def _build_command(cmd) -> None:
 
 def _slurm_commands(cmd) -> None:
     """submit, status and cancel: Slurm."""
-    p = cmd("submit", "submit the job to Slurm, one container per node", "primus-runner submit --nodes 2 --wait -- python train.py")
-    _launch_options(p)
-    p.add_argument("--nodes", type=int, metavar="N")
-    p.add_argument("--partition", metavar="P")
-    p.add_argument("--time", metavar="T")
-    p.add_argument("--account", metavar="A")
-    p.add_argument("--gpus-per-node", type=int, metavar="G")
+    p = cmd("submit", "submit the job to Slurm, one container per node", "primus-runner submit -N 2 -t 4:00:00 --wait -- python train.py")
+    _launch_options(p, docker_short=False)
+    _slurm_job_options(p.add_argument_group("Slurm job options (as sbatch spells them)"))
     _slurm_cluster_options(p)
     p.add_argument("--dry-run", action="store_true", help="print the batch script")
     p.add_argument("--wait", action="store_true", help="wait for the job, stream its output, return its exit code")
@@ -278,9 +304,9 @@ def _slurm_commands(cmd) -> None:
     _pull_option(p)
 
     p = cmd("status", "a Slurm job's state and exit code", "primus-runner status 1234 --json")
-    p.add_argument("job")
+    p.add_argument("job", help="the Slurm job id")
     p = cmd("cancel", "cancel a Slurm job and remove its containers on every node", "primus-runner cancel 1234")
-    p.add_argument("job")
+    p.add_argument("job", help="the Slurm job id")
     p.add_argument("--dry-run", action="store_true", help="say what would be cancelled and removed; do nothing")
 
 
@@ -290,7 +316,7 @@ def _tool_commands(cmd) -> None:
     p.add_argument("targets", nargs="*", metavar="TARGET", help="container, image, file or directory (default: the runner's containers and state)")
 
     p = cmd("completion", "print a shell completion script", "source <(primus-runner completion bash)")
-    p.add_argument("shell", choices=["bash", "zsh", "fish"])
+    p.add_argument("shell", choices=["bash", "zsh", "fish"], help="the shell to complete in")
 
     cmd("demo", "run the built-in demo job locally (no registry, no GPU needed)", "primus-runner demo")
 
@@ -312,6 +338,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", dest="global_debug", action="store_true", help="launcher modes: PRIMUS_LOG_LEVEL=DEBUG for the job (as primus-cli --debug)")
     parser.add_argument("--version", action="version", version=f"primus-runner {__version__}")
     sub = parser.add_subparsers(dest="cmd", metavar="COMMAND", parser_class=_Parser)
+    _Parser.root = parser
 
     def cmd(name: str, help: str, example: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help, description=help, epilog=f"example:\n  {example}", formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -321,8 +348,8 @@ def build_parser() -> argparse.ArgumentParser:
     for add in (_local_commands, _container_commands, _runs_command, _build_command, _slurm_commands, _tool_commands, _launcher_modes):
         add(cmd)
 
-    p = sub.add_parser("node-agent")  # no help=: hidden from --help; started by srun on each Slurm node
-    p.add_argument("plan_file", nargs="?")
+    p = sub.add_parser("node-agent")  # no help=: hidden from --help, completion and errors; started by srun on each Slurm node
+    p.add_argument("plan_file", nargs="?", help="the job's plan file (names only)")
     p.add_argument("--cleanup", metavar="JOB", help="remove this Slurm job's containers on this node, then exit")
     return parser
 
@@ -345,9 +372,11 @@ def _main(argv: list[str]) -> int:
     from runner.ui import Output
 
     parser = build_parser()
+    _Parser.argv = argv
     args = _parse(parser, argv)
     sources = Sources(args.config, args.env_file, args.trust_project)
-    out = Output(json_mode=args.json, color=not args.no_color, verbose=args.verbose, fallback=_early_masker(args.cmd, sources))
+    out = Output(json_mode=args.json, color=not args.no_color, verbose=args.verbose, fallback=_early_masker(args.cmd, sources),
+                 quiet=args.quiet)
     if not args.cmd:
         parser.print_help(sys.stderr)
         return 2
@@ -440,12 +469,12 @@ def _slurm_output_dir(sources):
     return load_config(sources.config_file, trust_project=sources.trust_project).get("slurm", "output_dir")
 
 
-_GLOBAL_FLAGS = {"--json", "--no-color", "--verbose", "--dry-run", "--debug", "--trust-project"}
+_GLOBAL_FLAGS = {"--json", "--no-color", "--verbose", "-q", "--quiet", "--dry-run", "--debug", "--trust-project"}
 
 
-def _default_launcher(argv: list[str]) -> list[str]:
-    """``slurm`` without ``srun``/``sbatch`` means ``srun``, as in primus-cli."""
-    i, command = 0, None
+def _command_in(argv: list[str]) -> tuple[int, str | None]:
+    """Where the command stands in ``argv`` (after the global options), and its name."""
+    i = 0
     while i < len(argv):
         token = argv[i]
         if token in ("--config", "--env-file"):
@@ -454,8 +483,13 @@ def _default_launcher(argv: list[str]) -> list[str]:
         if token in _GLOBAL_FLAGS or token.startswith(("--config=", "--env-file=")):
             i += 1
             continue
-        command = token
-        break
+        return i, token
+    return i, None
+
+
+def _default_launcher(argv: list[str]) -> list[str]:
+    """``slurm`` without ``srun``/``sbatch`` means ``srun``, as in primus-cli."""
+    i, command = _command_in(argv)
     if command != "slurm":
         return argv
     j = i + 1

@@ -34,11 +34,15 @@ class Findings:
 def run_check(opts: CheckOptions, out: Output) -> int:
     from runner.session.prepare import prepare
 
+    from runner.session.prepare import unset_notice
+
     found = Findings()
     resolved = _check_refs(opts, found)
     prepared = None
+    computed = _computed_names(opts.engine)  # what the engine sets itself is never "not set"
     try:
-        prepared = prepare(out, opts.sources, opts.command or ("true",), opts.flags, quiet=True, resolved=resolved)
+        prepared = prepare(out, opts.sources, opts.command or ("true",), opts.flags, quiet=True, resolved=resolved,
+                           extra_env=[(name, "(per node)") for name in computed])
     except ConfigError as exc:
         found.problems += exc.problems
     plan = prepared.planned.plan if prepared is not None else None
@@ -47,7 +51,9 @@ def run_check(opts: CheckOptions, out: Output) -> int:
         found.warnings += prepared.planned.warnings
     if plan is not None:
         found.warnings += list(plan.notices)
-        _check_devices(plan, found)
+        if prepared.planned.unset:
+            found.warnings.append(unset_notice(prepared.planned.unset))
+        _check_devices(plan, prepared.config, found)
     _check_engine(opts, prepared, found)
     if plan is not None and opts.engine != "slurm" and not prepared.planned.problems:  # a plan with problems has no image to ask for
         _check_registry_and_builder(prepared, found)
@@ -82,16 +88,35 @@ def _check_refs(opts: CheckOptions, found: Findings) -> dict:
     return values
 
 
-def _check_devices(plan, found: Findings) -> None:
+def _computed_names(engine: str) -> tuple[str, ...]:
+    if engine != "slurm":
+        return ()
+    from runner.engines import engine_for
+
+    return tuple(engine_for("slurm").computed_env)
+
+
+def _check_devices(plan, config, found: Findings) -> None:
+    """A missing device, blamed on what asked for it: the GPU flavor, or a --device / config entry."""
+    from runner.plan import flavor_devices
+
     if plan.gpu != "none":
         _check_gpus(plan, found)
+    listed = [str(d) for d in (config.get("container", "options", "device") or [])]
     for device in plan.devices:
         path = device.split(":")[0]
-        if not os.path.exists(path):
+        if os.path.exists(path):
+            continue
+        if device in flavor_devices(plan.gpu):
             found.problems.append(Problem(
                 f"device {path} (needed by --gpu {plan.gpu}) does not exist on this host",
-                hint="install the GPU driver, or run with --gpu none / the other flavor",
-            ))
+                hint="install the GPU driver, or run with --gpu none / the other flavor"))
+            continue
+        where = config.where(("container", "options", "device", listed.index(device))) if device in listed else None
+        found.problems.append(Problem(
+            f"device {path} ({'--device' if where == 'command line' else where or 'config'}) does not exist on this host",
+            where=where if where != "command line" else None,
+            hint="fix the path or remove the entry (primus-runner plan --verbose shows where each device comes from)"))
 
 
 def _check_gpus(plan, found: Findings) -> None:
@@ -195,11 +220,25 @@ def _check_online(plan, timeout: float, found: Findings) -> None:
 
     found.online = tracker_runs.online_check(plan, timeout=timeout)
     for item in found.online:
-        if item["status"] not in ("reachable", "skipped"):
+        if not _online_ok(item):
             found.problems.append(Problem(f"{item['tracker']}: {item['status']}: {item['detail']}"))
 
 
+def _online_ok(item: dict) -> bool:
+    return item["status"] in ("reachable", "skipped")
+
+
+def _unique(problems: list[Problem]) -> list[Problem]:
+    """Each problem once, however many steps found it."""
+    seen: dict[tuple, Problem] = {}
+    for p in problems:
+        seen.setdefault((p.message, p.where, p.hint), p)
+    return list(seen.values())
+
+
 def _print(opts: CheckOptions, found: Findings, out: Output) -> None:
+    found.problems = _unique(found.problems)
+    found.warnings = list(dict.fromkeys(found.warnings))
     if out.json_mode:
         report = {
             "ok": found.ok,
@@ -225,10 +264,16 @@ def _print(opts: CheckOptions, found: Findings, out: Output) -> None:
     if found.engine_error:
         out.error(found.engine_error)
     for item in found.online:
-        out.info(f"{item['tracker']}: {item['status']} - {item['detail']}")
+        if _online_ok(item):  # a failure is already one of the problems above
+            out.info(f"{item['tracker']}: {item['status']} - {item['detail']}")
     for item in found.secrets:
         out.info(f"secret {item['name']} ({item['source']}): {'found' if item['found'] else 'NOT FOUND'}")
     for note in found.notes:
         out.info(note)
-    if found.ok:
-        out.info("check: ok")
+    out.info(summary_line(found))
+
+
+def summary_line(found: Findings) -> str:
+    """The last line of ``check``: ``check: ok`` or how many problems (the engine counts as one)."""
+    count = len(found.problems) + (1 if found.engine_error else 0)
+    return "check: ok" if not count else f"check: {count} problem{'s' if count != 1 else ''}"

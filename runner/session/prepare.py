@@ -95,6 +95,10 @@ def _references(refs: dict, host_env: dict, env_file: EnvFile, resolved: "dict |
     return references
 
 
+def unset_notice(names) -> str:
+    return f"not set on this host, not forwarded: {', '.join(names)}"
+
+
 def prepare(
     out: Output,
     sources: Sources,
@@ -105,6 +109,7 @@ def prepare(
     quiet: bool = False,
     user_files: bool = True,
     resolved: dict | None = None,
+    report_unset: bool = True,
     resolve_refs: bool | None = True,
     gpu_mode: str = "host",
 ) -> Prepared:
@@ -112,6 +117,7 @@ def prepare(
 
     Secret references the launch needs are resolved here, once; ``resolved`` gives values
     a caller already resolved itself (``check`` resolves and reports every reference).
+    ``report_unset=False``: no notice for unset allowlisted names (``plan`` lists them itself).
     ``resolve_refs=False`` (``plan``, dry runs) runs no reference: the plan shows where
     each value would come from; ``None``: the same when the config sets ``dry_run: true``.
     ``gpu_mode``: "node" when each Slurm node chooses its GPUs (nothing is chosen here),
@@ -145,9 +151,11 @@ def prepare(
     if planned.absent_optional:  # optional tracker variables simply not set: noise unless asked for
         out.debug("optional tracker variables not set: " + ", ".join(planned.absent_optional))
     if not quiet:
-        for warning in planned.warnings:
+        for warning in dict.fromkeys(planned.warnings):  # each once
             out.warn(warning)
         if planned.plan:
-            for notice in planned.plan.notices:
+            for notice in dict.fromkeys(planned.plan.notices):
                 out.notice(notice)
+            if planned.unset and report_unset:
+                out.notice(unset_notice(planned.unset))
     return Prepared(config, env_file, planned)

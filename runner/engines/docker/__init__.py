@@ -119,7 +119,7 @@ class DockerEngine:
     def dry_run(self, request: DockerRequest, ctx: RunContext) -> None:
         from runner.ui.render import show_plan
 
-        show_plan(request.plan, ctx.out, request)  # `up --dry-run` is `plan`: the plan, then the request
+        show_plan(request.plan, ctx.out, request, config=ctx.config)  # `up --dry-run` is `plan`: the plan, then the request
 
     def launch(self, request: DockerRequest, ctx: RunContext) -> Launched:
         if request.secret_names and not request.use_shim:

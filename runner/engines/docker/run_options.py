@@ -63,7 +63,7 @@ def _int(text: str) -> int:
 
 
 def _bytes(text: str) -> int:
-    from runner.engines.docker.container import parse_bytes
+    from runner.config.container_values import parse_bytes  # ValueError on a bad size (not the request module: a cycle)
 
     return -1 if text.strip() == "-1" else parse_bytes(text)
 

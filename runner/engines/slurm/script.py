@@ -151,7 +151,10 @@ def settings_from(config, flags: SlurmFlags) -> SlurmSettings:
     for key in ("partition", "time", "account"):
         value = getattr(settings, key)
         if value is not None and not _TOKEN.match(value):
-            problems.append(Problem(f"slurm {key} '{value}' has characters Slurm does not accept", where=config.where(("slurm", key))))
+            from_flag = getattr(flags, key) is not None  # blame where the value came from: the flag, or the file's line
+            problems.append(Problem(f"slurm {key} '{value}'{f' (from --{key})' if from_flag else ''} has characters Slurm does not accept",
+                                    where=None if from_flag else config.where(("slurm", key)),
+                                    hint=f"one value in Slurm's own syntax, e.g. --{key} {'4:00:00' if key == 'time' else 'NAME'}"))
     for index, arg in enumerate(settings.sbatch_args):
         where = config.where(("slurm", "sbatch_args", index))
         if "\n" in arg or "\r" in arg:
