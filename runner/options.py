@@ -119,6 +119,7 @@ class SlurmFlags:
     # srun-only ones among them (on the step's srun line)
     args: tuple[str, ...] = ()
     srun_args: tuple[str, ...] = ()
+    entry: str = "container"  # slurm mode: what each node runs, a container or the direct launcher on the host
     # What shared clusters ask for; each is checked in runner.engines.slurm.script (one token, no directive).
     nodelist: str | None = None
     exclude: str | None = None

@@ -79,19 +79,17 @@ def run_mode(opts: ModeOptions, out: Output) -> int:
     from runner.session import pipeline
     from runner.engines import engine_for
 
-    if opts.mode == "slurm" and opts.entry == "direct":
-        raise UsageError(
-            "slurm … -- direct … (Primus without a container on each node) is not supported yet",
-            hint="use the container entry: primus-runner slurm srun -N 2 -- container -- <Primus args>",
-        )
     dry_run, debug, found = mode_switches(opts)
-    on_host = opts.mode == "direct"
+    # `slurm … -- direct`: each node runs the direct launcher on its host (the checkout on a shared file system)
+    on_host = opts.mode == "direct" or (opts.mode == "slurm" and opts.entry == "direct")
     checkout = find_checkout(os.environ, os.getcwd())
     command, workdir = inner_command(opts.primus_args, checkout, found["entry"], on_host, opts.direct_args)
     if not opts.primus_args:
         raise UsageError("no Primus arguments given",
                          hint=f"put them after --, e.g. primus-runner {opts.mode} -- train pretrain --config exp.yaml")
     flags = _flags(opts, checkout, workdir, debug, on_host)
+    if opts.mode == "slurm" and opts.entry == "direct" and flags.gpu is None:
+        flags = replace(flags, gpu="none")  # no container: the host's own devices, nothing to map
     if found["direct_env"]:  # the launcher's direct.env: forwarded like --env, under the same policy
         flags = replace(flags, env=tuple(found["direct_env"]) + flags.env)
     run = RunOptions(command=command, sources=opts.sources, flags=flags, dry_run=dry_run, pull=opts.pull,

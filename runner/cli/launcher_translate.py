@@ -12,6 +12,7 @@ where the output goes).
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from runner.cli.launcher_args import ModeArgs
 from runner.engines.docker import run_options
@@ -29,7 +30,7 @@ def mode_options(margs: ModeArgs, sources: Sources, dry_run: bool, debug: bool) 
     notices: list[str] = []
     flags, extra = container_flags(margs.options, margs.env, notices) if margs.mode != "direct" and margs.entry != "direct" \
         else (LaunchFlags(env=tuple(margs.env)), {})
-    slurm = slurm_flags(margs.slurm_args, margs.launcher) if margs.mode == "slurm" else SlurmFlags()
+    slurm = replace(slurm_flags(margs.slurm_args, margs.launcher), entry=margs.entry) if margs.mode == "slurm" else SlurmFlags()
     direct_dry_run = margs.mode == "direct" and margs.dry_run
     return ModeOptions(
         margs.mode, tuple(margs.primus_args), sources=sources, flags=flags,

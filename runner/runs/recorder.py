@@ -43,6 +43,18 @@ class Run:
         self._lock: int | None = None
         self._ended = False
         self._warned = False
+        self._opener = None  # the thread that opens the store and writes the first record
+
+    def _save_soon(self) -> None:
+        """The first write in the background: importing sqlite3 and opening the store overlap the
+        engine's create and start; every later write waits for it."""
+        import threading
+
+        if self.record is None:
+            return
+        doc = record.masked(self.record, self.masker)  # a snapshot: the main thread goes on changing the record
+        self._opener = threading.Thread(target=self._write, args=(doc,), name="primus-runner-record", daemon=True)
+        self._opener.start()
 
     # ---------------------------------------------------------------- writes that never stop a launch
     def _warn_once(self, problem: StoreError) -> None:
@@ -51,9 +63,13 @@ class Run:
             self.out.warn(f"{problem.message}: this run is not recorded (the job runs all the same); fix: {problem.hint}")
 
     def _save(self) -> None:
-        if self.record is None:
-            return
-        doc = record.masked(self.record, self.masker)
+        if self._opener is not None:  # the first write, still on its way
+            self._opener.join()
+            self._opener = None
+        if self.record is not None:
+            self._write(record.masked(self.record, self.masker))
+
+    def _write(self, doc: dict) -> None:
         if self.store is None:
             try:
                 self.store = Store.open()
@@ -195,16 +211,16 @@ def begin(options, engine, plan, ctx, out, config) -> Run:
     if dry:
         return run
 
-    recording = bool(_setting(config, "record", True))
-    try:
-        run_dir.mkdir(parents=True, mode=0o700)
-        paths.state_dir().chmod(0o700)
-        run.dir = run_dir
-    except OSError as exc:
-        out.warn(f"the state directory {paths.state_dir()} is not writable ({exc.strerror or exc}): this run is not recorded "
-                 "and its output is not kept (the job runs all the same); fix its permissions, or set XDG_STATE_HOME")
-        run._warned = True
-        run_dir = None
+    recording = bool(_setting(config, "record", True))  # runs.record: false: no record, run directory or log
+    if recording:
+        try:
+            run_dir.mkdir(parents=True, mode=0o700)
+            paths.state_dir().chmod(0o700)
+            run.dir = run_dir
+        except OSError as exc:
+            out.warn(f"the state directory {paths.state_dir()} is not writable ({exc.strerror or exc}): this run is not recorded "
+                     "and its output is not kept (the job runs all the same); fix its permissions, or set XDG_STATE_HOME")
+            run._warned = True
     _make_output_dirs(run, out)
     if run.cache_dir is not None:
         try:
@@ -227,7 +243,7 @@ def begin(options, engine, plan, ctx, out, config) -> Run:
                                     ({"node_dir": settings.node_dir, "target": cache.TARGET} if run.node_cache else None),
                                     sources=options.sources, detached=bool(options.detach),
                                     pid_start=liveness.process_start(os.getpid()), job_dir=run.job_dir)
-        run._save()
+        run._save_soon()
         atexit.register(run._at_exit)
     return run
 

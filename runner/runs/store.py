@@ -76,7 +76,7 @@ class Store:
                     os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))  # the store is the user's alone
             elif not path.exists():
                 raise StoreError(f"no run store yet at {path}", "every launch records its run there")
-            conn = sqlite3.connect(path, timeout=15.0, isolation_level=None)
+            conn = sqlite3.connect(path, timeout=15.0, isolation_level=None, check_same_thread=False)  # one writer at a time: the recorder joins its thread
             conn.row_factory = sqlite3.Row
             if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
                 conn.execute("PRAGMA journal_mode=WAL")

@@ -106,9 +106,13 @@ def test_dry_run_slurm_renders_the_flags_and_the_container_entry(project):
     assert "--export=ALL" not in result.stdout
 
 
-def test_slurm_direct_entry_is_refused_with_the_fix(project):
-    result = run(["slurm", "srun", "-N", "2", "--", "direct", "--", *TRAIN], project)
-    assert result.returncode == 2 and "container entry" in result.stderr
+def test_slurm_direct_entry_runs_the_direct_launcher_on_each_node(project):
+    import json
+
+    result = run(["--json", "--dry-run", "slurm", "srun", "-N", "2", "--", "direct", "--single", "--", *TRAIN], project)
+    assert result.returncode == 0, result.stderr
+    request = json.loads(result.stdout)["request"]
+    assert request["node_command"] == ["primus-cli", "direct", "--single", "--", *TRAIN]
 
 
 def test_container_secret_literal_is_refused(project):

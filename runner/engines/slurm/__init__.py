@@ -122,7 +122,7 @@ class SlurmEngine:
         later = tuple(n for n in run_env_names(plan) if n not in {d.name for d in plan.forwarded})
         export = tuple(export_names(plan, later + agent_env))
         script = render_script(plan, settings, job_dir, later + agent_env)
-        return SlurmRequest(plan, settings, job_dir, script, export, agent_env=agent_env, node_command=tuple(node_command(plan)),
+        return SlurmRequest(plan, settings, job_dir, script, export, agent_env=agent_env, node_command=tuple(plan.command if settings.cluster.entry == "direct" else node_command(plan)),
                             node_cache=getattr(ctx.run, "node_cache", None))
 
     def resolve(self, request: SlurmRequest, ctx: RunContext, dry_run: bool = False) -> SlurmRequest:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from runner.engines.slurm.jobs import address_of, master_address, plan_digest, require_job_id
 from runner.engines.slurm.script import LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, PLAN_DIGEST, PLAN_FORMAT
-from runner.errors import ConfigError, Problem, UsageError
+from runner.errors import ConfigError, Problem, RunnerError, UsageError
 from runner.plan import LaunchPlan
 from runner.secrets import Secret, SecretScope, secret_scope
 from runner.ui import Output
@@ -122,6 +122,10 @@ def run_node(plan_file: str, out: Output) -> int:
         plan = _with_node_cache(plan, doc["cache"], out)
 
     code = 0
+    if doc.get("entry") == "direct":  # the launcher's `slurm … -- direct`: the direct launcher on this host
+        code = _run_process(plan, scope, out)
+        _write_exit(exit_file, code)
+        return code
     try:
         plan = _node_gpus(plan, environ, node, out)
     except ConfigError as exc:  # an allocation this node cannot map: nothing starts here
@@ -131,13 +135,33 @@ def run_node(plan_file: str, out: Output) -> int:
         code = _pull(plan.image, doc.get("pull", "missing"), environ, out)
     if code == 0:
         code = _run_container(plan, scope, out, {LABEL_SLURM_JOB: job_id, LABEL_NODE_RANK: rank})
+    _write_exit(exit_file, code)
+    return code
+
+
+def _write_exit(exit_file: Path, code: int) -> None:
     try:
         fd = os.open(exit_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as fh:
             fh.write(f"{code}\n")
     except OSError:
         pass
-    return code
+
+
+def _run_process(plan: LaunchPlan, scope: SecretScope, out: Output) -> int:
+    """The node's job as a host process (the process engine): only the forwarded env, masked output."""
+    from runner.engines.base import RunContext
+    from runner.engines.process import ProcessEngine
+    from runner.options import RunOptions
+
+    engine = ProcessEngine()
+    ctx = RunContext(RunOptions(command=plan.command), scope, out)
+    try:
+        launched = engine.launch(engine.request(plan, ctx), ctx)
+    except RunnerError as exc:
+        out.error(exc.message, exc.hint)
+        return exc.exit_code
+    return engine.watch(launched, ctx)
 
 
 def _with_node_cache(plan: LaunchPlan, spec: dict, out: Output) -> LaunchPlan:

@@ -217,6 +217,7 @@ def plan_document(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path, kill
         "job_dir": str(job_dir),
         "slurm": {"nodes": settings.nodes, "master_port": settings.master_port, "gpus_per_node": gpus_for(plan, settings), "kill_wait": kill_wait},
         "pull": pull,
+        "entry": settings.cluster.entry,  # direct: the direct launcher on each node's host, no container
         "cache": cache,
         "plan": record,
     }
@@ -283,7 +284,9 @@ class SlurmRequest:
             f"# the batch script, {self.job_dir / SCRIPT_FILE}:",
             self.script.rstrip("\n"),
             "",
-            f"# on each of the {nodes} node(s), the node agent runs this container (<job> and <rank> per node):",
+            (f"# on each of the {nodes} node(s), the node agent runs the direct launcher on the host (no container):"
+             if self.settings.cluster.entry == "direct" else
+             f"# on each of the {nodes} node(s), the node agent runs this container (<job> and <rank> per node):"),
             " ".join(shlex.quote(a) for a in self.node_command),
         ])
 

@@ -31,7 +31,6 @@ SAMPLES = {"<partition>": "gpu", "<nodes>": "2", "<NNODES>": "2", "<good-nnodes>
 REFUSED = {
     "HF_TOKEN=": ("is a secret", "--env HF_TOKEN"),  # a literal secret value on the command line
     "--mount /data:/data": ("type=bind,source=SRC,target=DST", "use --volume "),  # docker's --mount syntax
-    "-- direct --": ("not supported", "-- container --"),  # slurm … -- direct: Primus without a container on each node
 }
 
 
@@ -169,7 +168,10 @@ def test_each_invocation_means_what_the_launcher_means(doc, form, home, capsys):
     request = doc_.get("request") or doc_
     if want["mode"] == "slurm":
         assert request["sbatch"][3:-1] == want["slurm"], form  # sbatch's argv: the user's flags exactly as given
-        assert request["image"] == (want["image"] if "my_maxtext" not in form else "rocm/jax-training:maxtext-v26.5")
+        if want["entry"] == "direct":  # no container: each node runs the direct launcher, and only that
+            assert request["node_command"] == request["job_command"] == ["primus-cli", "direct", *want["direct"], "--", *want["primus"]]
+        else:
+            assert request["image"] == (want["image"] if "my_maxtext" not in form else "rocm/jax-training:maxtext-v26.5")
         command = request["job_command"]
         assert command == doc_["command"]
     elif want["mode"] == "container":
