@@ -54,7 +54,9 @@ def test_slurm_mode_dry_run_submits_nothing_and_shows_the_request(tmp_path, cana
                     "train", "pretrain", "--config", "exp.yaml")
     text = result.stdout.decode() + result.stderr.decode()
     assert result.returncode == 0, text
-    assert "sbatch --parsable --export=" in text and "#SBATCH --nodes=2" in text and f"#SBATCH --partition={slurm_cluster.partition}" in text
+    sbatch = next(line for line in text.splitlines() if line.startswith("sbatch "))
+    assert sbatch.startswith("sbatch --parsable --export=") and f" -N 2 -p {slurm_cluster.partition} " in sbatch  # the user's flags as given
+    assert "#SBATCH --nodes=2" in text
     assert f"#SBATCH --job-name={name}" in text
     assert "primus-test/busybox:latest" in text and "primus-cli direct -- train pretrain --config exp.yaml" in text  # each node's container
     assert_no_leak(text, canary, "the Slurm dry run's output")
