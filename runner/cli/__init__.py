@@ -240,6 +240,12 @@ def _container_commands(cmd) -> None:
     p.add_argument("--tail", type=int, metavar="N", help="only the last N lines")
     p.add_argument("--all-users", action="store_true", help="another user's runner container (default: yours only)")
 
+    p = cmd("exec", "run a command in one of your running runner containers (as docker exec), output masked",
+            "primus-runner exec primus-1a2b3c4d -- nvidia-smi")
+    p.add_argument("name", help="the container's name (primus-runner ps lists them)")
+    p.add_argument("command", nargs="*", metavar="-- CMD", help="the command and its arguments, after --")
+    p.add_argument("--all-users", action="store_true", help="another user's runner container (default: yours only)")
+
     p = cmd("down", "stop and remove the runner's containers (only the runner's own)", "primus-runner down --all")
     p.add_argument("names", nargs="*", metavar="NAME", help="container names (yours only)")
     p.add_argument("--all", action="store_true", help="every container the runner started on this host")
@@ -351,6 +357,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("node-agent")  # no help=: hidden from --help, completion and errors; started by srun on each Slurm node
     p.add_argument("plan_file", nargs="?", help="the job's plan file (names only)")
     p.add_argument("--cleanup", metavar="JOB", help="remove this Slurm job's containers on this node, then exit")
+    p = sub.add_parser("__complete")  # hidden: the completion scripts ask it for container names and job ids on TAB
+    p.add_argument("kind", choices=["containers", "jobs", "names"], help="what to list, one per line")
     return parser
 
 
@@ -414,7 +422,7 @@ def _early_masker(command: str | None, sources):
     ``status``, a schema error quoting a flag's value): the early secret scope. Built
     lazily, on the first message only. Not for ``completion`` (a script, no secrets in
     it) nor the node agent (its plan's scope)."""
-    if command in ("completion", "node-agent"):
+    if command in ("completion", "node-agent", "__complete"):
         return None
 
     def build():
@@ -616,6 +624,19 @@ def _completion(args, sources, out, parser) -> int:
     return 0
 
 
+def _exec(args, sources, out, parser) -> int:
+    from runner.engines.docker.exec_into import cmd_exec
+
+    return cmd_exec(args.name, tuple(args.command), sources, out, all_users=args.all_users)
+
+
+def _complete(args, sources, out, parser) -> int:
+    from runner.cli.complete_names import candidates
+
+    sys.stdout.write("".join(f"{name}\n" for name in candidates(args.kind)))
+    return 0
+
+
 def _mode(args, sources, out, parser) -> int:
     from runner.cli import launcher_modes
 
@@ -640,7 +661,7 @@ _HANDLERS = {
     "check": _check, "plan": _plan, "up": _launch, "submit": _launch,
     "ps": _containers, "logs": _containers, "down": _containers, "runs": _runs, "build": _build,
     "status": _slurm_job, "cancel": _slurm_job, "node-agent": _node_agent, "audit": _audit,
-    "completion": _completion, "container": _mode, "direct": _mode, "slurm": _mode, "demo": _demo,
+    "completion": _completion, "__complete": _complete, "exec": _exec, "container": _mode, "direct": _mode, "slurm": _mode, "demo": _demo,
     "trust": _trust,
 }
 

@@ -11,7 +11,7 @@ import argparse
 import difflib
 import re
 
-HIDDEN_COMMANDS = ("node-agent",)  # started by srun on each Slurm node; not for people
+HIDDEN_COMMANDS = ("node-agent", "__complete")  # for srun on each Slurm node, and for the completion scripts
 
 _INVALID_CHOICE = re.compile(r"^argument (?P<arg>[^:]+): invalid choice: '(?P<value>.*)' \(choose from .*\)$", re.S)
 _UNRECOGNIZED = re.compile(r"^unrecognized arguments: (?P<args>.*)$", re.S)

@@ -38,7 +38,8 @@ def _host_flags(host: dict) -> list[str]:
         argv += ["--device", f"{device['PathOnHost']}:{device['PathInContainer']}:{device['CgroupPermissions']}"]
     for request in host.get("DeviceRequests") or ():
         if request.get("Driver") == "cdi":
-            argv += ["--device", ",".join(request.get("DeviceIDs") or [])]
+            for name in request.get("DeviceIDs") or ():
+                argv += ["--device", name]
         else:
             ids = request.get("DeviceIDs")
             argv += ["--gpus", "all" if request.get("Count") == -1 else (f"device={','.join(ids)}" if ids else str(request.get("Count")))]
