@@ -212,6 +212,8 @@ install -d -m 0755 /etc/slurm /var/log/slurm
 for n in $slurm_nodes; do install -d -m 0755 "/var/spool/slurmd/$n"; done
 install -d -m 0700 /var/spool/slurmctld
 current_conf=$(cat "$SLURM_CONF" 2>/dev/null || true)
+# A slurm.conf this script did not write (a real cluster's, a login node's) is never replaced.
+bash "$(dirname "${BASH_SOURCE[0]}")/slurm-conf-owned.sh" "$SLURM_CONF" || die "not touching $SLURM_CONF"
 if [ "$(cat "$GRES_CONF" 2>/dev/null || true)" != "$desired_gres" ]; then
     log "slurm: writing $GRES_CONF"
     printf '%s\n' "$desired_gres" >"$GRES_CONF"

@@ -11,12 +11,41 @@
 #        PCI devices with drm/ directories and NUMA nodes 0 (GPUs 0-3) and 1 (GPUs 4-7).
 #   NVIDIA: 4 GPUs in /proc/driver/nvidia/gpus/<BDF>/information whose device minors are
 #        not their indices (2, 3, 0, 1), /dev/nvidia<minor>, nvidiactl, nvidia-uvm.
+#   CDI: a spec of kind nvidia.com/gpu (what `nvidia-ctk cdi generate` writes on a real host)
+#        in $FAKE_GPU_CDI_DIR (/etc/cdi): devices "0".."3", each GPU's /dev/nvidia<minor>
+#        plus /dev/nvidiactl taken from the fake tree, so Podman can run CUDA jobs on them.
+#        No "all" device: a request for nvidia.com/gpu=all stays unresolvable here.
 #
-# Idempotent: rebuilt only when this script changed (a stamp holds its hash). Needs root (mknod).
+# Idempotent: the tree is rebuilt only when this script changed (a stamp holds its hash);
+# the CDI spec is rewritten only when its content differs. Needs root (mknod, /etc/cdi).
 set -euo pipefail
 ROOT=${FAKE_GPU_ROOT:-/var/lib/primus-fake-gpus}
+CDI_DIR=${FAKE_GPU_CDI_DIR:-/etc/cdi}
+MINORS=(2 3 0 1)  # NVIDIA GPU index -> device minor
 die() { printf '[setup-fake-gpus] ERROR: %s\n' "$*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "must run as root (mknod)"
+
+write_cdi_spec() {
+    local spec=$CDI_DIR/primus-fake-nvidia.json devices="" i m
+    for i in 0 1 2 3; do
+        m=${MINORS[$i]}
+        devices+="${devices:+,}
+    {\"name\": \"$i\", \"containerEdits\": {\"deviceNodes\": [
+      {\"path\": \"/dev/nvidia$m\", \"hostPath\": \"$ROOT/dev/nvidia$m\", \"type\": \"c\", \"major\": 195, \"minor\": $m},
+      {\"path\": \"/dev/nvidiactl\", \"hostPath\": \"$ROOT/dev/nvidiactl\", \"type\": \"c\", \"major\": 195, \"minor\": 255}]}}"
+    done
+    local text="{\"cdiVersion\": \"0.5.0\", \"kind\": \"nvidia.com/gpu\", \"devices\": [$devices
+]}"
+    if [ "$(cat "$spec" 2>/dev/null)" = "$text" ]; then
+        echo "[setup-fake-gpus] $spec: present"
+        return
+    fi
+    mkdir -p "$CDI_DIR"
+    printf '%s\n' "$text" >"$spec.new.$$"
+    mv "$spec.new.$$" "$spec"
+    echo "[setup-fake-gpus] $spec: nvidia.com/gpu=0..3"
+}
+write_cdi_spec
 
 sum=$(sha256sum "$0" | cut -c1-16)
 if [ "$(cat "$ROOT/.recipe" 2>/dev/null)" = "$sum" ] && [ -c "$ROOT/dev/kfd" ]; then
@@ -52,10 +81,9 @@ done
 mknod "$tmp/dev/nvidiactl" c 195 255
 mknod "$tmp/dev/nvidia-uvm" c 510 0
 mknod "$tmp/dev/nvidia-uvm-tools" c 510 1
-minors=(2 3 0 1)
 for i in 0 1 2 3; do
     bdf=$(printf '0000:%02x:00.0' $((0x17 + 0x10 * i)))
-    m=${minors[$i]}
+    m=${MINORS[$i]}
     mknod "$tmp/dev/nvidia$m" c 195 "$m"
     mkdir -p "$tmp/proc/driver/nvidia/gpus/$bdf"
     printf 'Model: \t\t NVIDIA H100 80GB HBM3\nIRQ:   \t\t %d\nGPU UUID: \t GPU-7e57c0de-0000-4000-8000-00000000000%d\nVideo BIOS: \t 96.00.99.00.01\nBus Type: \t PCIe\nDMA Size: \t 52 bits\nDMA Mask: \t 0xfffffffffffff\nBus Location: \t %s\nDevice Minor: \t %d\nGPU Excluded:\t No\n' \

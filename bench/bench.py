@@ -91,6 +91,63 @@ def bench_up_true() -> None:
     report("up -- true median of 10", statistics.median(ups) * 1000, "ms", statistics.median(raws) * 1000, "docker run --rm")
 
 
+_RECORD_COST = r"""
+import os, sys, time
+from runner.options import RunOptions, Sources, LaunchFlags
+from runner.session.prepare import prepare
+from runner.engines.base import RunContext, Launched
+from runner.ui import Output
+out = Output(color=False)
+opts = RunOptions(command=("true",), sources=Sources(sys.argv[1], None), flags=LaunchFlags(gpu="none", image="primus-test/busybox:latest"))
+prepared = prepare(out, opts.sources, opts.command, opts.flags)
+ctx = RunContext(opts, prepared.scope, out, None, lookup=prepared.lookup)
+class Engine: name = "docker"
+class Handshake: env, links = {}, {}
+start = time.perf_counter()
+from runner.runs import recorder
+run = recorder.begin(opts, Engine(), prepared.plan, ctx, out, prepared.config)
+time.sleep(0.1)  # the engine's create and start (more than 100 ms for `docker run`): the record's first write overlaps them
+run.started(Launched("cid", run.plan.name), Handshake(), detached=False)
+run.end(0)
+print((time.perf_counter() - start) * 1000 - 100)
+"""
+
+
+def bench_runs() -> None:
+    """Runs: what a run's record (the store, run directory, log and lock; imports included) adds to a launch,
+    against the same launch with `runs.record: false`: (a) end to end, `up -- true`, interleaved; (b) the
+    recorder's own calls (begin, started, end; 100 ms of engine work between begin and started, as a
+    launch has) in a fresh process each, which (a)'s noise on a busy host hides. Median of 10 each with min/max; target: under 10 ms."""
+    runs = 10
+    with _bench_dir() as cwd, tempfile.TemporaryDirectory() as state:
+        env = dict(os.environ, NO_COLOR="1", XDG_STATE_HOME=state)
+        env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: modules load from their compiled bytecode
+        Path(cwd, "on.yaml").write_text("runs:\n  record: true\ncache:\n  enabled: false\n")  # the same layers on both sides
+        Path(cwd, "off.yaml").write_text("runs:\n  record: false\ncache:\n  enabled: false\n")
+        up = lambda cfg: RUNNER + ["--config", cfg, "up", "--gpu", "none", "--image", BUSYBOX, "--", "true"]  # noqa: E731
+        timed(up("on.yaml"), 2, env=env, cwd=cwd), timed(up("off.yaml"), 2, env=env, cwd=cwd)  # warm caches; the store exists
+        ons, offs = [], []
+        for _ in range(runs):
+            ons += timed(up("on.yaml"), 1, env=env, cwd=cwd)
+            offs += timed(up("off.yaml"), 1, env=env, cwd=cwd)
+        costs: dict[str, list[float]] = {"on.yaml": [], "off.yaml": []}
+        for _ in range(runs + 1):
+            for cfg in costs:
+                done = subprocess.run([sys.executable, "-c", _RECORD_COST, cfg], cwd=cwd, env=env, capture_output=True, text=True, check=True)
+                costs[cfg].append(float(done.stdout.strip().splitlines()[-1]))
+        costs = {cfg: values[1:] for cfg, values in costs.items()}  # the first wrote the bytecode
+
+    def show(values: list[float], scale: float = 1.0) -> str:
+        return f"{statistics.median(values) * scale:.1f} ms (min {min(values) * scale:.1f}, max {max(values) * scale:.1f})"
+
+    on, no = statistics.median(ons) * 1000, statistics.median(offs) * 1000
+    print(f"runs (a): up -- true with the record {show(ons, 1000)}, without {show(offs, 1000)}; "
+          f"ratio {on / no:.3f}x ({on - no:+.1f} ms)", flush=True)
+    rec, bare = statistics.median(costs["on.yaml"]), statistics.median(costs["off.yaml"])
+    print(f"runs (b): the recorder's calls with the record {show(costs['on.yaml'])}, without {show(costs['off.yaml'])}; "
+          f"the record adds {rec - bare:+.1f} ms (target < 10 ms)", flush=True)
+
+
 PODMAN_SOCKET = "/run/podman/podman.sock"
 
 

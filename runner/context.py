@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Sequence
 
 from runner.config import Config, default_layer_paths, load_config, load_env_and_config
-from runner.config.envfile import EnvFile, load_env_file
+from runner.config.envfile import EnvFile, env_lookup, load_env_file
 from runner.options import Sources
 from runner.policy import Classifier
 from runner.secrets import Secret, SecretScope, secret_scope
@@ -42,8 +42,7 @@ def load_context(sources: Sources, extra: Sequence[tuple[str, Secret]] = (), out
     if refs:
         from runner.secrets.refs import resolve_and_report
 
-        lookup = lambda name: os.environ.get(name, env_file.values.get(name))  # noqa: E731
-        resolved, report = resolve_and_report(list(refs.values()), lookup)
+        resolved, report = resolve_and_report(list(refs.values()), env_lookup(env_file))
         for item in report:
             if not item["found"]:
                 out.warn(f"secret {item['name']} ({item['source']}) could not be resolved: {item['error']}")

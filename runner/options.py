@@ -54,6 +54,15 @@ class LaunchFlags:
     ipc: str | None = None
     user: str | None = None
     pull: str | None = None  # --pull missing|always|never
+    # The launcher's container options the runner models (docker run's own names in the config).
+    privileged: bool | None = None
+    cap_add: tuple[str, ...] = ()
+    security_opt: tuple[str, ...] = ()
+    group_add: tuple[str, ...] = ()
+    ulimit: tuple[str, ...] = ()
+    hostname: str | None = None
+    # Other docker run options, passed through as given: (name, value or None for a boolean).
+    run_options: tuple[tuple[str, str | None], ...] = ()
 
     def config_layer(self) -> dict:
         """The flags as a config layer, so they merge and validate like a file."""
@@ -70,6 +79,14 @@ class LaunchFlags:
             options["volume"] = list(self.volume)
         if self.device:
             options["device"] = list(self.device)
+        if self.hostname is not None:
+            options["hostname"] = self.hostname
+        if self.privileged is not None:
+            options["privileged"] = self.privileged
+        for key, values in (("cap-add", self.cap_add), ("security-opt", self.security_opt), ("group-add", self.group_add),
+                            ("ulimit", self.ulimit)):
+            if values:
+                options[key] = list(values)
         layer: dict = {"container": {"options": options}} if options else {}
         if self.gpu is not None:
             layer.setdefault("container", {})["gpu"] = self.gpu
@@ -97,6 +114,12 @@ class SlurmFlags:
     account: str | None = None
     gpus_per_node: int | None = None
     output: str | None = None  # slurm mode's -o/--output: where the job's output file goes
+    error: str | None = None  # slurm mode's -e/--error: where the job's stderr goes
+    # slurm mode: the user's flags before the first --, exactly as given (sbatch's argv), and the
+    # srun-only ones among them (on the step's srun line)
+    args: tuple[str, ...] = ()
+    srun_args: tuple[str, ...] = ()
+    entry: str = "container"  # slurm mode: what each node runs, a container or the direct launcher on the host
     # What shared clusters ask for; each is checked in runner.engines.slurm.script (one token, no directive).
     nodelist: str | None = None
     exclude: str | None = None
@@ -151,6 +174,7 @@ class ContainerSelection:
     all: bool = False
     follow: bool = False
     all_users: bool = False  # every user's runner containers, not only the invoking user's
+    tail: int | None = None  # logs: only the last N lines
     dry_run: bool = False  # down: say what would be removed, remove nothing
 
 
@@ -176,3 +200,4 @@ class ModeOptions:
     slurm: SlurmFlags = SlurmFlags()
     pull: str | None = None
     direct_args: tuple[str, ...] = ()  # the launcher's direct options (--single, --patch …), for primus-cli-direct.sh
+    notices: tuple[str, ...] = ()  # what the translation wants said (an option without effect …)

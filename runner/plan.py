@@ -20,7 +20,7 @@ from typing import Callable, Mapping, Sequence
 from runner import __version__
 from runner.config import Config
 from runner.config.container_values import parse_bytes, parse_device, parse_ulimit
-from runner.config.envfile import EnvFile
+from runner.config.envfile import EnvFile, env_lookup
 from runner.errors import ConfigError, Problem
 from runner.gpus import Gpu, host_root
 from runner.options import LaunchFlags
@@ -77,6 +77,9 @@ class LaunchPlan:
     security_opt: tuple[str, ...] = ()
     ulimits: tuple[str, ...] = ()
     privileged: bool = False
+    hostname: str | None = None
+    # docker run options the runner passes through as given (runner.engines.docker.run_options)
+    run_options: tuple[tuple[str, str | None], ...] = ()
     ipc: str | None = None
     network: str | None = None
     user: str | None = None
@@ -188,6 +191,9 @@ class Planned:
     warnings: list[str] = field(default_factory=list)
     scope: SecretScope = field(default_factory=SecretScope)  # every secret value in scope, and the one masker
     absent_optional: list[str] = field(default_factory=list)  # optional tracker names not set: for --verbose only
+    # Names the user's own files or flags allowlist that are not set here: worth one notice at launch
+    # (the built-in defaults' names, and names an engine computes, are not: the plan still lists them).
+    unset: list[str] = field(default_factory=list)
 
     def require(self) -> LaunchPlan:
         if self.problems or self.plan is None:
@@ -237,6 +243,16 @@ def _volume(spec: str, where: str | None, problems: list[Problem]) -> Mount | No
     return Mount(src, target, mode, named)
 
 
+def from_defaults(where: str | None) -> bool:
+    """Whether a ``file:line`` is in the built-in defaults (not something the user asked for)."""
+    return bool(where) and str(where).rsplit(":", 1)[0] == str(policies_dir() / "defaults.yaml")
+
+
+def flavor_devices(gpu: str) -> list[str]:
+    """The devices a GPU flavor itself needs (``/dev/kfd``, ``/dev/dri`` for ROCm)."""
+    return list((_gpu_policy()["flavors"].get(gpu) or {}).get("devices", []))
+
+
 def _resolve_devices(config: Config, gpu: str, notices: list[str]) -> tuple[list[str], str | None, list[str]]:
     policy = _gpu_policy()
     flavor = policy["flavors"][gpu] or {}
@@ -247,10 +263,13 @@ def _resolve_devices(config: Config, gpu: str, notices: list[str]) -> tuple[list
             continue  # another flavor's GPU device
         if device not in wanted:
             wanted.append(device)
+    listed = _as_list(config.get("container", "options", "device"))
     devices = []
     for device in wanted:
         if device in policy["optional_devices"] and not os.path.exists(device.split(":")[0]):
-            notices.append(f"{device} is not present on this host; it is left out (no RDMA)")
+            where = config.where(("container", "options", "device", listed.index(device))) if device in listed else None
+            if gpu != "none" and where and not from_defaults(where):  # the user asked for RDMA: say it is not there
+                notices.append(f"{device} ({where}) is not present on this host; it is left out (no RDMA)")
             continue
         devices.append(device)
     return devices, flavor.get("device_request"), list(flavor.get("group_add", []))
@@ -278,6 +297,7 @@ def build_plan(
     sources: Mapping[str, str] | None = None,
     gpu_holders: Callable[[], Mapping[str, str]] | None = None,
     gpu_mode: str = "host",
+    references: "Callable[[set[str]], tuple[dict, list, dict]] | None" = None,
 ) -> Planned:
     """Decide everything about a launch. Writes nothing and calls no engine or network;
     it reads its arguments and, for validation, whether volume sources and optional
@@ -291,6 +311,9 @@ def build_plan(
     GPUs are read from the host root (sysfs, never written); ``gpu_holders`` says which
     GPUs other jobs hold (for ``--gpus N``); ``gpu_mode`` "node": each Slurm node chooses,
     "off": no container, no GPU selection (``direct``).
+    ``references(names)``: for the names the env policy considers, the values of their
+    secret references (plain, for the policy), the same as secrets (for the scope) and where
+    each comes from; the env policy then decides with them (the plan is built once).
     """
     problems: list[Problem] = []
     warnings: list[str] = list(env_file.warnings)
@@ -298,15 +321,17 @@ def build_plan(
     options = config.get("container", "options", default={}) or {}
     job_name = str(name or flags.name or _per_job(options.get("name"), host_env) or default_name())
 
-    def lookup(key: str) -> str | None:
-        return host_env.get(key, env_file.values.get(key))
-
-    trackers = analyze_trackers(config, job_lookup(literal_values(config, flags.env), lookup), command, default_run_name=job_name)
+    trackers, resolution = _env_decisions(config, command, host_env, env_file, flags, job_name)
+    if references is not None:  # secret references of the names this launch considers: resolved once, then decided
+        values, found, found_sources = references({d.name for d in resolution.decisions})
+        if values:
+            host_env = {**host_env, **values}
+            extra_secrets = [*extra_secrets, *found]
+            sources = {**(sources or {}), **found_sources}
+            trackers, resolution = _env_decisions(config, command, host_env, env_file, flags, job_name)
     problems += trackers.problems
     warnings += trackers.warnings
     notices += trackers.notices
-
-    resolution = resolve_env(config, host_env, env_file.values, env_file.path, flags.env, trackers.wanted)
     problems += resolution.problems
     warnings += resolution.warnings
     computed = {key for key, _ in extra_env}
@@ -323,6 +348,7 @@ def build_plan(
     if sources:
         decisions = [replace(d, source=sources[d.name]) if d.name in sources and d.forwarded else d for d in decisions]
     decisions, absent_optional = _final_decisions(decisions, scope, notices)
+    unset = [d.name for d in decisions if d.skip_reason == "unset" and d.reason == "allowlist" and not from_defaults(d.where)]
     problems += _names_holding_secrets(scope, job=job_name, run=trackers.run_name or "")
     if not command:
         problems.append(Problem("no command given", hint="put the job's command after --, e.g. primus-runner up -- python train.py"))
@@ -340,7 +366,7 @@ def build_plan(
     if gpu_mode != "off":
         plan = _with_gpu_selection(plan, config, flags, host_env, gpu_holders, gpu_mode == "node", problems)
     problems += _image_problems(plan.image, config)
-    return Planned(plan, problems, warnings, scope, absent_optional)
+    return Planned(plan, problems, warnings, scope, absent_optional, unset)
 
 
 def _with_gpu_selection(plan: LaunchPlan, config: Config, flags: LaunchFlags, host_env: Mapping[str, str],
@@ -376,17 +402,21 @@ def _names_holding_secrets(scope: SecretScope, **names: str) -> list[Problem]:
             for key, value in names.items() if value and scope.masker.contains_secret(value.encode("utf-8", "surrogateescape"))]
 
 
+def _env_decisions(config: Config, command, host_env: Mapping[str, str], env_file: EnvFile, flags: LaunchFlags, job_name: str):
+    """The trackers' analysis and the env policy's decisions for these values."""
+    lookup = env_lookup(env_file, host_env)
+    trackers = analyze_trackers(config, job_lookup(literal_values(config, flags.env), lookup), command, default_run_name=job_name)
+    return trackers, resolve_env(config, host_env, env_file.values, env_file.path, flags.env, trackers.wanted)
+
+
 def _final_decisions(decisions: list[EnvDecision], scope: SecretScope, notices: list[str]) -> tuple[list[EnvDecision], list[str]]:
-    """Carry embedded secrets as secrets, drop optional names that are simply absent (they are
-    not worth a line in ``plan``; ``--verbose`` lists them), and say what matters."""
+    """Carry embedded secrets as secrets and drop optional names that are simply absent (they are
+    not worth a line in ``plan``; ``--verbose`` lists them)."""
     decisions, carried = _carry_embedded_secrets(decisions, scope)
     absent_optional = [d.name for d in decisions if d.skip_reason == "unset" and d.reason != "allowlist"]
     decisions = [d for d in decisions if d.name not in absent_optional]
     if carried:
         notices.append(f"these public variables hold a secret value and travel as secrets (masked, through the stdin shim): {', '.join(carried)}")
-    unset = [d.name for d in decisions if d.skip_reason == "unset" and d.reason == "allowlist"]
-    if unset:
-        notices.append(f"not set on this host, not forwarded: {', '.join(unset)}")
     from runner.policy import ENV_FILE_ONLY
 
     env_file_only = [d.name for d in decisions if d.skip_reason == ENV_FILE_ONLY]
@@ -436,6 +466,8 @@ def _container_settings(config: Config, flags: LaunchFlags, notices: list[str], 
         security_opt=tuple(_as_list(options.get("security-opt"))),
         ulimits=tuple(_as_list(options.get("ulimit"))),
         privileged=_as_bool(options.get("privileged", False)),
+        hostname=text("hostname"),
+        run_options=tuple(flags.run_options),
         ipc=options.get("ipc"),
         network=options.get("network"),
         user=text("user"),

@@ -7,7 +7,6 @@ is the one place a name is classified.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Iterable, Mapping
@@ -16,8 +15,8 @@ from runner.config import ENV_PATH, Config
 from runner.errors import Problem
 from runner.secrets import Secret
 from runner.secrets.masker import MIN_SECRET_LEN
+from runner.secrets.names import NAME_RE
 
-NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 CLI_WHERE = "command line (--env)"
 # The skip reason of an env file entry nothing asked for (reported, names only, like an unset name).
 ENV_FILE_ONLY = "only in the env file, not allowlisted"

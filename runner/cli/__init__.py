@@ -23,13 +23,28 @@ docs: README.md and docs/ in the primus-runner repository."""
 
 
 class _Parser(argparse.ArgumentParser):
+    """No abbreviations (``--imag`` is not ``--image``); usage errors exit 2 in one line, with a did-you-mean."""
+
+    root: "_Parser | None" = None  # the top-level parser, and the argv it parses: to name the command in use
+    argv: list[str] = []
+
+    def __init__(self, *args, **kwargs):
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str):  # argparse's own usage errors: exit 2, one line, no traceback
+        from runner.cli import suggest
         from runner.context import early_scope
         from runner.options import Sources
 
-        self.print_usage(sys.stderr)  # the message may quote an argument: masked like everything else
-        sources = Sources(*_sources_in(sys.argv[1:]))
-        print(f"error: {early_scope(sources).masker.mask(message)}", file=sys.stderr)
+        root = _Parser.root or self
+        command = self if self is not root else suggest.subcommand(root, _command_in(_Parser.argv)[1])
+        message, hint = suggest.explain(message, root, command)
+        (command or self).print_usage(sys.stderr)  # the message may quote an argument: masked like everything else
+        mask = early_scope(Sources(*_sources_in(_Parser.argv))).masker.mask
+        print(f"error: {mask(message)}", file=sys.stderr)
+        if hint:
+            print(f"  fix: {mask(hint)}", file=sys.stderr)
         raise SystemExit(2)
 
 
@@ -45,23 +60,26 @@ def _sources_in(argv: list[str]) -> tuple[str | None, str | None]:
     return found["--config"], found["--env-file"]
 
 
-def _launch_options(p: argparse.ArgumentParser) -> None:
+def _launch_options(p: argparse.ArgumentParser, docker_short: bool = True) -> None:
+    """The LAUNCH options; ``docker_short``: also ``-e``/``-w``/``-u`` as docker spells them
+    (not on ``submit``, where sbatch's habits give ``-e`` and ``-w`` other meanings)."""
+    short = (lambda flag: (flag,)) if docker_short else (lambda flag: ())
     g = p.add_argument_group("launch options (repeatable ones may be given many times)")
     g.add_argument("--image", metavar="IMG", help="container image")
-    g.add_argument("--env", action="append", default=[], metavar="KEY[=VALUE]", help="forward KEY from the host, or set a non-secret literal")
+    g.add_argument("--env", *short("-e"), action="append", default=[], metavar="KEY[=VALUE]", help="forward KEY from the host, or set a non-secret literal")
     g.add_argument("--volume", "-v", action="append", default=[], metavar="SRC[:DST[:OPTS]]", help="bind mount or named volume")
-    g.add_argument("--device", action="append", default=[], metavar="PATH", help="extra device")
+    g.add_argument("--device", action="append", default=[], metavar="PATH", help="extra device (host path[:container path])")
     g.add_argument("--gpu", choices=["rocm", "cuda", "none"], help="GPU flavor: ROCm devices, NVIDIA device request, or none")
     g.add_argument("--gpus", metavar="all|N|LIST", help="which GPUs: all (default), N free ones, or indices/ranges/UUIDs "
                    "such as 0-3,5 (numbered from 0 inside the job; under Slurm N per node)")
     g.add_argument("--name", help="container name (default: from config, else primus-<random>)")
-    g.add_argument("--workdir", metavar="DIR")
-    g.add_argument("--shm-size", metavar="SIZE")
-    g.add_argument("--memory", metavar="SIZE")
-    g.add_argument("--cpus", metavar="N")
-    g.add_argument("--network")
-    g.add_argument("--ipc")
-    g.add_argument("--user")
+    g.add_argument("--workdir", *short("-w"), metavar="DIR", help="working directory inside the container")
+    g.add_argument("--shm-size", metavar="SIZE", help="size of /dev/shm, e.g. 64g")
+    g.add_argument("--memory", metavar="SIZE", help="memory limit, e.g. 32g (default: none)")
+    g.add_argument("--cpus", metavar="N", help="CPU limit, e.g. 8 or 1.5 (default: none)")
+    g.add_argument("--network", metavar="NET", help="container network: host, bridge, none or a network name")
+    g.add_argument("--ipc", metavar="MODE", help="IPC namespace: host, private or shareable")
+    g.add_argument("--user", *short("-u"), metavar="UID[:GID]", help="user the job runs as inside the container")
     p.add_argument("command", nargs="*", metavar="-- CMD", help="the job's command, after --")
 
 
@@ -84,7 +102,8 @@ def _global_options(p: argparse.ArgumentParser, default) -> None:
     g.add_argument("--env-file", metavar="FILE", help="dotenv file with values, secrets allowed (default ./.env when it exists)", **flag)
     g.add_argument("--json", action="store_true", help="machine-readable JSON on stdout (check, plan, ps, submit, status, build)", **flag)
     g.add_argument("--no-color", action="store_true", help="plain output (NO_COLOR does the same)", **flag)
-    g.add_argument("--verbose", action="store_true", help="more detail; tracebacks (masked) for internal errors", **flag)
+    g.add_argument("--verbose", action="store_true", help="more detail: files loaded, where each decision came from; tracebacks (masked) for internal errors", **flag)
+    g.add_argument("-q", "--quiet", action="store_true", help="only errors and the job's own output", **flag)
     g.add_argument("--trust-project", action="store_true", help="trust this directory's .primus.yaml and .env as they are, "
                    "for a pipeline that checks out its own repository (PRIMUS_RUNNER_TRUST_PROJECT=1 does the same)", **flag)
 
@@ -95,13 +114,25 @@ def _pull_option(p: argparse.ArgumentParser, what: str = "when to pull the image
 
 def _slurm_cluster_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("Slurm options (as sbatch takes them; each value is checked before anything is submitted)")
-    for flag, metavar in (("--nodelist", "NODES"), ("--exclude", "NODES"), ("--qos", "QOS"), ("--reservation", "NAME"),
-                          ("--gres", "LIST"), ("--constraint", "LIST"), ("--mem", "SIZE"), ("--mail-type", "TYPES"),
-                          ("--mail-user", "USER"), ("--dependency", "LIST"), ("--signal", "[B:]SIG[@S]")):
-        g.add_argument(flag, metavar=metavar)
-    g.add_argument("--cpus-per-task", type=int, metavar="N")
+    for flag, metavar, what in (
+            ("--nodelist", "NODES", "run on these nodes, e.g. n[1-4]"), ("--exclude", "NODES", "never on these nodes"),
+            ("--qos", "QOS", "quality of service"), ("--reservation", "NAME", "run in this reservation"),
+            ("--gres", "LIST", "generic resources per node, e.g. gpu:8"), ("--constraint", "LIST", "node features, e.g. mi300x&ib"),
+            ("--mem", "SIZE", "memory per node, e.g. 512G"), ("--mail-type", "TYPES", "when Slurm mails you, e.g. END,FAIL"),
+            ("--mail-user", "USER", "who Slurm mails"), ("--dependency", "LIST", "start after other jobs, e.g. afterok:1234"),
+            ("--signal", "[B:]SIG[@S]", "signal the job S seconds before its time limit")):
+        g.add_argument(flag, metavar=metavar, help=what)
+    g.add_argument("--cpus-per-task", type=int, metavar="N", help="CPUs per task")
     g.add_argument("--exclusive", action="store_true", help="the nodes are not shared with other jobs")
     g.add_argument("--requeue", action="store_true", help="Slurm may requeue the job (preemption, node failure)")
+
+
+def _slurm_job_options(g) -> None:
+    g.add_argument("-N", "--nodes", type=int, metavar="N", help="number of nodes (default: slurm.nodes, else 1)")
+    g.add_argument("-p", "--partition", metavar="P", help="partition (default: slurm.partition, else the cluster's default)")
+    g.add_argument("-t", "--time", metavar="T", help="time limit, e.g. 4:00:00 (default: slurm.time)")
+    g.add_argument("-A", "--account", metavar="A", help="account charged (default: slurm.account)")
+    g.add_argument("--gpus-per-node", type=int, metavar="G", help="GPUs per node (default: slurm.gpus_per_node)")
 
 
 def _slurm_flags(args):
@@ -125,11 +156,11 @@ def _direct_entry_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--env", action="append", default=[], metavar="KEY[=VALUE]", help="forward KEY from the host, or set a non-secret literal")
     g = p.add_argument_group("passed to the Primus direct launcher")
     g.add_argument("--single", action="store_true", help="python3 instead of torchrun")
-    g.add_argument("--script", metavar="PATH")
-    g.add_argument("--patch", action="append", default=[], metavar="PATH")
-    g.add_argument("--log_file", metavar="PATH")
-    g.add_argument("--numa", action="store_true")
-    g.add_argument("--no-numa", action="store_true")
+    g.add_argument("--script", metavar="PATH", help="the training script the direct launcher runs")
+    g.add_argument("--patch", action="append", default=[], metavar="PATH", help="a patch script run before training; repeatable")
+    g.add_argument("--log_file", metavar="PATH", help="where the direct launcher writes its log")
+    g.add_argument("--numa", action="store_true", help="bind each rank to its NUMA node")
+    g.add_argument("--no-numa", action="store_true", help="no NUMA binding")
     p.add_argument("command", nargs="*", metavar="-- PRIMUS_ARGS", help="the Primus CLI's arguments, after --")
 
 
@@ -160,18 +191,15 @@ def _launcher_modes(cmd) -> None:
                                  epilog=f"example:\n  {example}", formatter_class=argparse.RawDescriptionHelpFormatter)
         _global_options(q, argparse.SUPPRESS)
         g = q.add_argument_group("Slurm flags (each value is checked; nothing may set --export)")
-        g.add_argument("-N", "--nodes", type=int, metavar="N")
-        g.add_argument("-p", "--partition", metavar="P")
-        g.add_argument("-t", "--time", metavar="T")
-        g.add_argument("-A", "--account", metavar="A")
-        g.add_argument("-o", "--output", metavar="FILE")
-        g.add_argument("--gpus-per-node", type=int, metavar="G")
+        _slurm_job_options(g)
+        g.add_argument("-o", "--output", metavar="FILE", help="the job's output file")
         _slurm_cluster_options(q)
         q.add_argument("-w", dest="nodelist", metavar="NODES", help="same as --nodelist")
         q.add_argument("-x", dest="exclude", metavar="NODES", help="same as --exclude")
         q.add_argument("--export", help=argparse.SUPPRESS)
         _mode_switches(q)
-        q.add_argument("command", nargs="*", metavar="-- [container|direct [options] --] PRIMUS_ARGS")
+        q.add_argument("command", nargs="*", metavar="-- [container|direct [options] --] PRIMUS_ARGS",
+                       help="after --: the per-node entry (container or direct, with its options, then --) and the Primus args")
 
 
 def _local_commands(cmd) -> None:
@@ -190,6 +218,7 @@ def _local_commands(cmd) -> None:
     p.add_argument("--detach", "-d", action="store_true", help="start and print the container name; do not wait")
     p.add_argument("--dry-run", action="store_true", help="print the plan instead (same as plan)")
     p.add_argument("--keep", action="store_true", help="keep the container after it ends or is interrupted")
+    p.add_argument("--rm", action="store_true", help="remove the container when the job ends (the default; accepted as docker run takes it)")
     p.add_argument("--build", action="store_true", help="build the image from images/ first when it is missing")
     p.add_argument("--audit", action="store_true", help="audit the container for leaked secrets after launch (exit 4 on a leak)")
     p.add_argument("--report", metavar="FILE", help="write a JSON report of the run (no secret values)")
@@ -202,29 +231,64 @@ def _container_commands(cmd) -> None:
     p.add_argument("--all", "-a", action="store_true", help="accepted for familiarity: ps always lists running and stopped (leftover) runner containers")
     p.add_argument("--all-users", action="store_true", help="every user's runner containers (default: yours)")
 
-    p = cmd("logs", "print a runner container's output, or a Slurm job's from every node (rank by rank), masked",
-            "primus-runner logs primus-1a2b3c4d -f; primus-runner logs 1234 -f --node 1")
-    p.add_argument("name", help="a container name, or a Slurm job id")
-    p.add_argument("--follow", "-f", action="store_true")
+    p = cmd("logs", "print a run's output (running or finished, from any directory), a runner container's, or a Slurm job's "
+                    "from every node (rank by rank), masked",
+            "primus-runner logs 20261201-103512-3fa9c1; primus-runner logs primus-1a2b3c4d -f; primus-runner logs 1234 -f --node 1")
+    p.add_argument("name", help="a run id (from `runs`), a job or container name, or a Slurm job id")
+    p.add_argument("--follow", "-f", action="store_true", help="keep printing new output until the job ends")
     p.add_argument("--node", metavar="N", help="Slurm job: only this rank (0, 1, …) or node name")
-    p.add_argument("--tail", type=int, metavar="N", help="Slurm job: only the last N lines")
+    p.add_argument("--tail", type=int, metavar="N", help="only the last N lines")
+    p.add_argument("--all-users", action="store_true", help="another user's runner container (default: yours only)")
+
+    p = cmd("exec", "run a command in one of your running runner containers (as docker exec), output masked",
+            "primus-runner exec primus-1a2b3c4d -- nvidia-smi")
+    p.add_argument("name", help="the container's name (primus-runner ps lists them)")
+    p.add_argument("command", nargs="*", metavar="-- CMD", help="the command and its arguments, after --")
     p.add_argument("--all-users", action="store_true", help="another user's runner container (default: yours only)")
 
     p = cmd("down", "stop and remove the runner's containers (only the runner's own)", "primus-runner down --all")
-    p.add_argument("names", nargs="*", metavar="NAME")
+    p.add_argument("names", nargs="*", metavar="NAME", help="container names (yours only)")
     p.add_argument("--all", action="store_true", help="every container the runner started on this host")
     p.add_argument("--all-users", action="store_true", help="every user's runner containers (default: yours)")
     p.add_argument("--dry-run", action="store_true", help="say which containers would be removed; remove nothing")
 
 
+def _runs_command(cmd) -> None:
+    """runs: the record of every launch."""
+    p = cmd("runs", "list past and running runs, newest first (their records: names only, no value)",
+            "primus-runner runs -n 5; primus-runner runs show 20261201-103512-3fa9c1; primus-runner runs gc --older-than 30d")
+    _runs_filters(p)
+    sub = p.add_subparsers(dest="runs_cmd", metavar="list|show|gc", parser_class=_Parser)
+    q = sub.add_parser("list", help="the runs (the default)")
+    _global_options(q, argparse.SUPPRESS)
+    _runs_filters(q, argparse.SUPPRESS)
+    q = sub.add_parser("show", help="one run's record")
+    _global_options(q, argparse.SUPPRESS)
+    q.add_argument("run", help="a run id (or its start), a Slurm job id or a name")
+    q = sub.add_parser("gc", help="remove finished runs older than a duration, with their directories")
+    _global_options(q, argparse.SUPPRESS)
+    q.add_argument("--older-than", required=True, metavar="DURATION", help="e.g. 30d, 12h, 90m, 2w")
+    q.add_argument("--dry-run", action="store_true", help="list what would be removed")
+
+
+def _runs_filters(p: argparse.ArgumentParser, default=None) -> None:
+    flag = {} if default is None else {"default": default}
+    p.add_argument("--all", action="store_true", help="every user's runs (a shared state directory)", **({"default": default} if default else {}))
+    p.add_argument("-n", type=int, metavar="N", dest="limit", help="only the newest N (default: 20 in the table, all with --json)", **flag)
+    p.add_argument("--state", choices=["running", "succeeded", "failed", "interrupted", "lost", "unknown", "error"],
+                   help="only runs in this state", **flag)
+    p.add_argument("--engine", dest="runs_engine", metavar="ENGINE", help="docker, podman, slurm or process", **flag)
+    p.add_argument("--name", dest="runs_name", metavar="NAME", help="only runs of this job or container name", **flag)
+
+
 def _build_command(cmd) -> None:
     """build: the ROCm/CUDA recipes or your own Dockerfile."""
     p = cmd("build", "build a training image from images/<flavor>/", "primus-runner build --flavor rocm --tag my/primus:dev")
-    p.add_argument("--flavor", choices=["rocm", "cuda"], default=None, help="default rocm")
+    p.add_argument("--flavor", choices=["rocm", "cuda"], default=None, help="which recipe under images/ (default rocm)")
     p.add_argument("--base", metavar="IMAGE", help="base image (build argument BASE_IMAGE)")
-    p.add_argument("--tag", metavar="TAG")
-    p.add_argument("--build-arg", action="append", default=[], metavar="K=V")
-    p.add_argument("--no-cache", action="store_true")
+    p.add_argument("--tag", "-t", metavar="TAG", help="the image's name:tag (default: images.<flavor>.tag)")
+    p.add_argument("--build-arg", action="append", default=[], metavar="K=V", help="a build argument; repeatable")
+    p.add_argument("--no-cache", action="store_true", help="rebuild every step")
     p.add_argument("--dry-run", action="store_true", help="print the resolved build without building")
     p.add_argument("--secret", action="append", default=[], metavar="NAME",
                    help="expose NAME (from the environment or env file) to RUN --mount=type=secret,id=NAME steps; repeatable")
@@ -235,13 +299,9 @@ def _build_command(cmd) -> None:
 
 def _slurm_commands(cmd) -> None:
     """submit, status and cancel: Slurm."""
-    p = cmd("submit", "submit the job to Slurm, one container per node", "primus-runner submit --nodes 2 --wait -- python train.py")
-    _launch_options(p)
-    p.add_argument("--nodes", type=int, metavar="N")
-    p.add_argument("--partition", metavar="P")
-    p.add_argument("--time", metavar="T")
-    p.add_argument("--account", metavar="A")
-    p.add_argument("--gpus-per-node", type=int, metavar="G")
+    p = cmd("submit", "submit the job to Slurm, one container per node", "primus-runner submit -N 2 -t 4:00:00 --wait -- python train.py")
+    _launch_options(p, docker_short=False)
+    _slurm_job_options(p.add_argument_group("Slurm job options (as sbatch spells them)"))
     _slurm_cluster_options(p)
     p.add_argument("--dry-run", action="store_true", help="print the batch script")
     p.add_argument("--wait", action="store_true", help="wait for the job, stream its output, return its exit code")
@@ -250,9 +310,9 @@ def _slurm_commands(cmd) -> None:
     _pull_option(p)
 
     p = cmd("status", "a Slurm job's state and exit code", "primus-runner status 1234 --json")
-    p.add_argument("job")
+    p.add_argument("job", help="the Slurm job id")
     p = cmd("cancel", "cancel a Slurm job and remove its containers on every node", "primus-runner cancel 1234")
-    p.add_argument("job")
+    p.add_argument("job", help="the Slurm job id")
     p.add_argument("--dry-run", action="store_true", help="say what would be cancelled and removed; do nothing")
 
 
@@ -262,7 +322,7 @@ def _tool_commands(cmd) -> None:
     p.add_argument("targets", nargs="*", metavar="TARGET", help="container, image, file or directory (default: the runner's containers and state)")
 
     p = cmd("completion", "print a shell completion script", "source <(primus-runner completion bash)")
-    p.add_argument("shell", choices=["bash", "zsh", "fish"])
+    p.add_argument("shell", choices=["bash", "zsh", "fish"], help="the shell to complete in")
 
     cmd("demo", "run the built-in demo job locally (no registry, no GPU needed)", "primus-runner demo")
 
@@ -284,18 +344,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", dest="global_debug", action="store_true", help="launcher modes: PRIMUS_LOG_LEVEL=DEBUG for the job (as primus-cli --debug)")
     parser.add_argument("--version", action="version", version=f"primus-runner {__version__}")
     sub = parser.add_subparsers(dest="cmd", metavar="COMMAND", parser_class=_Parser)
+    _Parser.root = parser
 
     def cmd(name: str, help: str, example: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help, description=help, epilog=f"example:\n  {example}", formatter_class=argparse.RawDescriptionHelpFormatter)
         _global_options(p, argparse.SUPPRESS)  # also after the command, as docker/kubectl/gh accept them
         return p
 
-    for add in (_local_commands, _container_commands, _build_command, _slurm_commands, _tool_commands, _launcher_modes):
+    for add in (_local_commands, _container_commands, _runs_command, _build_command, _slurm_commands, _tool_commands, _launcher_modes):
         add(cmd)
 
-    p = sub.add_parser("node-agent")  # no help=: hidden from --help; started by srun on each Slurm node
-    p.add_argument("plan_file", nargs="?")
+    p = sub.add_parser("node-agent")  # no help=: hidden from --help, completion and errors; started by srun on each Slurm node
+    p.add_argument("plan_file", nargs="?", help="the job's plan file (names only)")
     p.add_argument("--cleanup", metavar="JOB", help="remove this Slurm job's containers on this node, then exit")
+    p = sub.add_parser("__complete")  # hidden: the completion scripts ask it for container names and job ids on TAB
+    p.add_argument("kind", choices=["containers", "jobs", "names"], help="what to list, one per line")
     return parser
 
 
@@ -317,9 +380,11 @@ def _main(argv: list[str]) -> int:
     from runner.ui import Output
 
     parser = build_parser()
-    args = parser.parse_args(_default_launcher(argv))
+    _Parser.argv = argv
+    args = _parse(parser, argv)
     sources = Sources(args.config, args.env_file, args.trust_project)
-    out = Output(json_mode=args.json, color=not args.no_color, verbose=args.verbose, fallback=_early_masker(args.cmd, sources))
+    out = Output(json_mode=args.json, color=not args.no_color, verbose=args.verbose, fallback=_early_masker(args.cmd, sources),
+                 quiet=args.quiet)
     if not args.cmd:
         parser.print_help(sys.stderr)
         return 2
@@ -357,7 +422,7 @@ def _early_masker(command: str | None, sources):
     ``status``, a schema error quoting a flag's value): the early secret scope. Built
     lazily, on the first message only. Not for ``completion`` (a script, no secrets in
     it) nor the node agent (its plan's scope)."""
-    if command in ("completion", "node-agent"):
+    if command in ("completion", "node-agent", "__complete"):
         return None
 
     def build():
@@ -380,6 +445,29 @@ def _run_options(args, sources):
     )
 
 
+def _parse(parser: argparse.ArgumentParser, argv: list[str]):
+    """argparse for the runner's own commands; the launcher's modes as the launcher parses them
+    (``runner.cli.launcher_args``: docker run options, Slurm flags, direct options as given)."""
+    from runner.cli import launcher_args
+
+    split = launcher_args.split_mode(argv)
+    if split is None:
+        return parser.parse_args(_default_launcher(argv))
+    head, mode, rest = split
+    args = parser.parse_args(head + [mode] + (["srun"] if mode == "slurm" else []))
+    try:
+        args.mode_args = launcher_args.parse(mode, rest)
+    except Exception as exc:  # a usage error before the output is set up: argparse's way (exit 2, one line)
+        from runner.errors import UsageError
+
+        if not isinstance(exc, UsageError):
+            raise
+        parser.error(f"{exc.message}" + (f" (fix: {exc.hint})" if exc.hint else ""))
+    for key, value in args.mode_args.globals.items():
+        setattr(args, key, value)
+    return args
+
+
 _SLURM_JOB = __import__("re").compile(r"^\d+(_\d+)?$")  # `logs 1234`: a Slurm job id; anything else names a container
 
 
@@ -389,12 +477,12 @@ def _slurm_output_dir(sources):
     return load_config(sources.config_file, trust_project=sources.trust_project).get("slurm", "output_dir")
 
 
-_GLOBAL_FLAGS = {"--json", "--no-color", "--verbose", "--dry-run", "--debug", "--trust-project"}
+_GLOBAL_FLAGS = {"--json", "--no-color", "--verbose", "-q", "--quiet", "--dry-run", "--debug", "--trust-project"}
 
 
-def _default_launcher(argv: list[str]) -> list[str]:
-    """``slurm`` without ``srun``/``sbatch`` means ``srun``, as in primus-cli."""
-    i, command = 0, None
+def _command_in(argv: list[str]) -> tuple[int, str | None]:
+    """Where the command stands in ``argv`` (after the global options), and its name."""
+    i = 0
     while i < len(argv):
         token = argv[i]
         if token in ("--config", "--env-file"):
@@ -403,8 +491,13 @@ def _default_launcher(argv: list[str]) -> list[str]:
         if token in _GLOBAL_FLAGS or token.startswith(("--config=", "--env-file=")):
             i += 1
             continue
-        command = token
-        break
+        return i, token
+    return i, None
+
+
+def _default_launcher(argv: list[str]) -> list[str]:
+    """``slurm`` without ``srun``/``sbatch`` means ``srun``, as in primus-cli."""
+    i, command = _command_in(argv)
     if command != "slurm":
         return argv
     j = i + 1
@@ -414,55 +507,6 @@ def _default_launcher(argv: list[str]) -> list[str]:
     if j < len(argv) and argv[j] in ("srun", "sbatch", "-h", "--help"):
         return argv
     return argv[:i + 1] + ["srun"] + argv[i + 1:]
-
-
-def _entry_parser(entry: str) -> argparse.ArgumentParser:
-    p = _Parser(prog=f"primus-runner slurm ... -- {entry}", description=f"the {entry} entry on each node")
-    (_container_entry_options if entry == "container" else _direct_entry_options)(p)
-    return p
-
-
-def _direct_args(args) -> tuple[str, ...]:
-    """The launcher's own direct options, handed to primus-cli-direct.sh before ``--``."""
-    found: list[str] = ["--single"] if args.single else []
-    for flag, value in (("--script", args.script), ("--log_file", args.log_file)):
-        if value:
-            found += [flag, value]
-    for patch in args.patch:
-        found += ["--patch", patch]
-    return tuple(found + (["--numa"] if args.numa else []) + (["--no-numa"] if args.no_numa else []))
-
-
-def _mode_options(args, sources):
-    from dataclasses import replace
-
-    from runner.cli import launcher_modes
-    from runner.errors import UsageError
-    from runner.options import LaunchFlags, ModeOptions
-
-    dry_run = bool(args.global_dry_run or getattr(args, "dry_run", False) or getattr(args, "slurm_dry_run", False))
-    debug = bool(args.global_debug or getattr(args, "debug", False) or getattr(args, "slurm_debug", False))
-    common = dict(sources=sources, dry_run=dry_run, debug=debug, pull=getattr(args, "pull", None))
-    if args.cmd == "container":
-        return ModeOptions("container", tuple(args.command), flags=_flags(args), gpus=args.gpus, clean=args.clean,
-                           all_users=args.all_users, **common)
-    if args.cmd == "direct":
-        return ModeOptions("direct", tuple(args.command), flags=LaunchFlags(env=tuple(args.env)), direct_args=_direct_args(args), **common)
-    if args.export is not None:
-        raise UsageError("slurm mode does not take --export: the runner exports exactly the allowlisted names (values never in argv)",
-                         hint="add names to container.options.env, or pass --env NAME to the container entry")
-    for flag in ("partition", "time", "account", "output"):
-        problem = launcher_modes.slurm_value_problems(f"--{flag}", getattr(args, flag))
-        if problem:
-            raise UsageError(problem, hint="one value in Slurm's own syntax")
-    entry, rest = launcher_modes.split_entry(args.command)
-    inner = _entry_parser(entry).parse_args(rest)
-    if entry == "container":
-        flags, gpus, direct_args = _flags(inner), inner.gpus, ()
-    else:
-        flags, gpus, direct_args = LaunchFlags(env=tuple(inner.env)), None, _direct_args(inner)
-    return ModeOptions("slurm", tuple(inner.command), flags=flags, gpus=gpus, launcher=args.launcher or "srun", entry=entry,
-                       slurm=replace(_slurm_flags(args), output=args.output), direct_args=direct_args, **common)
 
 
 def _dispatch(args, sources, out: Output, parser) -> int:
@@ -483,8 +527,8 @@ def _plan(args, sources, out, parser) -> int:
     from runner.session import pipeline
 
     # `plan` is `up --dry-run`: the same plan, the same request, the same problems.
-    return pipeline.run(RunOptions(command=tuple(args.command), sources=sources, flags=_flags(args), dry_run=True),
-                        engine_for("docker"), out)
+    return pipeline.run(RunOptions(command=tuple(args.command), sources=sources, flags=_flags(args), dry_run=True,
+                                   debug=args.global_debug), engine_for("docker"), out)
 
 
 def _launch(args, sources, out, parser) -> int:
@@ -497,19 +541,27 @@ def _launch(args, sources, out, parser) -> int:
 def _containers(args, sources, out, parser) -> int:
     from runner.options import ContainerSelection
 
+    if args.cmd == "logs":
+        from runner.runs import commands as runs
+
+        shown = runs.cmd_logs(args.name, out, sources, follow=args.follow, tail=args.tail, node=args.node)  # a recorded run
+        if shown is not None:
+            return shown
     if args.cmd == "logs" and _SLURM_JOB.match(args.name):
+        from runner.context import load_context
         from runner.engines.slurm import jobs
 
+        out.use_masker(load_context(sources, out=out).scope.masker)  # secret references too: values a job printed from a store
         return jobs.cmd_logs(args.name, out, follow=args.follow, node=args.node, tail=args.tail, output_dir=_slurm_output_dir(sources))
-    if args.cmd == "logs" and (args.node is not None or args.tail is not None):
+    if args.cmd == "logs" and args.node is not None:
         from runner.errors import UsageError
 
-        raise UsageError(f"--node and --tail are for a Slurm job id; '{args.name}' names a container", "primus-runner logs JOB_ID --node 1")
+        raise UsageError(f"--node is for a Slurm job id; '{args.name}' names a container", "primus-runner logs JOB_ID --node 1")
     from runner.engines.docker import commands
 
     names = (args.name,) if args.cmd == "logs" else tuple(getattr(args, "names", ()))
     selection = ContainerSelection(sources, names, getattr(args, "all", False), getattr(args, "follow", False),
-                                   all_users=getattr(args, "all_users", False),
+                                   all_users=getattr(args, "all_users", False), tail=getattr(args, "tail", None),
                                    dry_run=args.cmd == "down" and _dry_run(args, sources))
     return getattr(commands, f"cmd_{args.cmd}")(selection, out)
 
@@ -522,6 +574,16 @@ def _build(args, sources, out, parser) -> int:
         sources=sources, flavor=args.flavor, base=args.base, tag=args.tag, build_args=tuple(args.build_arg),
         no_cache=args.no_cache, dry_run=_dry_run(args, sources), secrets=tuple(args.secret), file=args.file, context=args.context,
         pull=args.pull), out)
+
+
+def _runs(args, sources, out, parser) -> int:
+    from runner.runs import commands as runs
+
+    if args.runs_cmd == "show":
+        return runs.cmd_show(args.run, out)
+    if args.runs_cmd == "gc":
+        return runs.cmd_gc(args.older_than, out, dry_run=args.dry_run or args.global_dry_run)
+    return runs.cmd_runs(out, all_users=args.all, limit=args.limit, state=args.state, engine=args.runs_engine, name=args.runs_name)
 
 
 def _slurm_job(args, sources, out, parser) -> int:
@@ -562,10 +624,25 @@ def _completion(args, sources, out, parser) -> int:
     return 0
 
 
+def _exec(args, sources, out, parser) -> int:
+    from runner.engines.docker.exec_into import cmd_exec
+
+    return cmd_exec(args.name, tuple(args.command), sources, out, all_users=args.all_users)
+
+
+def _complete(args, sources, out, parser) -> int:
+    from runner.cli.complete_names import candidates
+
+    sys.stdout.write("".join(f"{name}\n" for name in candidates(args.kind)))
+    return 0
+
+
 def _mode(args, sources, out, parser) -> int:
     from runner.cli import launcher_modes
 
-    return launcher_modes.run_mode(_mode_options(args, sources), out)
+    from runner.cli.launcher_translate import mode_options
+
+    return launcher_modes.run_mode(mode_options(args.mode_args, sources, args.global_dry_run, args.global_debug), out)
 
 
 def _trust(args, sources, out, parser) -> int:
@@ -582,9 +659,9 @@ def _demo(args, sources, out, parser) -> int:
 
 _HANDLERS = {
     "check": _check, "plan": _plan, "up": _launch, "submit": _launch,
-    "ps": _containers, "logs": _containers, "down": _containers, "build": _build,
+    "ps": _containers, "logs": _containers, "down": _containers, "runs": _runs, "build": _build,
     "status": _slurm_job, "cancel": _slurm_job, "node-agent": _node_agent, "audit": _audit,
-    "completion": _completion, "container": _mode, "direct": _mode, "slurm": _mode, "demo": _demo,
+    "completion": _completion, "__complete": _complete, "exec": _exec, "container": _mode, "direct": _mode, "slurm": _mode, "demo": _demo,
     "trust": _trust,
 }
 

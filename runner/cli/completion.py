@@ -3,7 +3,10 @@
 Generated from the CLI's parser (``cli.build_parser()``, passed in) at run time, so every command and flag the
 CLI accepts is completed and a new flag needs no edit here. Written by hand
 rather than with shtab (bash and zsh only, no fish) or argcomplete (a Python
-start-up on every TAB): the scripts are static and answer instantly.
+start-up on every TAB): the scripts are static and answer instantly. Only the
+names of the runner's own containers and Slurm jobs (``logs``, ``down``,
+``status``, ``cancel``) ask the runner, through the hidden ``__complete KIND``.
+Descriptions keep their text: each shell's quoting is applied, nothing is dropped.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ PROG = "primus-runner"
 FUNC = "_primus_runner"
 # Option values that name files or directories (completed as paths).
 _PATH_METAVARS = {"FILE", "DIR", "PATH", "SRC[:DST[:OPTS]]", "TARGET"}
+# The positional argument of these commands names the runner's containers or Slurm jobs (``__complete KIND``).
+DYNAMIC = {"logs": "names", "down": "containers", "exec": "containers", "status": "jobs", "cancel": "jobs"}
 
 
 @dataclass(frozen=True)
@@ -35,6 +40,10 @@ class Command:
     positional_choices: tuple[str, ...] = ()
     positional_paths: bool = False
 
+    @property
+    def dynamic(self) -> str | None:
+        return DYNAMIC.get(self.name)
+
 
 @dataclass(frozen=True)
 class Spec:
@@ -47,7 +56,16 @@ def _options(parser: argparse.ArgumentParser) -> tuple[tuple[Option, ...], tuple
     choices: tuple[str, ...] = ()
     paths = False
     for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction) or action.help == argparse.SUPPRESS:
+        if isinstance(action, argparse._SubParsersAction):  # slurm srun|sbatch: the launchers and their flags
+            choices = tuple(action.choices)
+            seen = {s for o in options for s in o.strings}
+            for sub in action.choices.values():
+                for option in _options(sub)[0]:
+                    if not seen & set(option.strings):
+                        options.append(option)
+                        seen.update(option.strings)
+            continue
+        if action.help == argparse.SUPPRESS:
             continue
         if action.option_strings:
             takes = action.nargs != 0
@@ -70,8 +88,25 @@ def _options(parser: argparse.ArgumentParser) -> tuple[tuple[Option, ...], tuple
 
 
 def _clean(text: str) -> str:
-    text = text.replace("%(default)s", "").split("\n")[0]
-    return "".join(c for c in text if c not in "'\"`$\\[]:").strip()
+    """The help's first line, as it reads (each shell quotes it itself: ``_sq``, ``_zsh_help``)."""
+    return text.replace("%(default)s", "").split("\n")[0].strip()
+
+
+def _sq(text: str) -> str:
+    """``text`` inside a POSIX single-quoted word (bash, zsh): ``'`` becomes ``'\\''``."""
+    return text.replace("'", "'\\''")
+
+
+def _zsh_help(text: str) -> str:
+    """An ``_arguments`` description: ``[``, ``]``, ``:`` and ``\\`` escaped, then single-quoted."""
+    for char in "\\[]:":
+        text = text.replace(char, "\\" + char)
+    return _sq(text)
+
+
+def _fish_sq(text: str) -> str:
+    """Inside fish's single quotes only ``\\`` and ``'`` are special."""
+    return text.replace("\\", "\\\\").replace("'", "\\'")
 
 
 def spec_from_parser(parser: argparse.ArgumentParser) -> Spec:
@@ -83,7 +118,7 @@ def spec_from_parser(parser: argparse.ArgumentParser) -> Spec:
             continue
         helps = {a.dest: a.help for a in action._choices_actions}
         for name, sub in action.choices.items():
-            if helps.get(name, argparse.SUPPRESS) == argparse.SUPPRESS:  # internal (node-agent)
+            if helps.get(name, argparse.SUPPRESS) == argparse.SUPPRESS:  # internal (node-agent, __complete)
                 continue
             opts, choices, paths = _options(sub)
             commands.append(Command(name, _clean(helps[name] or ""), opts, choices, paths))
@@ -122,7 +157,9 @@ def bash_script(spec: Spec) -> str:
             out += [f"        {c.name})", '            case "$2" in'] + cases + ["            esac;;"]
     out += ["    esac", "}", "", f"{FUNC}_positional() {{", '    case "$1" in']
     for c in spec.commands:
-        if c.positional_choices:
+        if c.dynamic:
+            out.append(f"        {c.name}) echo '__dynamic__{c.dynamic}';;")
+        elif c.positional_choices:
             out.append(f"        {c.name}) echo '{' '.join(c.positional_choices)}';;")
         elif c.positional_paths:
             out.append(f"        {c.name}) echo '__path__';;")
@@ -167,6 +204,8 @@ def bash_script(spec: Spec) -> str:
         f'        what="$({FUNC}_positional "$cmd")"',
         '        if [[ $what == __path__ ]]; then',
         '            compopt -o filenames 2>/dev/null; COMPREPLY=( $(compgen -f -- "$cur") )',
+        '        elif [[ $what == __dynamic__* ]]; then',
+        f'            COMPREPLY=( $(compgen -W "$(command {PROG} __complete "${{what#__dynamic__}}" 2>/dev/null)" -- "$cur") )',
         "        else",
         '            COMPREPLY=( $(compgen -W "$what" -- "$cur") )',
         "        fi",
@@ -193,7 +232,7 @@ def _zsh_specs(opts: tuple[Option, ...]) -> list[str]:
                     action = ":path:_files"
                 else:
                     action = f":{o.strings[-1].lstrip('-')}: "
-            specs.append(f"'{head}[{o.help}]{action}'")
+            specs.append(f"'{head}[{_zsh_help(o.help)}]{action}'")
     specs.append("'(- *)'{-h,--help}'[show help]'")
     return specs
 
@@ -203,6 +242,11 @@ def zsh_script(spec: Spec) -> str:
         f"#compdef {PROG}",
         f"# zsh completion for {PROG} (generated from its argument parser)",
         f"# load with: source <({PROG} completion zsh)   (after compinit)",
+        f"{FUNC}_names() {{  # the runner's own containers / Slurm jobs",
+        "    local -a names",
+        f'    names=(${{(f)"$(command {PROG} __complete $1 2>/dev/null)"}})',
+        "    compadd -a names",
+        "}",
         f"{FUNC}() {{",
         "    local curcontext=\"$curcontext\" state line ret=1",
         "    typeset -A opt_args",
@@ -210,16 +254,14 @@ def zsh_script(spec: Spec) -> str:
     ]
     out += [f"        {s} \\" for s in _zsh_specs(spec.globals)]
     out += ["        '1:command:->command' \\", "        '*::arg:->args' && ret=0", "    case $state in", "        command)", "            local -a commands", "            commands=("]
-    out += [f"                '{c.name}:{c.help}'" for c in spec.commands]
+    out += [f"                '{c.name}:{_sq(c.help)}'" for c in spec.commands]
     out += ["            )", f"            _describe -t commands '{PROG} command' commands && ret=0", "            ;;", "        args)", "            case $line[1] in"]
     for c in spec.commands:
         rest = "'*:job command:_files'"
-        if c.positional_choices:
+        if c.dynamic:
+            rest = f"'{'*' if c.name == 'down' else '1'}:name:{{{FUNC}_names {c.dynamic}}}'"
+        elif c.positional_choices:
             rest = f"'1:{c.name}:({' '.join(c.positional_choices)})'"
-        elif c.name in ("logs", "status", "cancel"):
-            rest = "'1:name: '"
-        elif c.name == "down":
-            rest = "'*:name: '"
         specs = _zsh_specs(c.options) + [rest]
         out.append(f"                {c.name})")
         out.append("                    _arguments \\")
@@ -256,7 +298,7 @@ def fish_script(spec: Spec) -> str:
             else:
                 parts.append("-x")
         if o.help:
-            parts.append(f"-d '{o.help}'")
+            parts.append(f"-d '{_fish_sq(o.help)}'")
         return " ".join(parts)
 
     names = " ".join(c.name for c in spec.commands)
@@ -267,11 +309,13 @@ def fish_script(spec: Spec) -> str:
         f"complete -c {PROG} -s h -l help -d 'show help'",
     ]
     out += [line("__fish_use_subcommand", o) for o in spec.globals]
-    out += [f"complete -c {PROG} -n '__fish_use_subcommand' -a {c.name} -d '{c.help}'" for c in spec.commands]
+    out += [f"complete -c {PROG} -n '__fish_use_subcommand' -a {c.name} -d '{_fish_sq(c.help)}'" for c in spec.commands]
     for c in spec.commands:
         cond = f"__fish_seen_subcommand_from {c.name}"
         out += [line(cond, o) for o in c.options]
-        if c.positional_choices:
+        if c.dynamic:  # the runner's own containers / Slurm jobs, asked on TAB
+            out.append(f"complete -c {PROG} -n '{cond}' -f -a '({PROG} __complete {c.dynamic} 2>/dev/null)'")
+        elif c.positional_choices:
             out.append(f"complete -c {PROG} -n '{cond}' -a '{' '.join(c.positional_choices)}'")
         elif c.positional_paths or any(o.strings[0] == "--image" for o in c.options):
             out.append(f"complete -c {PROG} -n '{cond}' -F")

@@ -58,17 +58,6 @@ def inner_command(primus_args: Sequence[str], checkout: str | None, entry: Seque
     return ("primus-cli", "direct", *direct_args, "--", *primus_args), None
 
 
-def split_entry(command: Sequence[str]) -> tuple[str, list[str]]:
-    """``slurm``'s part after the first ``--``: ``[container|direct [entry options] --] <Primus args>``.
-
-    Returns the entry and what follows its name (the entry's own options, ``--``
-    and the Primus args); anything that does not start with an entry name goes
-    through the container entry unchanged, as the launcher routes it."""
-    if command and command[0] in ENTRIES:
-        return command[0], list(command[1:])
-    return "container", ["--", *command] if command else []
-
-
 def mode_switches(opts: ModeOptions) -> tuple[bool, bool, dict]:
     """``dry_run`` and ``debug``: the command line, or ``main.*`` / the mode's own section in
     the merged config (``main.dry_run: true`` launches nothing). Also the entry point."""
@@ -90,26 +79,24 @@ def run_mode(opts: ModeOptions, out: Output) -> int:
     from runner.session import pipeline
     from runner.engines import engine_for
 
-    if opts.mode == "slurm" and opts.entry == "direct":
-        raise UsageError(
-            "slurm … -- direct … (Primus without a container on each node) is not supported yet",
-            hint="use the container entry: primus-runner slurm srun -N 2 -- container -- <Primus args>",
-        )
     dry_run, debug, found = mode_switches(opts)
-    on_host = opts.mode == "direct"
+    # `slurm … -- direct`: each node runs the direct launcher on its host (the checkout on a shared file system)
+    on_host = opts.mode == "direct" or (opts.mode == "slurm" and opts.entry == "direct")
     checkout = find_checkout(os.environ, os.getcwd())
     command, workdir = inner_command(opts.primus_args, checkout, found["entry"], on_host, opts.direct_args)
     if not opts.primus_args:
         raise UsageError("no Primus arguments given",
                          hint=f"put them after --, e.g. primus-runner {opts.mode} -- train pretrain --config exp.yaml")
     flags = _flags(opts, checkout, workdir, debug, on_host)
+    if opts.mode == "slurm" and opts.entry == "direct" and flags.gpu is None:
+        flags = replace(flags, gpu="none")  # no container: the host's own devices, nothing to map
     if found["direct_env"]:  # the launcher's direct.env: forwarded like --env, under the same policy
         flags = replace(flags, env=tuple(found["direct_env"]) + flags.env)
     run = RunOptions(command=command, sources=opts.sources, flags=flags, dry_run=dry_run, pull=opts.pull,
-                     detach=opts.mode == "slurm" and opts.launcher == "sbatch", slurm=opts.slurm)
-    if opts.slurm.output:
-        out.notice(f"-o {opts.slurm.output}: the job's output goes to its job directory (slurm.output_dir, default "
-                   "./primus-runs/…/slurm-<job>.out), which `primus-runner logs JOB` reads")
+                     detach=(opts.mode == "slurm" and opts.launcher == "sbatch") or (opts.mode == "container" and opts.detach),
+                     slurm=opts.slurm)
+    for notice in opts.notices:
+        out.notice(notice)
     if opts.clean:
         _clean(opts, out, dry_run, found["engine"])
     engine = {"container": "docker", "slurm": "slurm", "direct": "process"}[opts.mode]
@@ -155,14 +142,3 @@ def _clean(opts: ModeOptions, out: Output, dry_run: bool, preference: str) -> No
         return
     count = remove_containers(owner_filter(opts.all_users), eng)
     out.info(f"--clean: removed {count} primus-runner container{'s' if count != 1 else ''}")
-
-
-def slurm_value_problems(flag: str, value: str | None) -> str | None:
-    """A Slurm flag's value that would inject a directive or another option: the message, else None."""
-    import re
-
-    if value is None:
-        return None
-    if not re.fullmatch(r"[A-Za-z0-9_.:+,=@/%\[\]-]+", value) or value.startswith("-"):
-        return f"{flag} {value!r}: one word of letters, digits and _ . : + , = @ / % [ ] - (no spaces, no leading -)"
-    return None

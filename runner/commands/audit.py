@@ -24,8 +24,10 @@ MANAGED = f"{LABEL}=true"  # the runner's containers
 
 def runner_state_dirs() -> list[Path]:
     """Where the runner itself writes: its cache/state dir, and ``./primus-runs`` if present."""
+    from runner.runs.paths import state_dir
+
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    dirs = [base / "primus-runner"]
+    dirs = [base / "primus-runner", state_dir()]  # the job cache, the runs' records and logs
     runs = Path.cwd() / "primus-runs"
     if runs.exists():
         dirs.append(runs)

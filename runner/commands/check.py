@@ -34,11 +34,15 @@ class Findings:
 def run_check(opts: CheckOptions, out: Output) -> int:
     from runner.session.prepare import prepare
 
+    from runner.session.prepare import unset_notice
+
     found = Findings()
     resolved = _check_refs(opts, found)
     prepared = None
+    computed = _computed_names(opts.engine)  # what the engine sets itself is never "not set"
     try:
-        prepared = prepare(out, opts.sources, opts.command or ("true",), opts.flags, quiet=True, resolved=resolved)
+        prepared = prepare(out, opts.sources, opts.command or ("true",), opts.flags, quiet=True, resolved=resolved,
+                           extra_env=[(name, "(per node)") for name in computed])
     except ConfigError as exc:
         found.problems += exc.problems
     plan = prepared.planned.plan if prepared is not None else None
@@ -47,7 +51,9 @@ def run_check(opts: CheckOptions, out: Output) -> int:
         found.warnings += prepared.planned.warnings
     if plan is not None:
         found.warnings += list(plan.notices)
-        _check_devices(plan, found)
+        if prepared.planned.unset:
+            found.warnings.append(unset_notice(prepared.planned.unset))
+        _check_devices(plan, prepared.config, found)
     _check_engine(opts, prepared, found)
     if plan is not None and opts.engine != "slurm" and not prepared.planned.problems:  # a plan with problems has no image to ask for
         _check_registry_and_builder(prepared, found)
@@ -72,8 +78,9 @@ def _check_refs(opts: CheckOptions, found: Findings) -> dict:
 
     refs, problems = parse_refs(context.config)
     found.problems += problems
-    lookup = lambda name: os.environ.get(name, context.env_file.values.get(name))  # noqa: E731
-    values, found.secrets = resolve_and_report(refs, lookup, opts.timeout, mask=early_scope(opts.sources).masker.mask)
+    from runner.config.envfile import env_lookup
+
+    values, found.secrets = resolve_and_report(refs, env_lookup(context.env_file), opts.timeout, mask=early_scope(opts.sources).masker.mask)
     where = {ref.name: ref.where for ref in refs}
     for item in found.secrets:
         if not item["found"]:
@@ -81,16 +88,35 @@ def _check_refs(opts: CheckOptions, found: Findings) -> dict:
     return values
 
 
-def _check_devices(plan, found: Findings) -> None:
+def _computed_names(engine: str) -> tuple[str, ...]:
+    if engine != "slurm":
+        return ()
+    from runner.engines import engine_for
+
+    return tuple(engine_for("slurm").computed_env)
+
+
+def _check_devices(plan, config, found: Findings) -> None:
+    """A missing device, blamed on what asked for it: the GPU flavor, or a --device / config entry."""
+    from runner.plan import flavor_devices
+
     if plan.gpu != "none":
         _check_gpus(plan, found)
+    listed = [str(d) for d in (config.get("container", "options", "device") or [])]
     for device in plan.devices:
         path = device.split(":")[0]
-        if not os.path.exists(path):
+        if os.path.exists(path):
+            continue
+        if device in flavor_devices(plan.gpu):
             found.problems.append(Problem(
                 f"device {path} (needed by --gpu {plan.gpu}) does not exist on this host",
-                hint="install the GPU driver, or run with --gpu none / the other flavor",
-            ))
+                hint="install the GPU driver, or run with --gpu none / the other flavor"))
+            continue
+        where = config.where(("container", "options", "device", listed.index(device))) if device in listed else None
+        found.problems.append(Problem(
+            f"device {path} ({'--device' if where == 'command line' else where or 'config'}) does not exist on this host",
+            where=where if where != "command line" else None,
+            hint="fix the path or remove the entry (primus-runner plan --verbose shows where each device comes from)"))
 
 
 def _check_gpus(plan, found: Findings) -> None:
@@ -117,6 +143,9 @@ def _check_gpus(plan, found: Findings) -> None:
     chosen = {g.uuid for g in plan.gpus}
     found.gpus = {"flavor": plan.gpu, "root": plan.host_root, "path": _gpu_path(plan.gpu), "found": []}
     found.notes.append(f"{plan.gpu} GPUs{where} ({len(gpus)}), passed as {_gpu_path(plan.gpu)}:")
+    toolkit = _toolkit(plan.gpu)
+    if toolkit:
+        found.notes.append(f"  {toolkit} is installed; the runner passes the GPUs as above all the same (the same isolation, on every engine)")
     for gpu in gpus:
         holder = held.get(normal_uuid(gpu.uuid))
         found.gpus["found"].append({**gpu.to_dict(), "held_by": holder, "chosen": gpu.uuid in chosen})
@@ -133,6 +162,18 @@ def _held_now() -> dict[str, str]:
         return holders.current(engine_client())
     except (EngineUnavailable, OSError):
         return holders.current(None)
+
+
+def _toolkit(flavor: str) -> str | None:
+    """A container toolkit or CDI spec on this host, by its files (nothing is run)."""
+    import shutil
+
+    vendor = "amd" if flavor == "rocm" else "nvidia"
+    specs = [p for d in ("/etc/cdi", "/var/run/cdi") for p in (f"{d}/{vendor}.json", f"{d}/{vendor}.yaml") if os.path.exists(p)]
+    if specs:
+        return f"a CDI spec ({specs[0]})"
+    tool = shutil.which("amd-ctk" if vendor == "amd" else "nvidia-ctk")
+    return f"the {'AMD' if vendor == 'amd' else 'NVIDIA'} container toolkit ({tool})" if tool else None
 
 
 def _gpu_path(flavor: str) -> str:
@@ -179,11 +220,25 @@ def _check_online(plan, timeout: float, found: Findings) -> None:
 
     found.online = tracker_runs.online_check(plan, timeout=timeout)
     for item in found.online:
-        if item["status"] not in ("reachable", "skipped"):
+        if not _online_ok(item):
             found.problems.append(Problem(f"{item['tracker']}: {item['status']}: {item['detail']}"))
 
 
+def _online_ok(item: dict) -> bool:
+    return item["status"] in ("reachable", "skipped")
+
+
+def _unique(problems: list[Problem]) -> list[Problem]:
+    """Each problem once, however many steps found it."""
+    seen: dict[tuple, Problem] = {}
+    for p in problems:
+        seen.setdefault((p.message, p.where, p.hint), p)
+    return list(seen.values())
+
+
 def _print(opts: CheckOptions, found: Findings, out: Output) -> None:
+    found.problems = _unique(found.problems)
+    found.warnings = list(dict.fromkeys(found.warnings))
     if out.json_mode:
         report = {
             "ok": found.ok,
@@ -209,10 +264,16 @@ def _print(opts: CheckOptions, found: Findings, out: Output) -> None:
     if found.engine_error:
         out.error(found.engine_error)
     for item in found.online:
-        out.info(f"{item['tracker']}: {item['status']} - {item['detail']}")
+        if _online_ok(item):  # a failure is already one of the problems above
+            out.info(f"{item['tracker']}: {item['status']} - {item['detail']}")
     for item in found.secrets:
         out.info(f"secret {item['name']} ({item['source']}): {'found' if item['found'] else 'NOT FOUND'}")
     for note in found.notes:
         out.info(note)
-    if found.ok:
-        out.info("check: ok")
+    out.info(summary_line(found))
+
+
+def summary_line(found: Findings) -> str:
+    """The last line of ``check``: ``check: ok`` or how many problems (the engine counts as one)."""
+    count = len(found.problems) + (1 if found.engine_error else 0)
+    return "check: ok" if not count else f"check: {count} problem{'s' if count != 1 else ''}"

@@ -2,7 +2,9 @@
 
 Makes a tiny local image from the host's static busybox (no registry), then
 launches a job through the same path as ``up`` that prints what it received:
-forwarded names, tracker settings, and a secret the runner masks.
+forwarded names, tracker settings, and a secret the runner masks. With no
+Docker or Podman answering (a fresh laptop, no root), the same job runs on the
+process engine, and the runner says so and how to get containers.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ APPLETS = ("sh", "env", "echo", "printf", "cat", "sleep", "sort", "grep", "base6
 BUSYBOX_CANDIDATES = ("/bin/busybox", "/usr/bin/busybox")
 
 JOB = r"""
-echo "== inside the job container =="
+echo "== inside the job =="
 echo "greeting (a literal from the config): $DEMO_GREETING"
 echo "W&B settings (from the trackers: section), as the client reads them:"
 env | grep '^WANDB_' | sort | sed 's/^/  /'
@@ -48,18 +50,12 @@ def _static_busybox() -> str:
 
 def ensure_demo_image(out: Output) -> None:
     import json
-    from urllib.parse import quote
 
-    from runner.clients.engine_api import ApiError
     from runner.clients.engine_api.shared import engine_client
 
     eng = engine_client()
-    try:
-        eng.request("GET", f"/images/{quote(IMAGE, safe='')}/json")
+    if eng.inspect_image(IMAGE) is not None:
         return
-    except ApiError as exc:
-        if exc.status != 404:
-            raise
     busybox = _static_busybox()
     out.info(f"making the demo image {IMAGE} from {busybox} (once)")
     buffer = io.BytesIO()
@@ -81,14 +77,32 @@ def ensure_demo_image(out: Output) -> None:
                 raise EngineUnavailable(f"could not import the demo image: {message['error']}")
 
 
-def cmd_demo(sources: Sources, out: Output) -> int:
-    import yaml
+NO_CONTAINERS = ("no container engine answers here ({reason}); the demo runs the same job on the process engine "
+                 "instead (a child process on this host, the same env policy and masking). For containers, no root "
+                 "needed: rootless Podman (sudo apt-get install podman, then `systemctl --user start podman.socket`) "
+                 "or rootless Docker (dockerd-rootless-setuptool.sh install); with root: apt-get install docker.io")
 
+
+def _container_engine(out: Output):
+    """The Docker backend with the demo image ready, or None (with the reason said) to run without containers."""
     from runner.engines.docker import DockerEngine
     from runner.clients.engine_api.shared import engine_client
 
-    engine_client().ping()
-    ensure_demo_image(out)
+    try:
+        engine_client().ping()
+        ensure_demo_image(out)
+    except EngineUnavailable as exc:
+        out.notice(NO_CONTAINERS.format(reason=exc.message))
+        return None
+    return DockerEngine()
+
+
+def cmd_demo(sources: Sources, out: Output) -> int:
+    import yaml
+
+    from runner.engines.process import ProcessEngine
+
+    backend = _container_engine(out) or ProcessEngine()
     if not os.environ.get("DEMO_API_KEY"):
         # A throwaway secret for this run only: it lives in this process's memory.
         os.environ["DEMO_API_KEY"] = f"demo-secret-{secrets.token_hex(8)}"
@@ -96,13 +110,14 @@ def cmd_demo(sources: Sources, out: Output) -> int:
     os.environ.pop("DEMO_NOT_SET", None)
     with open(policies_dir() / "demo.yaml", encoding="utf-8") as fh:
         layer = yaml.safe_load(fh)
-    out.info("primus-runner demo: a local job, no registry, no GPU. Secret values print as ***.")
+    where = "a local container" if backend.name != "process" else "a process on this host"
+    out.info(f"primus-runner demo: {where}, no registry, no GPU. Secret values print as ***.")
     from runner.session import pipeline
     from runner.options import RunOptions
 
     # The same path as `up`; the project's config files are left out: the demo is self-contained.
     demo = RunOptions(command=("/bin/sh", "-c", JOB), sources=Sources(None, sources.env_file, sources.trust_project))
-    return pipeline.run(demo, DockerEngine(), out, layer=layer, user_files=False)
+    return pipeline.run(demo, backend, out, layer=layer, user_files=False)
 
 
 __all__ = ["cmd_demo", "ensure_demo_image", "IMAGE"]

@@ -197,6 +197,7 @@ def _merge(low: Any, high: Any, path: tuple, lines: dict, high_lines: "_Lines | 
                 i = index_of[k]
                 if path == ENV_PATH and entry != result[i] and "=" in str(entry):
                     result[i] = entry
+                if entry == result[i]:  # listed again (or replaced) higher up: its location is the highest layer's
                     _copy_lines(path + (j,), path + (i,), high_lines, lines)
                 continue
             index_of[k] = len(result)

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import re
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable, Mapping
 
 from runner.errors import ConfigError, Problem
 from runner.config.yamlsource import file_mode_warning, is_tracked_by_git, read_text
+from runner.secrets.names import NAME_RE
 
 DEFAULT_NAME = ".env"
-NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 @dataclass(frozen=True)
@@ -19,6 +20,18 @@ class EnvFile:
     values: dict[str, str | None] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     trusted: bool = True  # False: the project's ./.env, not trusted (runner.config.trust)
+
+
+def env_lookup(env_file: EnvFile, environ: Mapping[str, str] | None = None) -> Callable[[str], str | None]:
+    """A variable's value as the runner sees it: the environment first (a set value wins, even an
+    empty one), then the env file. The one such lookup: registry logins, references, trackers."""
+    environ = os.environ if environ is None else environ
+
+    def lookup(name: str) -> str | None:
+        value = environ.get(name)
+        return value if value is not None else env_file.values.get(name)
+
+    return lookup
 
 
 def load_env_file(explicit: str | None, trust_project: bool = False) -> EnvFile:

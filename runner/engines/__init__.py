@@ -30,6 +30,11 @@ def engine_for(name: str):
 def config_problems(config) -> list:
     """Every engine's own config section checked as its launch would check it (``plan``, ``check``
     and every dry run report the same problems, with ``file:line``, before anything exists)."""
+    from runner.resources import policies_dir
+
+    defaults = str(policies_dir() / "defaults.yaml")
+    if not any(key[:1] == ("slurm",) and not (where or "").startswith(defaults) for key, where in config.lines.items()):
+        return []  # the built-in slurm: section only: nothing of the user's to check (and no Slurm module to load)
     from runner.engines.slurm.script import settings_from
     from runner.errors import ConfigError
     from runner.options import SlurmFlags

@@ -80,6 +80,8 @@ class RunContext:
     settings: Any = None  # the engine's own typed, validated options (``Engine.settings``)
     tail: Tail = field(default_factory=Tail)
     lookup: Callable[[str], "str | None"] = lambda name: None  # a variable's value: environment, then env file
+    config: Any = None  # the merged config: where each setting came from, for --verbose
+    run: Any = None  # runner.runs.recorder.Run: the run's directories (Slurm: job_dir, node_cache)
 
 
 class Engine(Protocol):

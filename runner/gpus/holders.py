@@ -77,7 +77,14 @@ def lease_holders(directory: str | None = None) -> dict[str, str]:
             pid = int(doc["pid"])
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        if pid == os.getpid() or not _alive(pid):
+        if pid == os.getpid():
+            continue
+        if not _alive(pid):  # a launch that was killed: its lease holds nothing (its owner tidies it)
+            if doc.get("uid") == os.getuid():
+                try:
+                    os.unlink(os.path.join(directory, entry))
+                except OSError:
+                    pass
             continue
         for uuid in doc.get("uuids", []):
             held.setdefault(normal_uuid(uuid), f"launch {doc.get('name', '?')} (pid {pid})")

@@ -85,8 +85,20 @@ def with_gpus(plan, gpus: Sequence[Gpu], root: str):
     devices = [d for d in plan.devices if not is_gpu_device(d)] + device_specs(plan.gpu, gpus, root)
     labels = tuple((k, v) for k, v in plan.labels if k != holders.LABEL_GPUS) + ((holders.LABEL_GPUS, holders.label_value(gpus)),)
     plan = replace(plan, gpus=tuple(gpus), devices=tuple(devices), labels=labels, host_root=root)
+    if plan.gpu_select == "all":
+        return plan
     # A subset: the job's launcher (Primus's base_env.sh) numbers GPUs 0..GPUS_PER_NODE-1.
-    return plan if plan.gpu_select == "all" else plan.with_env({"GPUS_PER_NODE": str(len(gpus))}, "gpus")
+    notices = tuple(_without_name(n, "GPUS_PER_NODE") for n in plan.notices)
+    return replace(plan, notices=tuple(n for n in notices if n)).with_env({"GPUS_PER_NODE": str(len(gpus))}, "gpus")
+
+
+def _without_name(notice: str, name: str) -> str | None:
+    """The "not set on this host" notice without ``name`` (the runner sets it now)."""
+    head = "not set on this host, not forwarded: "
+    if not notice.startswith(head):
+        return notice
+    names = [n for n in notice[len(head):].split(", ") if n != name]
+    return head + ", ".join(names) if names else None
 
 
 def env_problems(decisions, count: int | None) -> list[Problem]:

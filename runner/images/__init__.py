@@ -16,16 +16,22 @@ from runner.options import BuildOptions, Sources
 from runner.ui import Output
 
 
-def _load(opts: BuildOptions):
-    """(context, build secrets): config, env file and the secret scope, the build's ``--secret``
-    values in it; every missing secret name exits 2 here, before anything is built."""
+def _load(opts: BuildOptions, out: Output | None = None):
+    """(context, build secrets): config, env file and the secret scope (``secrets:`` references
+    resolved, so the context scan and the output know their values), the build's ``--secret``
+    values in it (a reference serves one too); every missing secret name exits 2 here, before
+    anything is built."""
     from runner.images.recipe import secret_names, secret_values
-    from runner.context import load_context
+    from runner.context import load_context, secret_refs
 
-    context = load_context(opts.sources)
-    secrets = secret_values(secret_names(opts, context.config), os.environ, context.env_file.values)
+    context = load_context(opts.sources, out=out)
+    in_scope = dict(context.scope.named)
+    referenced = [(name, in_scope[name]) for name in secret_refs(context.config) if name in in_scope]
+    values = {**os.environ, **{name: secret.reveal() for name, secret in referenced}}  # a reference wins, as at launch
+    secrets = secret_values(secret_names(opts, context.config), values, context.env_file.values)
+    values.clear()
     if secrets:  # their values join the scope (masked, refused in build args, scanned for), whatever their names
-        context = load_context(opts.sources, extra=secrets)
+        context = load_context(opts.sources, extra=[*secrets, *referenced])
     return context, secrets
 
 
@@ -33,7 +39,7 @@ def _prepare(opts: BuildOptions, out: Output, masker=None):
     """(spec, secrets, the stream's and scan's masker, context): everything decided, nothing contacted."""
     from runner.images.recipe import resolve_build
 
-    context, secrets = _load(opts)
+    context, secrets = _load(opts, out)
     if masker is None:  # build: the scope's masker is THE masker for everything printed
         masker = context.scope.masker
         out.use_masker(masker)
@@ -57,9 +63,9 @@ def _build(spec, opts: BuildOptions, out: Output, secrets, masker, context, engi
     engine = engine or connect(_preference(context))
     builder = choose(spec, engine.kind)
 
-    def lookup(name: str) -> str | None:  # registry credentials for the base's pull: environment, then env file
-        return os.environ.get(name) or context.env_file.values.get(name)
+    from runner.config.envfile import env_lookup
 
+    lookup = env_lookup(context.env_file)  # registry credentials for the base's pull
     return run_build(spec, out, masker, builder=builder, secrets=secrets, engine=engine, pull=opts.pull, lookup=lookup)
 
 

@@ -25,6 +25,7 @@ from typing import Mapping, Sequence
 
 from runner.errors import EngineUnavailable
 from runner.images.recipe import BuildSpec
+from runner.images.spec import PROXY_ARGS
 from runner.secrets import Secret
 
 DEBIAN_CLI = "/usr/bin/docker"
@@ -51,7 +52,8 @@ class Builder:
         if self.kind == "podman":
             argv += ["--layers"]
         for key, value in spec.build_args:
-            argv += ["--build-arg", f"{key}={value}"]
+            # A proxy (whose URL may carry a password) by NAME: the CLI reads its value from its environment (``env``).
+            argv += ["--build-arg", key if key in PROXY_ARGS else f"{key}={value}"]
         for key, value in labels.items():
             argv += ["--label", f"{key}={value}"]
         for name in spec.secrets:
@@ -61,11 +63,14 @@ class Builder:
         argv.append("-")  # the context tar on stdin; bases were pulled before (the runner's pull policy)
         return argv
 
-    def env(self, secrets: Sequence[tuple[str, Secret]], base: Mapping[str, str] | None = None) -> dict[str, str]:
-        """The child's environment: the caller's, BuildKit on, and each secret by its NAME."""
+    def env(self, secrets: Sequence[tuple[str, Secret]], base: Mapping[str, str] | None = None,
+            build_args: Sequence[tuple[str, str]] = ()) -> dict[str, str]:
+        """The child's environment: the caller's, BuildKit on, the proxy build args ``command``
+        names without a value, and each secret by its NAME."""
         env = dict(os.environ if base is None else base)
         if self.kind == "buildkit":
             env["DOCKER_BUILDKIT"] = "1"
+        env.update((key, value) for key, value in build_args if key in PROXY_ARGS)
         for name, value in secrets:
             env[name] = value.reveal()  # the one place a build secret leaves the runner: the builder's env
         return env

@@ -15,6 +15,7 @@ import io
 import json
 import os
 import re
+import stat
 import tarfile
 from pathlib import Path
 from typing import Iterable
@@ -23,12 +24,49 @@ from runner.errors import ConfigError, Problem
 from runner.images.spec import CA_NAME, BuildSpec
 
 
+MAX_DOCKERIGNORE = 1 << 20
+
+
 def dockerignore(context: Path) -> list[str]:
     path = context / ".dockerignore"
-    if not path.is_file():
+    try:
+        st = os.lstat(path)
+    except OSError:
         return []
-    lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
+    if not stat.S_ISREG(st.st_mode):
+        raise ConfigError(Problem(f"{path} is not a regular file", hint="make .dockerignore a plain text file"))
+    with open(path, "rb") as fh:
+        raw = fh.read(MAX_DOCKERIGNORE + 1)
+    if len(raw) > MAX_DOCKERIGNORE:
+        raise ConfigError(Problem(f"{path} is over {MAX_DOCKERIGNORE:,} bytes", hint="is this the right file?"))
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ConfigError(Problem(".dockerignore is not valid UTF-8", where=f"{path}:{line}", hint="save it as UTF-8")) from None
+    lines = [line.strip() for line in text.splitlines()]
     return [line for line in lines if line and not line.startswith("#")]
+
+
+def _entry_problem(context: Path, rel: str) -> str | None:
+    """Why a context entry cannot be sent: never read a device or a FIFO (a read that never
+    ends, or never starts), never follow a link to one or to nothing."""
+    path = context / rel
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError as exc:
+        return f"{rel} cannot be examined ({exc.strerror})"
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISLNK(mode):
+        try:
+            target = os.stat(path).st_mode
+        except OSError:
+            return f"{rel} is a symbolic link to nothing ({os.readlink(path)})"
+        if not (stat.S_ISREG(target) or stat.S_ISDIR(target)):
+            return f"{rel} is a symbolic link to a device, FIFO or socket"
+        return None
+    return f"{rel} is a device, FIFO or socket"
 
 
 def _ignore_regex(pattern: str):
@@ -76,13 +114,23 @@ def context_files(context: Path, dockerfile: str) -> list[str]:
                     excluded = not negated
             if not excluded or rel in keep_always:
                 files.append(rel)
+    problems = [p for p in (_entry_problem(context, rel) for rel in files) if p]
+    if problems:
+        raise ConfigError(Problem(f"the build context {context} holds what cannot be sent: {'; '.join(problems[:5])}"
+                                  + (f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""),
+                                  hint="remove them, or add them to .dockerignore"))
     return sorted(files)
+
+
+def _content(path: Path) -> bytes:
+    """What the tar carries for an entry: a link's target text (links are sent as links), else the bytes."""
+    return os.readlink(path).encode("utf-8", "surrogateescape") if path.is_symlink() else path.read_bytes()
 
 
 def recipe_hash(context: Path, files: Iterable[str], dockerfile_source: str | None = None) -> str:
     digest = hashlib.sha256()
     for name in sorted(files):
-        digest.update(name.encode() + b"\0" + (context / name).read_bytes() + b"\0")
+        digest.update(name.encode() + b"\0" + _content(context / name) + b"\0")
     if dockerfile_source:
         digest.update(b"Dockerfile\0" + Path(dockerfile_source).read_bytes() + b"\0")
     return "sha256:" + digest.hexdigest()
@@ -108,7 +156,7 @@ def refuse_secret_content(context: Path, files: list[str], masker, extra: Iterab
     if not masker:
         return
     paths = [(name, context / name) for name in files] + [(str(p), Path(p)) for p in extra]
-    bad = [name for name, path in paths if path.is_file() and masker.contains_secret(path.read_bytes())]
+    bad = [name for name, path in paths if path.is_file() and masker.contains_secret(_content(path))]
     if bad:
         raise ConfigError(Problem(f"build context file(s) contain the value of a secret in scope: {', '.join(bad)}",
                                   hint="remove the value from the files, or add them to .dockerignore; use --secret NAME with RUN --mount=type=secret,id=NAME"))

@@ -17,14 +17,7 @@ from runner.secrets.scan import CHUNK, Finding, Scanner
 
 def inspect_image(engine, name: str) -> dict | None:
     """``GET /images/NAME/json``, or None when the image is not there."""
-    from runner.clients.engine_api import ApiError
-
-    try:
-        return engine.request("GET", f"/images/{quote(name, safe='')}/json")
-    except ApiError as exc:
-        if exc.status == 404:
-            return None
-        raise
+    return engine.inspect_image(name)
 
 
 def remove_image(engine, image_id: str) -> None:

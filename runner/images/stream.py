@@ -180,29 +180,22 @@ def classic_stream(engine, spec, context: bytes, labels: dict[str, str]):
     """POST /build with the context tar; yields the daemon's JSON messages as they arrive."""
     from runner.clients.engine_api import ApiError
 
+    from runner.images.spec import PROXY_ARGS
+    from runner.secrets.scope import url_credentials
+
+    # The request URL carries the build args: a proxy whose URL holds a password stays out of it
+    # (the daemon's own proxy settings apply to the classic builder; a CLI builder gets it by name).
+    buildargs = {k: v for k, v in spec.build_args if not (k in PROXY_ARGS and url_credentials(v))}
     params = {
-        "t": spec.tag, "dockerfile": spec.dockerfile, "buildargs": json.dumps(dict(spec.build_args)),
+        "t": spec.tag, "dockerfile": spec.dockerfile, "buildargs": json.dumps(buildargs),
         "labels": json.dumps(labels), "rm": 1, "forcerm": 1, "nocache": 1 if spec.no_cache else None,
         "pull": 0,  # the bases were pulled before (run_build), under the runner's pull policy
     }
     try:
+        from runner.clients.engine_api.chunks import json_messages
+
         pieces = engine.stream("/build", params, method="POST", body=context, headers={"Content-Type": "application/x-tar"})
-        buffer = b""
-        decoder = json.JSONDecoder()
-        for piece in pieces:
-            buffer += piece
-            text = buffer.decode("utf-8", "surrogateescape")
-            pos = 0
-            while True:
-                while pos < len(text) and text[pos] in " \r\n\t":
-                    pos += 1
-                try:
-                    message, end = decoder.raw_decode(text, pos)
-                except ValueError:
-                    break
-                yield message
-                pos = end
-            buffer = text[pos:].encode("utf-8", "surrogateescape")
+        yield from json_messages(pieces)
     except ApiError as exc:  # the daemon refused the build request itself (bad Dockerfile path, bad args)
         yield {"error": exc.message}
 
@@ -247,13 +240,15 @@ def run_cli(builder, spec, context: bytes, labels: dict[str, str], secrets, prog
     import threading
 
     from runner.errors import EngineUnavailable
+    from runner.secrets.argv import refuse_secret_argv
 
     log: list[str] = []
     workdir = tempfile.mkdtemp(prefix="primus-build-")  # holds the image id file only
     iidfile = os.path.join(workdir, "iid")
     try:
         argv = builder.command(spec, labels, iidfile)
-        env = builder.env(secrets)
+        refuse_secret_argv(argv, masker, argv[0])  # checked like the container's config: before it runs
+        env = builder.env(secrets, build_args=spec.build_args)
         if builder.kind == "buildkit" and engine is not None:
             env["DOCKER_HOST"] = engine.host  # the daemon the runner found (DOCKER_HOST, a context, the socket)
         try:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import selectors
 import shlex
 import signal
@@ -39,9 +38,9 @@ from typing import Callable, Sequence
 
 from runner.errors import ConfigError, EngineUnavailable, Problem
 from runner.secrets import Secret, secret_scope
+from runner.secrets.names import NAME_RE
 
 SCHEMES = ("env", "file", "pass", "aws-sm", "cmd")
-NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 AWS_EXTRA_HINT = "pip install 'primus-runner[aws]'"
 # A secret file or output is small; a larger one is a wrong path or program, not a credential.
 _MAX_FILE_BYTES = 1 << 20

@@ -29,6 +29,7 @@ def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None 
     ``layer`` is a command's own config layer below the flags (the demo's), ``user_files``
     whether ~/.primus.yaml and ./.primus.yaml are read."""
     from runner.ui import ci
+    from runner.runs import recorder as runs
     from runner.trackers import runs as tracker_runs
 
     if options.report and not options.dry_run:
@@ -38,12 +39,16 @@ def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None 
     per_engine = [(name, "(per node)") for name in engine.computed_env]
     flags = options.flags if options.pull is None else replace(options.flags, pull=options.pull)
     prepared = prepare(out, options.sources, options.command, flags, extra_layer=layer, extra_env=per_engine, user_files=user_files,
-                       resolve_refs=not options.dry_run,  # a dry run runs no secret reference
+                       resolve_refs=False if options.dry_run else None,  # a dry run (flag or config) runs no secret reference
+                       report_unset=not (options.dry_run and engine.name == "docker"),  # that dry run lists them itself
                        gpu_mode={"slurm": "node", "docker": "host"}.get(engine.name, "off"))
     plan = prepared.plan
     if options.debug or launcher_switch(prepared.config, "debug"):  # the launcher's --debug / debug: true
         plan = plan.with_env({"PRIMUS_LOG_LEVEL": "DEBUG"}, "debug")
-    ctx = RunContext(options, prepared.scope, out, engine.settings(prepared.config, options), lookup=prepared.lookup)
+    ctx = RunContext(options, prepared.scope, out, engine.settings(prepared.config, options), lookup=prepared.lookup,
+                     config=prepared.config)
+    run_record = runs.begin(options, engine, plan, ctx, out, prepared.config)  # run id, record, log; tracker outputs, cache
+    plan = run_record.plan
     request = engine.request(plan, ctx)  # complete and validated before anything exists
     if options.dry_run or launcher_switch(prepared.config, "dry_run"):
         if not options.dry_run:
@@ -68,6 +73,7 @@ def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None 
         handshake.finish(exc.exit_code if isinstance(exc, Interrupted) else 3)  # never leave a run RUNNING
         raise
     engine.announce(launched, ctx, detached=options.detach)
+    run_record.started(launched, handshake, detached=options.detach)
     if options.detach:  # the job's own tracker client closes the run (MLFLOW_RUN_ID / WANDB_RUN_ID)
         return 0
 
@@ -84,6 +90,7 @@ def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None 
     if launched.still_running:
         return code
     handshake.finish(code, ctx.tail.bytes())
+    leaks.extend(run_record.end(code))
     _after_run(options, engine, launched, ctx, plan, code, began, handshake.links, leaks)
     return code
 

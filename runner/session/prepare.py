@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from runner.config import Config, _merge, load_config, load_env_and_config
-from runner.config.envfile import EnvFile
+from runner.config.envfile import EnvFile, env_lookup
 from runner.context import Context, load_context, secret_refs  # noqa: F401  (Context, load_context: re-exported)
 from runner.options import LaunchFlags, Sources
 from runner.plan import LaunchPlan, Planned, build_plan
@@ -35,8 +35,7 @@ class Prepared:
 
     def lookup(self, name: str) -> str | None:
         """A variable's value as the runner sees it: the environment first, then the env file."""
-        value = os.environ.get(name)
-        return value if value is not None else self.env_file.values.get(name)
+        return env_lookup(self.env_file)(name)
 
 
 def _gpu_holders(config: Config):
@@ -57,32 +56,47 @@ def _gpu_holders(config: Config):
     return held
 
 
-def _with_resolved_refs(planned: Planned, refs: dict, config: Config, command, host_env: dict, env_file: EnvFile,
-                        flags: LaunchFlags, extra_env, resolved: "dict | None | bool", **gpu_args) -> Planned:
-    """Resolve the references this launch needs (the names it forwards or was asked for), in
-    parallel and in memory only, and plan again with their values: a reference wins over
-    the environment."""
-    from runner.secrets.refs import resolve
+def _lazy_mask(config: Config, host_env: dict, env_file: EnvFile):
+    """The mask for a failing reference's message (the secrets of the environment and env file),
+    built only if one fails."""
+    def mask(text: str) -> str:
+        from runner.policy import Classifier
+        from runner.secrets import secret_scope
 
-    considered = {d.name for d in planned.plan.env}
-    needed = [ref for name, ref in refs.items() if name in considered]
-    if not needed:
-        return planned
-    if resolved is False:  # shown, never run: each value is a stand-in that says where it would come from
-        values = {**host_env, **{ref.name: f"<{ref.name} from {ref.source}, not resolved>" for ref in needed}}
-        return build_plan(config, command, values, env_file, flags, extra_env=extra_env,
-                          sources={ref.name: ref.source for ref in needed}, **gpu_args)
-    if resolved is None:
-        lookup = lambda name: host_env.get(name, env_file.values.get(name))  # noqa: E731
-        resolved = resolve(needed, lookup, mask=planned.scope.masker.mask)
-    else:
-        needed = [ref for ref in needed if ref.name in resolved]
-    # An in-memory hand-over to the planner, like os.environ itself: it wraps each value in a
-    # Secret again, and nothing here is written, logged or put on a command line.
-    values = {**host_env, **{name: secret.reveal() for name, secret in resolved.items()}}
-    sources = {ref.name: ref.source for ref in needed}
-    return build_plan(config, command, values, env_file, flags, extra_env=extra_env,
-                      extra_secrets=list(resolved.items()), sources=sources, **gpu_args)
+        return secret_scope([host_env, env_file.values], Classifier.from_config(config).is_secret).masker.mask(text)
+
+    return mask
+
+
+def _references(refs: dict, host_env: dict, env_file: EnvFile, resolved: "dict | None | bool", mask):
+    """The planner's ``references`` callback: the references of the names a launch considers,
+    resolved in parallel and in memory only (a reference wins over the environment); with
+    ``resolved=False`` (``plan``, dry runs) none is run and each value is a stand-in that says
+    where it would come from; a dict is values a caller resolved itself (``check``)."""
+
+    def references(considered: set[str]) -> tuple[dict, list, dict]:
+        from runner.secrets.refs import resolve
+
+        needed = [ref for name, ref in refs.items() if name in considered]
+        if not needed:
+            return {}, [], {}
+        if resolved is False:
+            return {ref.name: f"<{ref.name} from {ref.source}, not resolved>" for ref in needed}, [], {ref.name: ref.source for ref in needed}
+        if resolved is None:
+            lookup = env_lookup(env_file, host_env)
+            values = resolve(needed, lookup, mask=mask)
+        else:
+            values = {ref.name: resolved[ref.name] for ref in needed if ref.name in resolved}
+        # An in-memory hand-over to the planner, like os.environ itself: it wraps each value in a
+        # Secret again, and nothing here is written, logged or put on a command line.
+        plain = {name: secret.reveal() for name, secret in values.items()}
+        return plain, list(values.items()), {ref.name: ref.source for ref in needed if ref.name in values}
+
+    return references
+
+
+def unset_notice(names) -> str:
+    return f"not set on this host, not forwarded: {', '.join(names)}"
 
 
 def prepare(
@@ -95,15 +109,17 @@ def prepare(
     quiet: bool = False,
     user_files: bool = True,
     resolved: dict | None = None,
-    resolve_refs: bool = True,
+    report_unset: bool = True,
+    resolve_refs: bool | None = True,
     gpu_mode: str = "host",
 ) -> Prepared:
     """Config, env file, flags → the plan and its secret scope; installs the scope's masker.
 
     Secret references the launch needs are resolved here, once; ``resolved`` gives values
     a caller already resolved itself (``check`` resolves and reports every reference).
+    ``report_unset=False``: no notice for unset allowlisted names (``plan`` lists them itself).
     ``resolve_refs=False`` (``plan``, dry runs) runs no reference: the plan shows where
-    each value would come from.
+    each value would come from; ``None``: the same when the config sets ``dry_run: true``.
     ``gpu_mode``: "node" when each Slurm node chooses its GPUs (nothing is chosen here),
     "off" for a launch without a container; else ("host") ``--gpus N`` is previewed against
     the GPUs other runner containers hold now (the launch claims them for real, under a
@@ -114,14 +130,17 @@ def prepare(
     env_file, config = load_env_and_config(sources, layer or None, user_files=user_files)
     host_env = dict(os.environ)
     refs = secret_refs(config)
-    if refs:  # a name given a reference is a secret whatever its name
-        layer = _merge(layer or {}, {"passthrough": {"secrets": sorted(refs)}}, (), {}, {})
-        config = load_config(sources.config_file, layer, user_files=user_files, trust_project=sources.trust_project)
+    if resolve_refs is None:  # a launch: run the references unless the config asks for a dry run
+        from runner.config.switches import launcher_switch
+
+        resolve_refs = not launcher_switch(config, "dry_run")
+    references = None
+    if refs:  # a name given a reference is a secret whatever its name: added to the loaded config, not loaded again
+        passthrough = config.data.setdefault("passthrough", {})
+        passthrough["secrets"] = list(dict.fromkeys([*(passthrough.get("secrets") or []), *sorted(refs)]))
+        references = _references(refs, host_env, env_file, resolved if resolve_refs else False, _lazy_mask(config, host_env, env_file))
     gpu_args = {"gpu_holders": _gpu_holders(config) if gpu_mode == "host" else None, "gpu_mode": gpu_mode}
-    planned = build_plan(config, command, host_env, env_file, flags, extra_env=extra_env, **gpu_args)
-    if refs and planned.plan is not None:
-        planned = _with_resolved_refs(planned, refs, config, command, host_env, env_file, flags, extra_env,
-                                      resolved if resolve_refs else False, **gpu_args)
+    planned = build_plan(config, command, host_env, env_file, flags, extra_env=extra_env, references=references, **gpu_args)
     from runner.engines import config_problems
 
     planned.problems += config_problems(config)  # the engines' own sections (slurm:), as a launch checks them
@@ -132,9 +151,11 @@ def prepare(
     if planned.absent_optional:  # optional tracker variables simply not set: noise unless asked for
         out.debug("optional tracker variables not set: " + ", ".join(planned.absent_optional))
     if not quiet:
-        for warning in planned.warnings:
+        for warning in dict.fromkeys(planned.warnings):  # each once
             out.warn(warning)
         if planned.plan:
-            for notice in planned.plan.notices:
+            for notice in dict.fromkeys(planned.plan.notices):
                 out.notice(notice)
+            if planned.unset and report_unset:
+                out.notice(unset_notice(planned.unset))
     return Prepared(config, env_file, planned)

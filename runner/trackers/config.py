@@ -278,11 +278,6 @@ def _wandb_needs(mode: str, lookup: Callable[[str], str | None], settings_env: d
         if name not in settings_env:
             required = name == "WANDB_API_KEY" and not offline
             found.wanted.append(Wanted(name, "W&B is on and WANDB_MODE is not offline" if required else "tracker wandb", required=required))
-    if mode in ("offline", "dryrun") and not (settings_env.get("WANDB_DIR") or lookup("WANDB_DIR")):
-        found.warnings.append(
-            "W&B is offline but neither trackers.wandb_save_dir nor WANDB_DIR is set: the run is written inside the container "
-            "and lost when it is removed (set wandb_save_dir to a mounted path)"
-        )
 
 
 def _mlflow_needs(classifier: Classifier, lookup: Callable[[str], str | None], settings_env: dict[str, str], found: _Findings) -> None:

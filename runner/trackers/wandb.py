@@ -66,8 +66,8 @@ def _wandb_begin(plan: TrackedPlan, out: Output, hs: Handshake) -> None:
     mode = _wandb_mode(plan)
     if mode in ("offline", "dryrun"):
         where = public.get("WANDB_DIR") or "<job working directory>"
-        path = f"{where.rstrip('/')}/wandb/offline-run-*-{run_id}"
-        out.info(f"W&B run {run_id} (offline, project {project}): {path} (upload later with `wandb sync`)")
+        path = f"{where.rstrip('/')}/wandb/offline-run-*-{run_id}"  # inside the job; its host path is printed with the tracker outputs
+        out.info(f"W&B run {run_id} (offline, project {project}); the exact `wandb sync` command follows the job")
     elif mode == "disabled":
         path = f"disabled/{project}/runs/{run_id}"
     else:

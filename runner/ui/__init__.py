@@ -1,7 +1,8 @@
 """Everything the runner prints goes through here, and through the masker.
 
 stdout carries results (``--json`` objects, plan text, job output); stderr
-carries human messages. Colour follows ``--no-color``, ``NO_COLOR`` and ``CI``.
+carries human messages. Colour follows ``--no-color``, ``NO_COLOR``, ``FORCE_COLOR``
+and ``CI``. ``--quiet`` keeps errors only; ``--verbose`` adds ``detail`` lines.
 """
 
 from __future__ import annotations
@@ -17,16 +18,18 @@ from runner.ui import ci
 
 class Output:
     def __init__(self, json_mode: bool = False, color: bool = True, verbose: bool = False, masker: Masker | None = None,
-                 fallback: Callable[[], Masker] | None = None):
+                 fallback: Callable[[], Masker] | None = None, quiet: bool = False):
         self.json_mode = json_mode
-        self.verbose = verbose
+        self.verbose = verbose and not quiet
+        self.quiet = quiet
         self._masker = masker
         # Until a command installs its masker (``prepare``), messages are masked with the
         # secrets of the environment and env file: computed once, only if something prints.
         self._fallback = fallback
-        self.color = color and not os.environ.get("NO_COLOR") and os.environ.get("CI", "").lower() not in ("true", "1") and sys.stderr.isatty()
+        self.color = color and not os.environ.get("NO_COLOR") and (_forced_color() or (
+            os.environ.get("CI", "").lower() not in ("true", "1") and sys.stderr.isatty()))
         # Progress bars and spinners only for a person at a terminal, never in CI logs.
-        self.interactive = self.color and not json_mode
+        self.interactive = self.color and sys.stderr.isatty() and not json_mode and not quiet
 
     @property
     def masker(self) -> Masker:
@@ -52,13 +55,21 @@ class Output:
             self._err("  fix: ", hint, "33")
 
     def warn(self, message: str) -> None:
-        self._err("warning: ", message, "33")
+        if not self.quiet:
+            self._err("warning: ", message, "33")
 
     def notice(self, message: str) -> None:
-        self._err("notice: ", message, "36")
+        if not self.quiet:
+            self._err("notice: ", message, "36")
 
     def info(self, message: str) -> None:
-        self._err("", message, "0")
+        if not self.quiet:
+            self._err("", message, "0")
+
+    def detail(self, message: str) -> None:
+        """What ``--verbose`` adds for a person (files loaded, where a decision came from)."""
+        if self.verbose:
+            self._err("", message, "2")
 
     def debug(self, message: str) -> None:
         if self.verbose:
@@ -79,6 +90,11 @@ class Output:
         from rich.console import Console
 
         return Console(stderr=stderr, no_color=not self.color, highlight=False, soft_wrap=True)
+
+
+def _forced_color() -> bool:
+    """``FORCE_COLOR`` (any value but empty, 0 or false) asks for colour without a terminal."""
+    return os.environ.get("FORCE_COLOR", "").lower() not in ("", "0", "false", "no")
 
 
 def _mask_strings(obj: Any, masker: Masker) -> Any:

@@ -159,7 +159,7 @@ def progress_for(out, credential=None) -> PullProgress:
 
     ``credential``: the pull's registry credential, masked too wherever it came from.
     """
-    if getattr(out, "json_mode", False):
+    if getattr(out, "json_mode", False) or getattr(out, "quiet", False):
         return PullProgress()
     masker = out.masker
     if credential is not None:

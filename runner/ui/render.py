@@ -41,6 +41,41 @@ def plan_text(plan: LaunchPlan) -> str:
     return "\n".join(lines)
 
 
+# The plan's settings and the config key each one comes from (for --verbose).
+_SETTING_KEYS = (
+    ("image", ("container", "options", "image")), ("gpu", ("container", "gpu")), ("name", ("container", "options", "name")),
+    ("ipc", ("container", "options", "ipc")), ("network", ("container", "options", "network")),
+    ("user", ("container", "options", "user")), ("workdir", ("container", "options", "workdir")),
+    ("shm_size", ("container", "options", "shm-size")), ("memory", ("container", "options", "memory")),
+    ("cpus", ("container", "options", "cpus")), ("privileged", ("container", "options", "privileged")),
+    ("secrets_via", ("container", "secrets_via")),
+)
+
+
+def sources_text(plan: LaunchPlan, config, absent_optional=()) -> str:
+    """What ``--verbose`` adds to the plan: the files loaded and where every decision came from."""
+    lines = ["", "sources (--verbose):", "  config files, lowest first:"]
+    lines += [f"    {f}" for f in plan.config_files] or ["    (none)"]
+    where = lambda path: (config.where(path) if config.get(*path) is not None else None) or "not set: generated or the engine's default"  # noqa: E731
+    for field_name, path in _SETTING_KEYS:
+        value = getattr(plan, field_name)
+        if value not in (None, "", ()):
+            lines.append(f"  {field_name.replace('_', '-')} = {value}   <- {where(path)}")
+    listed = [str(d) for d in (config.get("container", "options", "device") or [])]
+    for device in plan.devices:
+        origin = where(("container", "options", "device", listed.index(device))) if device in listed else f"--gpu {plan.gpu}"
+        lines.append(f"  device {device}   <- {origin}")
+    for mount in plan.mounts:
+        lines.append(f"  mount {mount}")
+    for d in plan.env:
+        state = "forwarded" if d.forwarded else f"not forwarded ({d.skip_reason})"
+        origin = f"{d.reason}" + (f", value from {d.source}" if d.forwarded and d.source else "") + (f", {d.where}" if d.where else "")
+        lines.append(f"  env {d.name}: {state}   <- {origin}")
+    if absent_optional:
+        lines.append(f"  optional tracker variables not set: {', '.join(absent_optional)}")
+    return "\n".join(lines)
+
+
 def _gpus_text(plan: LaunchPlan) -> str:
     """The chosen GPUs: index, device node (ROCm) or device ID (CUDA), UUID."""
     if plan.gpu == "none":
@@ -102,9 +137,10 @@ def plan_json(plan: LaunchPlan, request=None) -> dict:
     return doc
 
 
-def show_plan(plan: LaunchPlan, out: Output, request=None) -> None:
+def show_plan(plan: LaunchPlan, out: Output, request=None, config=None) -> None:
     """JSON with ``--json``; rich tables on a terminal; plain text for pipes (fast, stable to grep).
-    With the engine's ``request``, its rendering follows the plan (what the engine is sent)."""
+    With the engine's ``request``, its rendering follows the plan (what the engine is sent);
+    with ``--verbose`` and the ``config``, where every decision came from, last."""
     if out.json_mode:
         out.json(plan_json(plan, request))
         return
@@ -112,6 +148,8 @@ def show_plan(plan: LaunchPlan, out: Output, request=None) -> None:
     if request is not None:
         out.result("")
         out.result(request.render())
+    if out.verbose and config is not None:
+        out.result(sources_text(plan, config).lstrip("\n"))
 
 
 def _show_plan_text(plan: LaunchPlan, out: Output) -> None:

@@ -19,7 +19,9 @@ from pathlib import Path
 import pytest
 
 from engines import PYTHON_IMAGE, engine_missing
-from gpu_tree import FAKE_ROOT, SETUP_FAKE_GPUS, amd_uuid
+from gpu_tree import FAKE_ROOT, SETUP_FAKE_GPUS, amd_uuid, write_tree
+
+SPEC = "/etc/cdi/primus-fake-nvidia.json"  # written by .ci/setup-fake-gpus.sh
 
 pytestmark = [pytest.mark.docker]
 
@@ -162,8 +164,34 @@ def test_the_cuda_request_names_exactly_the_chosen_devices(project, engine_host,
         up = runner(project, "up", "--gpu", "cuda", "--gpus", "1,3", "--", "true")  # refused at start, with the fix
         assert up.returncode == 3 and "nvidia-container-toolkit" in up.stderr, up.stderr
     else:
-        up = runner(project, "up", "--gpu", "cuda", "--gpus", "1,3", "--", "true")
-        assert up.returncode == 1 and "--device nvidia.com/gpu=1 --device nvidia.com/gpu=3" in up.stderr, up.stderr
+        dry = runner(project, "up", "--dry-run", "--gpu", "cuda", "--gpus", "1,3", "--", "true").stdout
+        assert "--device nvidia.com/gpu=1 \\\n  --device nvidia.com/gpu=3" in dry and "--gpus" not in dry, dry
+
+
+# The fake NVIDIA GPUs' device minors are not their indices: GPU i is /dev/nvidia{NVIDIA_MINORS[i]}.
+NVIDIA_MINORS = (2, 3, 0, 1)
+
+
+@pytest.mark.engines("podman")
+def test_cuda_on_podman_runs_with_exactly_the_chosen_gpus_through_cdi(project):
+    """The CDI spec .ci/setup-fake-gpus.sh writes (/etc/cdi) maps nvidia.com/gpu=N to the fake
+    tree's /dev/nvidia<minor> plus nvidiactl; the job's /dev holds exactly GPUs 1 and 3's nodes."""
+    if not Path(SPEC).is_file():
+        engine_missing("the fake NVIDIA CDI spec", f"{SPEC} is missing", SETUP_FAKE_GPUS)
+    up = runner(project, "up", "--gpu", "cuda", "--gpus", "1,3", "--", "ls", "-l", "/dev")
+    assert up.returncode == 0, up.stderr
+    nodes = {line.split()[-1]: line.split()[4] + line.split()[5] for line in up.stdout.splitlines()
+             if line.startswith("c") and line.split()[-1].startswith("nvidia")}
+    minors = [NVIDIA_MINORS[1], NVIDIA_MINORS[3]]
+    assert nodes == {**{f"nvidia{m}": f"195,{m}" for m in minors}, "nvidiactl": "195,255"}, up.stdout
+    # A device no spec names: refused before anything starts, with the fix.
+    work, env, _ = project
+    six = write_tree(work / "six", amd=0, nvidia=6)  # files only: for CUDA the runner reads no device node
+    bare = dict(env, PRIMUS_RUNNER_HOST_ROOT=str(six))
+    refused = subprocess.run([sys.executable, "-m", "runner", "up", "--gpu", "cuda", "--gpus", "1,5", "--", "true"], cwd=work,
+                             env=bare, capture_output=True, text=True, timeout=180)
+    assert refused.returncode == 1 and "no CDI spec" in refused.stderr and "nvidia-ctk cdi generate" in refused.stderr, refused.stderr
+    assert "names nvidia.com/gpu=5:" in refused.stderr and "--device nvidia.com/gpu=1 --device nvidia.com/gpu=5" in refused.stderr
 
 
 @pytest.mark.engines("docker")

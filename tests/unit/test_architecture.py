@@ -31,9 +31,12 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("runner.gpus",),             # GPU discovery (sysfs/proc), selection, holders and leases, Slurm mapping
     ("runner.trackers",),         # the Tracker protocol, one module per tracker, the registry
     ("runner.plan",),             # the LaunchPlan
+    ("runner.runs.paths",),       # where runs live: the state directory, run ids
+    ("runner.runs.cache",),       # the job cache mount (pure, on a plan): each Slurm node applies it too
     ("runner.ui.render",),        # views of a plan: above the plan they draw
     ("runner.images",),           # recipes, contexts, builders, the post-build scan
     ("runner.engines",),          # the Engine protocol, docker/, slurm/, process, the registry
+    ("runner.runs",),             # every run's record, store, log, tracker outputs; runs/logs commands
     ("runner.session",),          # prepare, pipeline, report
     ("runner.commands",),         # one module per command
     ("runner.cli",),              # argparse, dispatch, exit codes
@@ -203,7 +206,7 @@ def test_argparse_only_in_the_cli():
         return any(isinstance(n, ast.Import) and any(a.name == "argparse" for a in n.names)
                    or isinstance(n, ast.ImportFrom) and n.module == "argparse" for n in ast.walk(tree))
 
-    users = sorted(m for m, tree in MODULES.items() if uses_argparse(tree) and m not in ("runner.cli", "runner.cli.completion"))
+    users = sorted(m for m, tree in MODULES.items() if uses_argparse(tree) and not (m == "runner.cli" or m.startswith("runner.cli.")))
     assert users == [], f"below the CLI nothing knows argparse: {users}"
     # completion reads the parser it is handed; it never imports the CLI
     assert not any(n.startswith("runner.cli") for n in GRAPH["runner.cli.completion"])

@@ -13,7 +13,8 @@ import pytest
 from runner.cli import _default_launcher
 from runner.config import load_config
 from runner.config.envfile import EnvFile
-from runner.cli.launcher_modes import find_checkout, inner_command, split_entry
+from runner.cli.launcher_args import parse
+from runner.cli.launcher_modes import find_checkout, inner_command
 from runner.options import LaunchFlags
 from runner.plan import LABEL_OWNER, build_plan
 
@@ -37,10 +38,14 @@ def test_inner_command_follows_the_launcher():
 
 
 def test_slurm_entry_split():
-    assert split_entry(TRAIN) == ("container", ["--", *TRAIN])
-    assert split_entry(["preflight", "--quick"]) == ("container", ["--", "preflight", "--quick"])
-    assert split_entry(["container", "--image", "x", "--", *TRAIN]) == ("container", ["--image", "x", "--", *TRAIN])
-    assert split_entry(["direct", "--", *TRAIN]) == ("direct", ["--", *TRAIN])
+    """What follows slurm's first --: an entry (container|direct) or, as the launcher routes it, the container entry."""
+    def split(tokens):
+        got = parse("slurm", ["-N", "2", "--", *tokens])
+        return got.entry, got.options, got.primus_args
+    assert split(TRAIN) == ("container", [], TRAIN)
+    assert split(["preflight", "--quick"]) == ("container", [], ["preflight", "--quick"])
+    assert split(["container", "--image", "x", "--", *TRAIN]) == ("container", [("image", "x")], TRAIN)
+    assert split(["direct", "--", *TRAIN]) == ("direct", [], TRAIN)
 
 
 @pytest.mark.parametrize("argv, expected", [
@@ -87,18 +92,27 @@ def test_slurm_flags_cannot_widen_export_or_inject(project, flags):
 
 
 def test_dry_run_slurm_renders_the_flags_and_the_container_entry(project):
-    result = run(["--dry-run", "slurm", "-N", "2", "-p", "debug", "-t", "5", "-w", "n[1-2]", "--qos", "normal", "--",
-                  "container", "--gpus", "0", "--env", "LIT=1", "--", *TRAIN], project)
+    """The user's Slurm flags reach sbatch's command line exactly as given (they beat the script's directives)."""
+    import json
+
+    flags = ["-N", "2", "-p", "debug", "-t", "5", "-w", "n[1-2]", "--qos", "normal", "-J", "my-job", "--exclusive",
+             "--cpus-per-task=4", "-C", "mi300x", "--mail-type", "END", "--mail-user=me@example.com", "-A", "acct"]
+    result = run(["--json", "--dry-run", "slurm", *flags, "--", "container", "--gpus", "0", "--env", "LIT=1", "--", *TRAIN], project)
     assert result.returncode == 0, result.stderr
-    for line in ("#SBATCH --nodes=2", "#SBATCH --partition=debug", "#SBATCH --time=5", "#SBATCH --nodelist=n[1-2]",
-                 "#SBATCH --qos=normal"):
-        assert line in result.stdout
+    doc = json.loads(result.stdout)["request"]
+    command = doc["sbatch"]
+    assert command[3:-1] == flags and command[0].endswith("sbatch")
+    assert "#SBATCH --nodes=2" in doc["script"]
     assert "--export=ALL" not in result.stdout
 
 
-def test_slurm_direct_entry_is_refused_with_the_fix(project):
-    result = run(["slurm", "srun", "-N", "2", "--", "direct", "--", *TRAIN], project)
-    assert result.returncode == 2 and "container entry" in result.stderr
+def test_slurm_direct_entry_runs_the_direct_launcher_on_each_node(project):
+    import json
+
+    result = run(["--json", "--dry-run", "slurm", "srun", "-N", "2", "--", "direct", "--single", "--", *TRAIN], project)
+    assert result.returncode == 0, result.stderr
+    request = json.loads(result.stdout)["request"]
+    assert request["node_command"] == ["primus-cli", "direct", "--single", "--", *TRAIN]
 
 
 def test_container_secret_literal_is_refused(project):

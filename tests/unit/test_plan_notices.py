@@ -1,4 +1,4 @@
-"""`plan` and the launch notice name what matters: allowlisted names that are unset, never the
+"""`plan` (in its body) and the launch notice name what matters: allowlisted names that are unset, never the
 optional tracker variables that are simply absent (WANDB_ENTITY, MLFLOW_EXPERIMENT_ID, AWS_* …)."""
 
 from __future__ import annotations
@@ -23,5 +23,9 @@ def test_absent_optional_tracker_names_are_not_listed(tmp_path):
     skipped = {s["name"] for s in json.loads(result.stdout)["skipped"]}
     optional = set(WANDB_NAMES + MLFLOW_NAMES + STORE_NAMES) - {"WANDB_API_KEY", "MLFLOW_TRACKING_URI"}
     assert "MY_SETTING" in skipped and not skipped & optional, skipped
-    (notice,) = [line for line in result.stderr.splitlines() if line.startswith("notice: not set on this host")]
+    assert "notice:" not in result.stderr  # plan lists the skipped names itself: no second report
+    launch = subprocess.run([sys.executable, "-P", "-m", "runner", "up", "--", "true"], cwd=tmp_path,
+                            env={**env, "DOCKER_HOST": "unix:///nonexistent/docker.sock"}, capture_output=True, text=True, timeout=60)
+    assert launch.returncode == 1, launch.stderr  # the notice comes before the engine is asked
+    (notice,) = [line for line in launch.stderr.splitlines() if line.startswith("notice: not set on this host")]
     assert "MY_SETTING" in notice and not any(name in notice.split(": ", 2)[-1].split(", ") for name in optional)

@@ -78,7 +78,7 @@ def test_script_has_names_only_and_an_explicit_export_list(work):
     assert "set -x" not in script and "ALL" not in script
     export = next(line for line in script.splitlines() if line.startswith("#SBATCH --export="))
     names = export.split("=", 1)[1].split(",")
-    assert set(names) == {"FOO", "HF_TOKEN", "MY_API_KEY", "LIT", "PATH"}
+    assert set(names) == {"FOO", "HF_TOKEN", "MY_API_KEY", "LIT", "PATH", "PRIMUS_RUNNER_PLAN_SHA256"}
     assert "ALL" not in names and "UNLISTED_TOKEN" not in names
     assert not set(slurm_script.COMPUTED) & set(names), "per-node values are computed on the node, never exported"
     assert "#SBATCH --nodes=2" in script and "#SBATCH --partition=debug" in script and "#SBATCH --account=proj1" in script

@@ -291,7 +291,7 @@ class Engine:
 
     def libpod_request(self, method: str, path: str, params: dict | None = None, body: Any = None) -> Any:
         """A call to Podman's own API (``/v4.0.0/libpod/...``): what its compat API cannot
-        express, e.g. CDI devices at create (``libpod_gpu_devices``). Podman only."""
+        express, e.g. CDI devices at create (``libpod.create_body``). Podman only."""
         if not self.is_podman:
             raise ApiError(400, f"the engine at {self.host} is not Podman: no libpod API")
         url = "/v4.0.0/libpod" + path
@@ -357,7 +357,13 @@ class Engine:
         half-close its write side (the job's stdin EOF) and to ``recv_into`` big buffers.
         """
         params = {"stream": 1, "stdout": 1, "stderr": 1, "stdin": 1 if stdin else 0}
-        url = self.path(f"/containers/{quote(container_id)}/attach", params)
+        return self._hijack(self.path(f"/containers/{quote(container_id)}/attach", params), b"", "text/plain")
+
+    def exec_start(self, exec_id: str) -> tuple[socket.socket, bytes]:
+        """Start an exec instance attached (no TTY): the raw stream socket, as ``attach``."""
+        return self._hijack(self.path(f"/exec/{quote(exec_id)}/start"), b'{"Detach": false, "Tty": false}', "application/json")
+
+    def _hijack(self, url: str, body: bytes, content_type: str) -> tuple[socket.socket, bytes]:
         try:
             if self._unix is not None:
                 sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -369,9 +375,9 @@ class Engine:
         except OSError as exc:
             raise self._unreachable(exc) from None
         request = (
-            f"POST {url} HTTP/1.1\r\nHost: docker\r\nContent-Type: text/plain\r\n"
-            "Connection: Upgrade\r\nUpgrade: tcp\r\nContent-Length: 0\r\n\r\n"
-        ).encode()
+            f"POST {url} HTTP/1.1\r\nHost: docker\r\nContent-Type: {content_type}\r\n"
+            f"Connection: Upgrade\r\nUpgrade: tcp\r\nContent-Length: {len(body)}\r\n\r\n"
+        ).encode() + body
         sock.sendall(request)
         head = b""
         while b"\r\n\r\n" not in head:
@@ -396,6 +402,14 @@ class Engine:
             self.request("GET", "/_ping", timeout=5.0)
 
     def create(self, name: str, config: dict) -> str:
+        from runner.clients.engine_api import libpod
+
+        if self.is_podman and libpod.cdi_devices(config):  # the compat create would drop the CDI devices
+            try:
+                body = libpod.create_body(name, config)
+            except ValueError as exc:
+                raise ApiError(400, f"with CDI devices Podman's own create is used, which cannot express {exc} here") from None
+            return self.libpod_request("POST", "/containers/create", body=body)["Id"]
         return self.request("POST", "/containers/create", {"name": name}, config)["Id"]
 
     def start(self, cid: str) -> None:
@@ -406,6 +420,15 @@ class Engine:
 
     def inspect(self, cid: str) -> dict:
         return self.request("GET", f"/containers/{quote(cid)}/json")
+
+    def inspect_image(self, name: str) -> dict | None:
+        """``GET /images/NAME/json``, or None when the image is not in the local store."""
+        try:
+            return self.request("GET", f"/images/{quote(name, safe='')}/json")
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
 
     def stop(self, cid: str, grace: float | None = None) -> None:
         params = {"t": int(grace)} if grace is not None else None
@@ -524,34 +547,21 @@ def gpu_host_config(device_request: str | None, kind: str, api_version: str = MI
       nvidia-container-toolkit registered with dockerd; with ``cdi=True`` on API 1.44+
       (Docker 25+, CDI enabled in daemon.json): ``{Driver: "cdi", DeviceIDs: ["nvidia.com/gpu=…"]}``.
     - Podman: the CDI devices ``nvidia.com/gpu=N`` (``podman run --device nvidia.com/gpu=1``),
-      which need a CDI spec (``nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml``).
-      Podman 4's Docker-compatible create cannot carry them (it ignores DeviceRequests and
-      stats Devices as paths), so this raises ``EngineUnavailable`` naming both ways out,
-      rather than start a job without GPUs.
+      as ``{Driver: "cdi", DeviceIDs: [...]}``. Podman 4's compat create would ignore that, so
+      ``Engine.create`` sends such a body to Podman's own create (``libpod``), where CDI names
+      resolve; they need a CDI spec (``nvidia-ctk cdi generate``), checked in preflight
+      (``runner.gpus.cdi``).
     """
     if device_request != "nvidia":
         return {}
     cdi_names = [f"nvidia.com/gpu={i}" for i in device_ids] if device_ids else [CDI_NVIDIA_ALL]
     if kind == "podman":
-        devices = " ".join(f"--device {name}" for name in cdi_names)
-        raise EngineUnavailable(
-            f"CUDA on Podman goes through CDI (the device{'s' if len(cdi_names) > 1 else ''} {', '.join(cdi_names)}), which Podman's "
-            "Docker-compatible API used by primus-runner cannot request (it would start the job without GPUs)",
-            hint="use Docker with nvidia-container-toolkit (container.engine: docker), or run it with "
-                 f"`podman run {devices}` after `nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml`",
-        )
+        return {"DeviceRequests": [{"Driver": "cdi", "DeviceIDs": cdi_names}]}
     if cdi and _vtuple(api_version) >= (1, 44):
         return {"DeviceRequests": [{"Driver": "cdi", "DeviceIDs": cdi_names}]}
     if device_ids:
         return {"DeviceRequests": [{"Driver": "", "DeviceIDs": list(device_ids), "Capabilities": [["gpu"]]}]}
     return {"DeviceRequests": [{"Driver": "", "Count": -1, "Capabilities": [["gpu"]]}]}
-
-
-def libpod_gpu_devices(device_request: str | None, device_ids: list[str] | None = None) -> list[dict]:
-    """Podman's own (libpod) create: the ``devices`` entries of a GPU flavor (CDI names resolve there)."""
-    if device_request != "nvidia":
-        return []
-    return [{"path": f"nvidia.com/gpu={i}"} for i in device_ids] if device_ids else [{"path": CDI_NVIDIA_ALL}]
 
 
 def _location_for(url: str, source: str) -> EngineLocation:

@@ -9,11 +9,10 @@ not there 2 — nothing is launched, and no traceback.
 
 from __future__ import annotations
 
-import json
 import math
 from typing import TYPE_CHECKING
-from urllib.parse import quote
 
+from runner.clients.engine_api.chunks import json_messages
 from runner.clients.engine_api.client import ApiError
 from runner.errors import ConfigError, EngineUnavailable, Problem, RuntimeFailure, UsageError
 
@@ -40,11 +39,8 @@ def split_reference(image: str) -> tuple[str, str]:
 def image_present(engine: "Engine", image: str) -> bool:
     """Is ``image`` in the engine's local store (``GET /images/{name}/json``)?"""
     try:
-        engine.request("GET", f"/images/{quote(image, safe='')}/json")
-        return True
+        return engine.inspect_image(image) is not None
     except ApiError as exc:
-        if exc.status == 404:
-            return False
         raise RuntimeFailure(f"could not inspect image {image}: {exc.message}") from None
 
 
@@ -116,7 +112,7 @@ def pull(engine: "Engine", image: str, *, policy: str = "missing", credential: "
     try:
         error = None
         try:
-            for message in _messages(engine.stream("/images/create", {"fromImage": repo, "tag": tag}, method="POST", headers=headers)):
+            for message in json_messages(engine.stream("/images/create", {"fromImage": repo, "tag": tag}, method="POST", headers=headers)):
                 if "error" in message:
                     error = str(message.get("error") or (message.get("errorDetail") or {}).get("message") or "unknown error")
                     break
@@ -131,37 +127,6 @@ def pull(engine: "Engine", image: str, *, policy: str = "missing", credential: "
         if progress is not None:
             progress.end(ok)
     return True
-
-
-def _messages(chunks):
-    """JSON messages from the stream, whatever the chunk boundaries.
-
-    The daemon writes one JSON document per line; a line that is not JSON (a
-    proxy's banner, a garbled write) is skipped, so it cannot hide the messages
-    after it, an error included.
-    """
-    decoder = json.JSONDecoder()
-    buffer = ""
-    for chunk in chunks:
-        buffer += chunk.decode("utf-8", "replace")
-        pos = 0
-        while True:
-            while pos < len(buffer) and buffer[pos] in " \t\r\n":
-                pos += 1
-            if pos >= len(buffer):
-                break
-            try:
-                message, end = decoder.raw_decode(buffer, pos)
-            except ValueError:
-                newline = buffer.find("\n", pos)
-                if newline < 0:
-                    break  # maybe a document cut by the chunk: wait for the rest of the line
-                pos = newline + 1  # not JSON: skip the line
-                continue
-            if isinstance(message, dict):
-                yield message
-            pos = end
-        buffer = buffer[pos:]
 
 
 def _number(value) -> int | None:

@@ -20,3 +20,11 @@ def engine_client(preference: str | None = None, timeout: float | None = None) -
     if timeout is not None and timeout > _client.timeout:
         _client.timeout = timeout
     return _client
+
+
+def engine_at(host: str | None) -> Engine:
+    """A client for the engine at ``host`` (a run's record names it): the shared one when it is that engine."""
+    shared = engine_client()
+    if not host or host == shared.host:
+        return shared
+    return Engine(host=host)

@@ -36,6 +36,24 @@ class DockerSettings:
         return cls(engine=str(config.get("container", "engine", default="auto") or "auto"))
 
 
+def _check_cdi_spec(plan: LaunchPlan) -> None:
+    """CUDA on Podman: the CDI devices the request names must be in a spec, else nothing starts."""
+    from runner.clients.engine_api.client import gpu_host_config
+    from runner.gpus import cdi
+
+    ids = [g.device_id for g in plan.gpus] or None
+    names = gpu_host_config("nvidia", "podman", device_ids=ids)["DeviceRequests"][0]["DeviceIDs"]
+    absent = cdi.missing(names)
+    if absent:
+        devices = " ".join(f"--device {name}" for name in names)
+        raise EngineUnavailable(
+            f"CUDA on Podman goes through CDI (the device{'s' if len(names) > 1 else ''} {', '.join(names)}), but no CDI "
+            f"spec in {' or '.join(cdi.SPEC_DIRS)} names {', '.join(absent)}: Podman could not start the job",
+            hint="generate the spec with `nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml` (then "
+                 f"`podman run {devices}` works too), or use Docker with nvidia-container-toolkit (container.engine: docker)",
+        )
+
+
 class DockerEngine:
     """One container on the local engine (``up``); also what each Slurm node agent runs."""
 
@@ -55,7 +73,10 @@ class DockerEngine:
         return ctx.settings if isinstance(ctx.settings, DockerSettings) else DockerSettings()
 
     def preflight(self, plan: LaunchPlan, ctx: RunContext) -> None:
-        engine_client(self._settings(ctx).engine).ping()
+        eng = engine_client(self._settings(ctx).engine)
+        eng.ping()
+        if plan.gpu_request == "nvidia" and eng.is_podman:
+            _check_cdi_spec(plan)
 
     def claim(self, plan: LaunchPlan, ctx: RunContext) -> LaunchPlan:
         """The GPUs this launch gets, chosen again under the host-wide lock and leased until the
@@ -98,7 +119,7 @@ class DockerEngine:
     def dry_run(self, request: DockerRequest, ctx: RunContext) -> None:
         from runner.ui.render import show_plan
 
-        show_plan(request.plan, ctx.out, request)  # `up --dry-run` is `plan`: the plan, then the request
+        show_plan(request.plan, ctx.out, request, config=ctx.config)  # `up --dry-run` is `plan`: the plan, then the request
 
     def launch(self, request: DockerRequest, ctx: RunContext) -> Launched:
         if request.secret_names and not request.use_shim:

@@ -138,6 +138,10 @@ def cmd_logs(sel: ContainerSelection, out: Output) -> int:
     sinks = {1: stdout, 2: stderr}
     demux = Demux()
     params = {"stdout": 1, "stderr": 1, "follow": 1 if sel.follow else 0}
+    if sel.tail is not None:
+        if sel.tail < 0:
+            raise UsageError("--tail takes a number of lines (0 or more)")
+        params["tail"] = sel.tail
     try:
         for piece in eng.stream(f"/containers/{quote(info['Id'])}/logs", params):
             for stream, data in demux.feed(piece):

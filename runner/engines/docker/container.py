@@ -83,6 +83,12 @@ def container_config(plan: LaunchPlan, labels: dict[str, str], entrypoint: list[
         config["User"] = plan.user
     if plan.workdir:
         config["WorkingDir"] = plan.workdir
+    if plan.hostname:
+        config["Hostname"] = plan.hostname
+    if plan.run_options:  # docker run options passed through as given, onto the same body check_clean reads
+        from runner.engines.docker import run_options
+
+        run_options.apply(config, plan.run_options)
     return config
 
 

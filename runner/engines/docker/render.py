@@ -38,7 +38,8 @@ def _host_flags(host: dict) -> list[str]:
         argv += ["--device", f"{device['PathOnHost']}:{device['PathInContainer']}:{device['CgroupPermissions']}"]
     for request in host.get("DeviceRequests") or ():
         if request.get("Driver") == "cdi":
-            argv += ["--device", ",".join(request.get("DeviceIDs") or [])]
+            for name in request.get("DeviceIDs") or ():
+                argv += ["--device", name]
         else:
             ids = request.get("DeviceIDs")
             argv += ["--gpus", "all" if request.get("Count") == -1 else (f"device={','.join(ids)}" if ids else str(request.get("Count")))]
@@ -84,8 +85,14 @@ def _split(request: "DockerRequest") -> tuple[list[str], list[str]]:
         argv += ["--user", str(body["User"])]
     if body.get("WorkingDir"):
         argv += ["--workdir", body["WorkingDir"]]
-    if body.get("StopTimeout") is not None:
+    if body.get("Hostname"):
+        argv += ["--hostname", body["Hostname"]]
+    passed = dict(request.plan.run_options)
+    if body.get("StopTimeout") is not None and "stop-timeout" not in passed:
         argv += ["--stop-timeout", str(body["StopTimeout"])]
+    from runner.engines.docker.run_options import argv as passthrough_argv
+
+    argv += passthrough_argv(request.plan.run_options)  # as given: the create body carries each one (run_options.PASSTHROUGH)
     entrypoint = list(body.get("Entrypoint") or [])
     rest: list[str] = []
     if request.use_shim and entrypoint[:1] == ["/bin/sh"]:

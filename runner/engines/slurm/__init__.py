@@ -72,6 +72,12 @@ class SlurmEngine:
         """Everything that can refuse the job, before a tracker run, a file or ``sbatch``."""
         from runner.clients import registry
 
+        for token in ctx.options.slurm.args + ctx.options.slurm.srun_args:  # the user's flags go on sbatch's command line
+            if ctx.scope.masker.contains_secret(token.encode("utf-8", "surrogateescape")):
+                from runner.errors import ConfigError, Problem
+
+                raise ConfigError(Problem("a Slurm flag holds a secret value: it would be on sbatch's command line (visible in ps)",
+                                          hint="pass secrets by name (container.options.env), never as a flag's value"))
         jobs.tool("sbatch")
         jobs.tool("srun")
         jobs.refuse_archived_secrets(jobs.show_config(), self.travelling_secrets(plan, ctx), ctx.settings.allow_env_in_accounting)
@@ -109,14 +115,15 @@ class SlurmEngine:
         from runner.trackers.runs import run_env_names
 
         settings = ctx.settings.settings
-        job_dir = jobs.job_dir_for(settings, plan.name)
+        job_dir = getattr(ctx.run, "job_dir", None) or jobs.job_dir_for(settings, plan.name)  # the run's (runner.runs)
         agent_env = self._agent_env(ctx, plan)
         # The names the tracker handshake will set (run ids) are exported from the start: the
         # handshake gives their values by name and the script does not change.
         later = tuple(n for n in run_env_names(plan) if n not in {d.name for d in plan.forwarded})
         export = tuple(export_names(plan, later + agent_env))
         script = render_script(plan, settings, job_dir, later + agent_env)
-        return SlurmRequest(plan, settings, job_dir, script, export, agent_env=agent_env, node_command=tuple(node_command(plan)))
+        return SlurmRequest(plan, settings, job_dir, script, export, agent_env=agent_env, node_command=tuple(plan.command if settings.cluster.entry == "direct" else node_command(plan)),
+                            node_cache=getattr(ctx.run, "node_cache", None))
 
     def resolve(self, request: SlurmRequest, ctx: RunContext, dry_run: bool = False) -> SlurmRequest:
         return request  # each node's agent resolves its own container (engine, image) on the node
@@ -133,6 +140,7 @@ class SlurmEngine:
         jobs.make_job_dir(request.job_dir)  # exactly the directory the script names
         agent_values = self._agent_values(request, ctx)
         job_id = jobs.sbatch(request, ctx.scope.masker, agent_values)
+        jobs.link_output(request, job_id)
         return Launched(job_id, request.plan.name, {"request": request, "final": None})
 
     def announce(self, launched: Launched, ctx: RunContext, detached: bool) -> None:

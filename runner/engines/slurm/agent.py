@@ -2,7 +2,9 @@
 
 It rebuilds the plan from the plan file (names) and its own environment (values,
 which Slurm copied from sbatch's environment), adds ``NNODES``/``NODE_RANK``/
-``MASTER_ADDR``/``MASTER_PORT``/``GPUS_PER_NODE``, and runs one container through
+``MASTER_ADDR``/``MASTER_PORT``/``GPUS_PER_NODE``, maps the GPUs Slurm allocated to this
+step to this node's devices (containers live in the engine's cgroup, not the job's, so
+Slurm's own device limit does not reach them), and runs one container through
 the Docker engine (same stdin shim, masking and labels), so the job's output
 files only ever receive masked text. Its masker comes from the same
 ``secret_scope`` as the submitting host's: the forwarded secrets and the
@@ -17,9 +19,9 @@ import socket
 from dataclasses import replace
 from pathlib import Path
 
-from runner.engines.slurm.jobs import address_of, master_address, require_job_id
-from runner.engines.slurm.script import LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, PLAN_FORMAT
-from runner.errors import ConfigError, Problem, UsageError
+from runner.engines.slurm.jobs import address_of, master_address, plan_digest, require_job_id
+from runner.engines.slurm.script import LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, PLAN_DIGEST, PLAN_FORMAT
+from runner.errors import ConfigError, Problem, RunnerError, UsageError
 from runner.plan import LaunchPlan
 from runner.secrets import Secret, SecretScope, secret_scope
 from runner.ui import Output
@@ -68,9 +70,16 @@ def run_node(plan_file: str, out: Output) -> int:
     if not job_id:
         raise UsageError("node-agent runs inside a Slurm job step (started by srun from the batch script)", "use primus-runner submit")
     try:
-        doc = json.loads(Path(plan_file).read_text())
-    except (OSError, ValueError) as exc:
+        text = Path(plan_file).read_text()
+    except OSError as exc:
         raise ConfigError(Problem(f"cannot read the plan file {plan_file}: {exc}", hint="the job directory must be on a file system every node sees"))
+    if plan_digest(text) != environ.get(PLAN_DIGEST):
+        raise ConfigError(Problem(f"the plan file {plan_file} is not the one this job was submitted with; nothing was started",
+                                  hint="someone changed the job directory while the job was queued: check who can write to it"))
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(Problem(f"cannot read the plan file {plan_file}: {exc}"))
     masks = tuple(sorted(n for n in environ if n.startswith(MASK_PREFIX)))
     plan, scope, missing = plan_from_document(doc, environ, extra_secrets=("DOCKER_LOGIN_KEY", *masks))
     out.use_masker(scope.masker)
@@ -109,8 +118,14 @@ def run_node(plan_file: str, out: Output) -> int:
     if slurm.get("kill_wait"):  # finish our cleanup before Slurm's SIGKILL
         stop_timeout = max(1.0, min(stop_timeout, float(slurm["kill_wait"]) - 3))
     plan = replace(plan.with_env(computed, "slurm"), name=name, labels=labels, stop_timeout=stop_timeout)
+    if doc.get("cache"):
+        plan = _with_node_cache(plan, doc["cache"], out)
 
     code = 0
+    if doc.get("entry") == "direct":  # the launcher's `slurm … -- direct`: the direct launcher on this host
+        code = _run_process(plan, scope, out)
+        _write_exit(exit_file, code)
+        return code
     try:
         plan = _node_gpus(plan, environ, node, out)
     except ConfigError as exc:  # an allocation this node cannot map: nothing starts here
@@ -120,13 +135,47 @@ def run_node(plan_file: str, out: Output) -> int:
         code = _pull(plan.image, doc.get("pull", "missing"), environ, out)
     if code == 0:
         code = _run_container(plan, scope, out, {LABEL_SLURM_JOB: job_id, LABEL_NODE_RANK: rank})
+    _write_exit(exit_file, code)
+    return code
+
+
+def _write_exit(exit_file: Path, code: int) -> None:
     try:
         fd = os.open(exit_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as fh:
             fh.write(f"{code}\n")
     except OSError:
         pass
-    return code
+
+
+def _run_process(plan: LaunchPlan, scope: SecretScope, out: Output) -> int:
+    """The node's job as a host process (the process engine): only the forwarded env, masked output."""
+    from runner.engines.base import RunContext
+    from runner.engines.process import ProcessEngine
+    from runner.options import RunOptions
+
+    engine = ProcessEngine()
+    ctx = RunContext(RunOptions(command=plan.command), scope, out)
+    try:
+        launched = engine.launch(engine.request(plan, ctx), ctx)
+    except RunnerError as exc:
+        out.error(exc.message, exc.hint)
+        return exc.exit_code
+    return engine.watch(launched, ctx)
+
+
+def _with_node_cache(plan: LaunchPlan, spec: dict, out: Output) -> LaunchPlan:
+    """This node's own job cache (``cache.node_dir``), mounted as on a single host."""
+    from runner.runs import cache
+
+    directory = cache.host_dir(str(spec["dir"]), plan.image)
+    try:
+        cache.make_dir(directory)
+    except OSError as exc:
+        out.warn(f"node {os.environ.get('SLURMD_NODENAME', '?')}: the job cache {directory} cannot be created "
+                 f"({exc.strerror or exc}); the job compiles from scratch")
+        return plan
+    return cache.apply(plan, directory)
 
 
 def _node_gpus(plan: LaunchPlan, environ: dict[str, str], node: str, out: Output) -> LaunchPlan:

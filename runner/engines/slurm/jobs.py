@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import shlex
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -16,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 
 from runner.engines.base import TAIL_LIMIT
-from runner.engines.slurm.script import COMPUTED, LABEL_SLURM_JOB, PLAN_FILE, SCRIPT_FILE, SlurmRequest, SlurmSettings, agent_command, plan_document
+from runner.engines.slurm.script import COMPUTED, LABEL_SLURM_JOB, PLAN_DIGEST, PLAN_FILE, SCRIPT_FILE, SlurmRequest, SlurmSettings, agent_command, plan_document
 from runner.errors import ConfigError, EngineUnavailable, Problem, RuntimeFailure, UsageError
 from runner.secrets import Masker, Secret
 from runner.ui import Output
@@ -200,13 +202,42 @@ def job_dir_for(settings: SlurmSettings, name: str) -> Path:
 
 
 def make_job_dir(path: Path) -> Path:
-    """Create exactly the directory the request's script names (0700)."""
+    """Create exactly the directory the request's script names (0700), in a place no other user controls.
+
+    The node agent reads the plan file from it while the job is queued: another user who
+    could replace the directory (a parent they own or may write to) could run their image
+    with your secrets. Refused (exit 2) before anything is written.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
+    _refuse_foreign(path.parent)
     try:
         path.mkdir(mode=0o700)
     except FileExistsError:
+        if not (path / PLAN_FILE).exists():  # the run's own directory, its tracker outputs already made (runner.runs)
+            return path
         raise RuntimeFailure(f"the job directory {path} appeared meanwhile (another submission?)", "submit again") from None
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        raise ConfigError(Problem(f"the job directory {path} is not a directory of yours with mode 0700"))
     return path
+
+
+def _refuse_foreign(parent: Path) -> None:
+    """A job directory's parent must be yours (or root's), and writable by nobody else unless sticky (/tmp)."""
+    st = os.stat(parent)
+    mine = st.st_uid in (os.getuid(), 0)
+    open_to_others = st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX
+    if not mine or open_to_others:
+        who = "another user owns it" if not mine else "other users may write to it"
+        raise ConfigError(Problem(
+            f"the job directory would be inside {parent}, and {who}: they could swap the job's plan while it is queued",
+            hint="set slurm.output_dir (or run from) a directory of your own, e.g. chmod go-w it",
+        ))
+
+
+def plan_digest(text: str) -> str:
+    """What the node agent checks the plan file against (carried in the job's environment, held by slurmctld)."""
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 # --------------------------------------------------------------------------- submit
@@ -218,10 +249,12 @@ def sbatch(request: SlurmRequest, masker: Masker, agent_values: dict | None = No
     """
     sbatch_path = tool("sbatch")
     tool("srun")
-    doc = plan_document(request.plan, request.settings, request.job_dir, kill_wait(), pull=request.pull)
-    write_private(request.job_dir / PLAN_FILE, json.dumps(doc, indent=2), masker)
+    doc = plan_document(request.plan, request.settings, request.job_dir, kill_wait(), pull=request.pull, cache=request.node_cache)
+    plan_text = json.dumps(doc, indent=2)
+    write_private(request.job_dir / PLAN_FILE, plan_text, masker)
     write_private(request.job_dir / SCRIPT_FILE, request.script, masker)
     env = {k: v for k, v in os.environ.items() if k not in ("SBATCH_EXPORT", "SLURM_EXPORT_ENV", "SBATCH_EXPORT_FILE")}
+    env[PLAN_DIGEST] = plan_digest(plan_text)  # slurmctld keeps it with the job: a swapped plan file does not match
     for decision in request.plan.forwarded:
         if decision.name in COMPUTED:
             continue
@@ -240,6 +273,46 @@ def sbatch(request: SlurmRequest, masker: Masker, agent_values: dict | None = No
             raise EngineUnavailable(f"slurmctld does not answer, the job was not submitted: {reason}", "start slurmctld or check SLURM_CONF (scontrol ping)")
         raise RuntimeFailure(f"sbatch refused the job: {reason}", f"the script is {request.job_dir / SCRIPT_FILE}; check partition, time and account")
     return result.stdout.strip().split(";")[0]
+
+
+def link_output(request: SlurmRequest, job_id: str) -> None:
+    """``-o/--output`` and ``-e/--error`` (or ``slurm.output``/``.error``): the job writes where the
+    user said; ``slurm-<job>.out`` (``.err``) in the job directory points there, so ``logs JOB``,
+    ``--wait`` and the audit read the same file."""
+    for key, suffix in (("output", "out"), ("error", "err")):
+        pattern = getattr(request.settings, key, None)
+        if not pattern:
+            continue
+        target = Path(expand_filename(str(pattern), job_id, job_name(request)))
+        if not target.is_absolute():
+            target = Path.cwd() / target  # the batch script's --chdir is the submitting directory
+        link = request.job_dir / f"slurm-{job_id}.{suffix}"
+        try:
+            link.unlink(missing_ok=True)
+            link.symlink_to(target)
+        except OSError:
+            pass  # logs JOB still finds it through scontrol's StdOut while Slurm knows the job
+
+
+def job_name(request: SlurmRequest) -> str:
+    given = request.settings.cli_args
+    for i, token in enumerate(given):
+        if token in ("-J", "--job-name") and i + 1 < len(given):
+            return given[i + 1]
+        if token.startswith("--job-name="):
+            return token.split("=", 1)[1]
+        if token.startswith("-J") and len(token) > 2:
+            return token[2:]
+    return request.plan.name if re.match(r"^[A-Za-z0-9_.:+,=@/-]+$", request.plan.name) else "primus"
+
+
+def expand_filename(pattern: str, job_id: str, name: str) -> str:
+    """Slurm's filename pattern for a batch job's output (``%j``, ``%x``, ``%u``, ``%A``, ``%%`` …)."""
+    import getpass
+
+    values = {"j": job_id, "J": job_id, "A": job_id, "a": "4294967294", "x": name, "u": getpass.getuser(), "%": "%", "s": "batch",
+              "t": "0", "n": "0", "N": (os.environ.get("SLURMD_NODENAME") or "")}
+    return re.sub(r"%(\d*)([jJAaxusntN%])", lambda m: values[m.group(2)].zfill(int(m.group(1) or 0)), pattern)
 
 
 # Polling slurmctld: one ``scontrol show job -o JOB`` per poll, first after POLL_FIRST seconds,
@@ -412,17 +485,32 @@ class RankLines:
 
     def __init__(self, masker: Masker, write, json_lines: bool, rank: int | None = None, nodes: list[str] | None = None):
         self.masker, self.write, self.json_lines, self.only, self.nodes = masker, write, json_lines, rank, nodes or []
-        self.pending = b""
+        self._pending: list[bytes] = []  # the unfinished line, in pieces: joined once, when it ends (linear in its length)
+
+    @property
+    def pending(self) -> bytes:
+        return b"".join(self._pending)
+
+    @pending.setter
+    def pending(self, value: bytes) -> None:
+        self._pending = [value] if value else []
 
     def feed(self, chunk: bytes) -> None:
-        *lines, self.pending = (self.pending + chunk).split(b"\n")
+        if b"\n" not in chunk:
+            if chunk:
+                self._pending.append(chunk)
+            return
+        first, *lines, rest = chunk.split(b"\n")
+        self._pending.append(first)
+        self.line(b"".join(self._pending))
         for line in lines:
             self.line(line)
+        self._pending = [rest] if rest else []
 
     def close(self) -> None:
-        if self.pending:
-            self.line(self.pending)
-            self.pending = b""
+        if self._pending:
+            self.line(b"".join(self._pending))
+            self._pending = []
 
     @staticmethod
     def split(raw: bytes) -> tuple[int | None, bytes]:
@@ -532,7 +620,8 @@ def cmd_logs(job: str, out: Output, follow: bool = False, node: str | None = Non
     else:
         position = 0
     follower = Follower(path, lines, position)
-    follower.pump()
+    while follower.pump():  # all of it, however long, not only the first read
+        pass
     if follow:
         backoff, key, next_poll = Backoff(), None, time.monotonic() + POLL_FIRST
         while state is not None and not state.done:

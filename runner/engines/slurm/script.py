@@ -28,7 +28,8 @@ LABEL_NODE_RANK = "io.primus-runner.node-rank"
 # Computed by the agent on each node; never taken from the submitting host.
 COMPUTED = ("NNODES", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT", "GPUS_PER_NODE")
 # What the agent itself needs on the node (to find srun/docker); never given to the container.
-AGENT_NAMES = ("PATH",)
+PLAN_DIGEST = "PRIMUS_RUNNER_PLAN_SHA256"  # the plan file's sha256, in the job's environment: checked on every node
+AGENT_NAMES = ("PATH", PLAN_DIGEST)
 MASK_PREFIX = "PRIMUS_RUNNER_MASK_"  # agent-only: a secret inside a forwarded value, for the node's masker
 _TOKEN = re.compile(r"^[A-Za-z0-9_.:+,=@/-]+$")
 
@@ -48,6 +49,16 @@ class SlurmSettings:
     sbatch_args: tuple[str, ...]
     # The cluster options (flags only: nodelist … signal), rendered as #SBATCH directives in FLAG_ORDER.
     cluster: SlurmFlags = SlurmFlags()
+    # The launcher's slurm: keys as the launcher maps them to flags (`--key=value`), minus those
+    # the command line sets: a flag beats its config key.
+    config_flags: tuple[str, ...] = ()
+    output: str | None = None  # -o/--output (flag or slurm.output): where the job's output goes
+    error: str | None = None
+
+    @property
+    def cli_args(self) -> tuple[str, ...]:
+        """The user's own Slurm flags, as given: on sbatch's command line (they beat the directives)."""
+        return self.cluster.args
 
 
 # Each value is ONE token of the characters Slurm's own syntax uses for that option: no
@@ -111,18 +122,28 @@ def _gpu_count(config) -> int:
 def settings_from(config, flags: SlurmFlags) -> SlurmSettings:
     get = lambda key, default=None: config.get("slurm", key, default=default)  # noqa: E731
     pick = lambda flag, key, default=None: flag if flag is not None else get(key, default)  # noqa: E731
+    given = _given(flags.args)
+    unless_given = lambda flag, key: None if key in given else pick(flag, key)  # noqa: E731
     settings = SlurmSettings(
         nodes=int(pick(flags.nodes, "nodes", 1)),
-        partition=pick(flags.partition, "partition"),
-        time=None if pick(flags.time, "time") is None else str(pick(flags.time, "time")),
-        account=pick(flags.account, "account"),
+        partition=unless_given(flags.partition, "partition"),
+        time=None if unless_given(flags.time, "time") is None else str(pick(flags.time, "time")),
+        account=unless_given(flags.account, "account"),
         gpus_per_node=int(flags.gpus_per_node if flags.gpus_per_node is not None else _gpu_count(config) or get("gpus_per_node", 0)),
         master_port=int(get("master_port", 1234)),
         output_dir=get("output_dir"),
         sbatch_args=tuple(str(a) for a in (get("sbatch_args", []) or [])),
         cluster=flags,
+        config_flags=tuple(_config_flags(config, given)),
+        output=flags.output or (None if "output" in given else _text(get("output"))),
+        error=flags.error or (None if "error" in given else _text(get("error"))),
     )
     problems = _flag_problems(settings)
+    for flag in settings.config_flags:
+        if not _DIRECTIVE.match(flag):
+            key = flag[2:].split("=")[0]
+            problems.append(Problem(f"slurm.{key}: one value in Slurm's own syntax (no spaces, quotes or '#')",
+                                    where=config.where(("slurm", key))))
     if settings.nodes < 1:
         problems.append(Problem(f"--nodes {settings.nodes}: a job needs at least one node"))
     if settings.gpus_per_node < 0:
@@ -130,7 +151,10 @@ def settings_from(config, flags: SlurmFlags) -> SlurmSettings:
     for key in ("partition", "time", "account"):
         value = getattr(settings, key)
         if value is not None and not _TOKEN.match(value):
-            problems.append(Problem(f"slurm {key} '{value}' has characters Slurm does not accept", where=config.where(("slurm", key))))
+            from_flag = getattr(flags, key) is not None  # blame where the value came from: the flag, or the file's line
+            problems.append(Problem(f"slurm {key} '{value}'{f' (from --{key})' if from_flag else ''} has characters Slurm does not accept",
+                                    where=None if from_flag else config.where(("slurm", key)),
+                                    hint=f"one value in Slurm's own syntax, e.g. --{key} {'4:00:00' if key == 'time' else 'NAME'}"))
     for index, arg in enumerate(settings.sbatch_args):
         where = config.where(("slurm", "sbatch_args", index))
         if "\n" in arg or "\r" in arg:
@@ -145,9 +169,46 @@ def settings_from(config, flags: SlurmFlags) -> SlurmSettings:
 
 
 
+# The launcher's slurm: keys that are Slurm options (the others are its own: debug, dry_run,
+# gpus_per_node, and the runner's master_port, output_dir …). The launcher writes each as its
+# short flag where one exists; as directives, the long form says the same.
+CONFIG_FLAG_KEYS = ("ntasks", "cpus-per-task", "job-name", "qos", "reservation", "constraint", "nodelist", "exclude",
+                    "mem", "gres", "mail-type", "mail-user", "exclusive")
+_DIRECTIVE = re.compile(r"^--[a-z-]+(=[A-Za-z0-9_.:+,=@/%\[\]&|!()*-]+)?$")
+_SHORT = {"N": "nodes", "n": "ntasks", "c": "cpus-per-task", "t": "time", "o": "output", "e": "error", "J": "job-name",
+          "p": "partition", "A": "account", "w": "nodelist", "x": "exclude", "C": "constraint", "q": "qos"}
+
+
+def _given(args: tuple[str, ...]) -> set[str]:
+    """The long names of the options the user's flags set (``-p X``, ``--partition=X``, ``-pX``)."""
+    names = set()
+    for token in args:
+        if token.startswith("--"):
+            names.add(token[2:].split("=")[0])
+        elif token.startswith("-") and len(token) > 1:
+            names.add(_SHORT.get(token[1], token[1]))
+    return names
+
+
+def _text(value) -> str | None:
+    return None if value is None else str(value)
+
+
+def _config_flags(config, given: set[str]) -> list[str]:
+    flags = []
+    for key in CONFIG_FLAG_KEYS:
+        value = config.get("slurm", key)
+        if value is None or value is False or key in given:
+            continue
+        flags.append(f"--{key}" if value is True else f"--{key}={value}")
+    return flags
+
+
 # --------------------------------------------------------------------------- plan file
-def plan_document(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path, kill_wait: int | None = None, pull: str = "missing") -> dict:
-    """The plan file: the plan's record (variable NAMES only), the per-node settings and the pull policy."""
+def plan_document(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path, kill_wait: int | None = None, pull: str = "missing",
+                  cache: dict | None = None) -> dict:
+    """The plan file: the plan's record (variable NAMES only), the per-node settings, the pull policy and
+    the node-local job cache (``{"dir": template, "key": image key}``: each node mounts its own)."""
     record = plan.record()
     record["env"] = [e for e in record["env"] if e["name"] not in COMPUTED]
     return {
@@ -156,6 +217,8 @@ def plan_document(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path, kill
         "job_dir": str(job_dir),
         "slurm": {"nodes": settings.nodes, "master_port": settings.master_port, "gpus_per_node": gpus_for(plan, settings), "kill_wait": kill_wait},
         "pull": pull,
+        "entry": settings.cluster.entry,  # direct: the direct launcher on each node's host, no container
+        "cache": cache,
         "plan": record,
     }
 
@@ -188,6 +251,7 @@ class SlurmRequest:
     script: str
     export: tuple[str, ...]
     agent_env: tuple[str, ...] = ()  # exported for the agent only (DOCKER_LOGIN_*), never the container's
+    node_cache: dict | None = None  # the job cache each node mounts from its own disk
     node_command: tuple[str, ...] = ()  # each node's container, as `docker run …` (rank and job id per node)
 
     @property
@@ -195,7 +259,8 @@ class SlurmRequest:
         return self.plan.pull
 
     def command(self, sbatch: str = "sbatch") -> list[str]:
-        return [sbatch, "--parsable", f"--export={','.join(self.export)}", str(self.job_dir / SCRIPT_FILE)]
+        """sbatch's argument list: the user's Slurm flags as given, after the runner's own (so they win)."""
+        return [sbatch, "--parsable", f"--export={','.join(self.export)}", *self.settings.cli_args, str(self.job_dir / SCRIPT_FILE)]
 
     def with_run_env(self, pairs: dict[str, str]) -> "SlurmRequest":
         """The tracker handshake's values (run ids) by name: their names are in ``export`` already
@@ -219,7 +284,9 @@ class SlurmRequest:
             f"# the batch script, {self.job_dir / SCRIPT_FILE}:",
             self.script.rstrip("\n"),
             "",
-            f"# on each of the {nodes} node(s), the node agent runs this container (<job> and <rank> per node):",
+            (f"# on each of the {nodes} node(s), the node agent runs the direct launcher on the host (no container):"
+             if self.settings.cluster.entry == "direct" else
+             f"# on each of the {nodes} node(s), the node agent runs this container (<job> and <rank> per node):"),
             " ".join(shlex.quote(a) for a in self.node_command),
         ])
 
@@ -244,7 +311,7 @@ def _directive_value(value: str) -> str:
 def render_script(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path, agent_env: tuple[str, ...] = ()) -> str:
     """The batch script: names only, no ``set -x``, nothing that depends on a value."""
     names = export_names(plan, agent_env)
-    return "\n".join(_directives(plan, settings, job_dir, names) + _steps(settings.nodes, job_dir, names))
+    return "\n".join(_directives(plan, settings, job_dir, names) + _steps(settings.nodes, job_dir, names, settings.cluster.srun_args))
 
 
 def _directives(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path, names: list[str]) -> list[str]:
@@ -258,7 +325,7 @@ def _directives(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path, names:
         f"#SBATCH --job-name={job_name}",
         f"#SBATCH --nodes={n}",
         "#SBATCH --ntasks-per-node=1",
-        f"#SBATCH --output={_directive_value(str(job_dir / 'slurm-%j.out'))}",
+        f"#SBATCH --output={_directive_value(str(job_dir / 'slurm-%j.out'))}",  # -o on sbatch's command line beats it
         "#SBATCH --open-mode=append",  # a requeued job's next run adds to the same file
         f"#SBATCH --chdir={_directive_value(os.getcwd())}",
     ]
@@ -272,16 +339,22 @@ def _directives(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path, names:
     if gpus:
         lines.append(f"#SBATCH --gpus-per-node={gpus}")
     lines += [f"#SBATCH {d}" for d in flag_directives(settings)]
+    lines += [f"#SBATCH {d}" for d in settings.config_flags]
+    for key in ("output", "error"):  # from slurm.output / slurm.error; a -o/-e flag goes on sbatch's command line
+        value = getattr(settings, key)
+        if value and key not in _given(settings.cli_args) and _TOKEN.match(value.replace("%", "")):
+            lines.append(f"#SBATCH --{key}={value}")
     lines.append(f"#SBATCH --export={','.join(names)}")
     lines += [f"#SBATCH {arg}" for arg in settings.sbatch_args]
     return lines
 
 
-def _steps(n: int, job_dir: Path, names: list[str]) -> list[str]:
+def _steps(n: int, job_dir: Path, names: list[str], srun_args: tuple[str, ...] = ()) -> list[str]:
     """One agent per node; on failure, the failing rank's code and a cleanup step on every node."""
     plan_file = job_dir / PLAN_FILE
     agent = " ".join(shlex.quote(a) for a in agent_command())
     step = f"--nodes={n} --ntasks-per-node=1"
+    user = "".join(f" {shlex.quote(a)}" for a in srun_args)  # the user's srun-only flags (--unbuffered …)
     exits = f"{shlex.quote(str(job_dir))}/exit-\"$SLURM_JOB_ID\""
     return [
         "",
@@ -291,7 +364,7 @@ def _steps(n: int, job_dir: Path, names: list[str]) -> list[str]:
         "PRIMUS_MASTER_NODEADDR=$(scontrol show node -o \"$first\" 2>/dev/null | sed -n 's/.* NodeAddr=\\([^ ]*\\).*/\\1/p')",
         "export PRIMUS_MASTER_NODEADDR",
         "# --label: every line of the job's output starts with its rank (\"1: ...\"), which `logs` shows.",
-        f"srun {step} --kill-on-bad-exit=1 --label --export={','.join(names)},PRIMUS_MASTER_NODEADDR {agent} node-agent {shlex.quote(str(plan_file))}",
+        f"srun {step} --kill-on-bad-exit=1 --label{user} --export={','.join(names)},PRIMUS_MASTER_NODEADDR {agent} node-agent {shlex.quote(str(plan_file))}",
         "rc=$?",
         'if [ "$rc" -ne 0 ]; then',
         "    # An agent that wrote no exit code was killed, or its node failed: name the node.",

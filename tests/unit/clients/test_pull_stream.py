@@ -5,7 +5,8 @@ from __future__ import annotations
 import io
 
 from engines import assert_no_leak
-from runner.clients.engine_api.pull import _messages, _report
+from runner.clients.engine_api.chunks import json_messages as _messages
+from runner.clients.engine_api.pull import _report
 from runner.secrets import Masker
 from runner.ui.pull_progress import PlainPullProgress, RichPullProgress
 

@@ -153,7 +153,7 @@ def test_slurm_request_is_the_golden_one(work):
     request = engine.request(plan, ctx)
     job_dir = str(request.job_dir)
     assert job_dir.startswith(str(work / "primus-runs")) and job_dir.endswith("-golden-job") and not request.job_dir.exists()
-    assert request.command() == ["sbatch", "--parsable", "--export=HF_TOKEN,LIT,PATH", f"{job_dir}/job.sbatch"]
+    assert request.command() == ["sbatch", "--parsable", "--export=HF_TOKEN,LIT,PATH,PRIMUS_RUNNER_PLAN_SHA256", f"{job_dir}/job.sbatch"]
     agent = " ".join(agent_command())
     head = request.script.split("\n\n")[0].splitlines()
     assert head == [
@@ -169,9 +169,9 @@ def test_slurm_request_is_the_golden_one(work):
         "#SBATCH --time=1:00:00",
         "#SBATCH --partition=debug",
         "#SBATCH --qos=high",
-        "#SBATCH --export=HF_TOKEN,LIT,PATH",
+        "#SBATCH --export=HF_TOKEN,LIT,PATH,PRIMUS_RUNNER_PLAN_SHA256",
     ]
-    assert (f"srun --nodes=2 --ntasks-per-node=1 --kill-on-bad-exit=1 --label --export=HF_TOKEN,LIT,PATH,PRIMUS_MASTER_NODEADDR "
+    assert (f"srun --nodes=2 --ntasks-per-node=1 --kill-on-bad-exit=1 --label --export=HF_TOKEN,LIT,PATH,PRIMUS_RUNNER_PLAN_SHA256,PRIMUS_MASTER_NODEADDR "
             f"{agent} node-agent {job_dir}/plan.json") in request.script
     node = _normal(list(request.node_command))
     assert node[:4] == ["docker", "run", "--name", "primus-<job>-<rank>"]

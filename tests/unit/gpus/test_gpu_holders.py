@@ -55,8 +55,9 @@ def test_a_ninth_claim_fails_naming_the_launches_that_hold_them(tmp_path, leases
         holders.claim(parse("1"), discover("rocm", root), "rocm", "mine", lambda: {})
     done.set()
     holder.join(30)
-    # its process is gone: the lease is stale, the GPUs are free again
+    # its process is gone: the lease is stale, the GPUs are free again, and the stale file is tidied
     assert [g.index for g in holders.claim(parse("2"), discover("rocm", root), "rocm", "mine", lambda: {})] == [0, 1]
+    assert [p.name for p in leases.iterdir() if p.suffix == ".json"] == [f"{os.getuid()}-{os.getpid()}.json"]
     holders.release()
 
 

@@ -111,3 +111,31 @@ def test_check_lists_the_gpus_it_found(host):
     assert not [p for p in doc["problems"] if "GPU" in p["message"]]
     text = run(host, "check", "--gpu", "rocm", "--image", "busybox").stderr
     assert "gpu 7: /dev/dri/renderD135  0x5A1C0FFEE0000007  pci 0000:81:00.0  numa 1" in text
+
+
+def test_under_slurm_gpus_n_is_per_node_and_a_list_is_refused(host):
+    script = run(host, "submit", "--dry-run", "--nodes", "2", "--image", "busybox", "--gpus", "2", "--", "true")
+    assert script.returncode == 0, script.stderr
+    assert "#SBATCH --gpus-per-node=2" in script.stdout
+    flag = run(host, "submit", "--dry-run", "--image", "busybox", "--gpus", "2", "--gpus-per-node", "3", "--", "true")
+    assert "#SBATCH --gpus-per-node=3" in flag.stdout
+    listed = run(host, "submit", "--dry-run", "--image", "busybox", "--gpus", "0-3", "--", "true")
+    assert listed.returncode == 2 and "Slurm chooses each node's GPUs" in listed.stderr
+    forwarded = run(host, "submit", "--dry-run", "--image", "busybox", "--env", "ROCR_VISIBLE_DEVICES", "--", "true",
+                    env={"ROCR_VISIBLE_DEVICES": "2"})
+    assert forwarded.returncode == 2 and "ROCR_VISIBLE_DEVICES is forwarded from the host" in forwarded.stderr
+
+
+def test_the_runner_set_gpus_per_node_is_not_reported_unset(host):
+    result = run(host, "plan", "--image", "busybox", "--gpus", "2", "--", "true")
+    assert result.returncode == 0
+    unset = [line for line in result.stderr.splitlines() if "not set on this host" in line]
+    assert unset and not any("GPUS_PER_NODE" in line for line in unset)
+
+
+def test_other_gpu_devices_from_config_give_way_to_the_selection(host, work):
+    (work / ".primus.yaml").write_text("container:\n  options:\n    device: [/dev/dri/renderD140, /dev/fuse]\n")
+    doc = plan_json(host, "--gpus", "1-1")
+    assert "/dev/fuse" in doc["devices"]
+    assert not [d for d in doc["devices"] if "renderD140" in d or d in ("/dev/dri", "/dev/kfd")]
+    assert [d.split(":")[1] for d in doc["devices"] if d != "/dev/fuse"] == ["/dev/kfd", "/dev/dri/renderD129", "/dev/dri/card2"]

@@ -1,0 +1,81 @@
+"""Caches that outlive the container: one directory per host and image, mounted into every job.
+
+Triton, TorchInductor, MIOpen, AOTriton, comgr, hipBLASLt tuning and the Hugging Face
+hub write where these variables point (the names of Primus's own cache layout,
+``PRIMUS_CACHE_ROOT``); inside the container that is ``/primus-runner/cache``, on the
+host ``cache.dir/<image key>`` (default ``~/.cache/primus-runner/job-cache``), so a
+second launch of the same image finds what the first compiled. A different image
+gets its own directory: kernels compiled by one ROCm stack do not fit another.
+On Slurm each node mounts its own local ``cache.node_dir`` (default
+``/tmp/primus-runner-<uid>/cache``): compilers' caches on a shared file system are
+slow and are written by many nodes at once. ``cache.enabled: false`` turns it off.
+A variable the job already gets (forwarded by the user) is left as it is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from runner.plan import LaunchPlan, Mount
+from runner.runs.paths import CONTAINER_ROOT, cache_home
+
+TARGET = f"{CONTAINER_ROOT}/cache"
+# variable -> its place under the cache root (HIPBLASLT_TUNING_FILE is a file, the others directories)
+VARIABLES = {
+    "TRITON_CACHE_DIR": "triton",
+    "TORCHINDUCTOR_CACHE_DIR": "inductor",
+    "MIOPEN_USER_DB_PATH": "miopen",
+    "AOTRITON_CACHE_DIR": "aotriton",
+    "AMD_COMGR_CACHE_DIR": "comgr",
+    "HIPBLASLT_TUNING_FILE": "hipblaslt/tuning.csv",
+    "HF_HUB_CACHE": "huggingface/hub",
+}
+DEFAULT_NODE_DIR = "/tmp/primus-runner-{uid}/cache"
+
+
+@dataclass(frozen=True)
+class CacheSettings:
+    enabled: bool
+    dir: str
+    node_dir: str
+
+
+def settings(config) -> CacheSettings:
+    get = (lambda key, default: config.get("cache", key, default=default)) if config is not None else (lambda key, default: default)
+    return CacheSettings(
+        enabled=bool(get("enabled", True)),
+        dir=str(get("dir", None) or cache_home() / "job-cache"),
+        node_dir=str(get("node_dir", None) or DEFAULT_NODE_DIR),
+    )
+
+
+def image_key(image: str) -> str:
+    """A directory name for one image: readable, and distinct for distinct references."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", image).strip("._")[:80]
+    return f"{safe}-{hashlib.sha256(image.encode()).hexdigest()[:8]}"
+
+
+def host_dir(base: str, image: str) -> Path:
+    return Path(os.path.expanduser(base.format(uid=os.getuid()))) / image_key(image)
+
+
+def apply(plan: LaunchPlan, directory: Path) -> LaunchPlan:
+    """The plan with ``directory`` mounted at the cache root and the variables pointing into it (pure)."""
+    forwarded = {d.name for d in plan.forwarded}
+    env = {name: f"{TARGET}/{sub}" for name, sub in VARIABLES.items() if name not in forwarded}
+    if "PRIMUS_CACHE_ROOT" not in forwarded:
+        env["PRIMUS_CACHE_ROOT"] = TARGET
+    mounted = plan.mounts + (Mount(str(directory), TARGET, "rw"),)
+    from dataclasses import replace
+
+    return replace(plan.with_env(env, "cache"), mounts=mounted)
+
+
+def make_dir(directory: Path) -> None:
+    """The cache directory and each tool's place in it (some tools do not create their own)."""
+    for sub in VARIABLES.values():
+        (directory / (sub.rsplit("/", 1)[0] if sub.endswith(".csv") else sub)).mkdir(parents=True, exist_ok=True, mode=0o700)

@@ -1,0 +1,375 @@
+"""``runs``, ``runs show``, ``runs gc`` and ``logs RUN|NAME|JOB``: reading the store, from any directory.
+
+A record that still says ``running`` is checked before it is shown: an attached
+run whose runner no longer holds its lock is ``lost`` (killed, SIGKILL included);
+a detached container or Slurm job is asked once for its end (one engine call, or
+the job's exit files and one ``scontrol``), and the answer is stored.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from runner.errors import RuntimeFailure, UsageError
+from runner.runs import liveness, paths, record
+from runner.runs.logdir import read_lines, follow as follow_file
+from runner.runs.store import Store, StoreError
+
+
+def open_store(create: bool = False) -> Store | None:
+    """The store, None when there is none yet; a broken one is an error that says what is wrong."""
+    if not paths.db_path().exists():
+        return None
+    try:
+        return Store.open(create=create)
+    except StoreError as exc:
+        raise RuntimeFailure(exc.message, exc.hint) from None
+
+
+# ---------------------------------------------------------------- reconcile
+def reconcile(store: Store, rec: dict) -> dict:
+    """The record with what can be told now about a run that still says ``running``; stored when it changed."""
+    if rec.get("state") != "running":
+        return rec
+    before = dict(rec)
+    if not rec.get("detached"):
+        if rec.get("host") == socket.gethostname():
+            alive = liveness.runner_alive(paths.resolved(rec.get("run_dir")), rec.get("pid"), rec.get("pid_start"))
+            if alive is False:
+                rec.update(state="lost", note="the runner ended without recording the job's end (killed, SIGKILL included); "
+                                              "the log so far is kept")
+    elif rec.get("engine") == "slurm" and rec.get("job_id"):
+        _reconcile_slurm(rec)
+    elif rec.get("container_id"):
+        _reconcile_container(rec)
+    if rec != before:
+        try:
+            store.put(rec)
+        except StoreError:
+            pass  # shown all the same; stored next time
+    return rec
+
+
+def _reconcile_container(rec: dict) -> None:
+    from runner.clients.engine_api import ApiError
+    from runner.clients.engine_api.shared import engine_at
+    from runner.errors import EngineUnavailable
+
+    try:
+        info = engine_at(rec.get("engine_host")).inspect(rec["container_id"])
+    except ApiError as exc:
+        if exc.status == 404:
+            rec.update(state="unknown", note="its container was removed before its end was seen")
+        return
+    except (EngineUnavailable, OSError):
+        return
+    state = info.get("State") or {}
+    if state.get("Running") or state.get("Status") in ("created", "running", "paused", "restarting"):
+        return
+    code = state.get("ExitCode")
+    record.finish(rec, code, _engine_time(state.get("FinishedAt")) or time.time())
+
+
+def _engine_time(stamp: str | None) -> float | None:
+    from datetime import datetime
+
+    if not stamp or stamp.startswith("0001"):
+        return None
+    try:
+        return datetime.fromisoformat(re.sub(r"(\.\d{6})\d*", r"\1", stamp).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def _reconcile_slurm(rec: dict) -> None:
+    from runner.engines.slurm import jobs
+    from runner.errors import EngineUnavailable
+
+    job_dir = paths.resolved(rec.get("job_dir"))
+    if not shutil.which("scontrol"):
+        return
+    try:
+        state = jobs.job_state(rec["job_id"])
+    except EngineUnavailable:
+        return
+    if state is not None and not state.done:
+        return
+    code = jobs.final_exit_code(state, job_dir, rec["job_id"]) if job_dir is not None else (state.exit_code if state else None)
+    record.finish(rec, code, time.time())
+    if state is None:
+        rec["note"] = "Slurm no longer knows the job; the exit code is from its nodes' exit files"
+
+
+# ---------------------------------------------------------------- runs
+def cmd_runs(out, *, all_users: bool = False, limit: int | None = None, state: str | None = None,
+             engine: str | None = None, name: str | None = None) -> int:
+    store = open_store()
+    uid = None if all_users else os.getuid()
+    rows = []
+    if store is not None:
+        shown = limit if limit is not None else (None if out.json_mode else 20)
+        try:
+            rows = [reconcile(store, r) for r in store.list(None if state else shown, uid=uid, engine=engine, name=name)]
+        except StoreError as exc:
+            raise RuntimeFailure(exc.message, exc.hint) from None
+        if state:
+            rows = [r for r in rows if r.get("state") == state][:shown] if shown else [r for r in rows if r.get("state") == state]
+    if out.json_mode:
+        out.json([record.public(r) for r in rows])
+        return 0
+    if not rows:
+        out.info(f"no runs recorded in {paths.state_dir()}" + ("" if all_users else " for you (--all lists every user's)"))
+        return 0
+    header = ("ID", "STATE", "EXIT", "ENGINE", "NAME", "STARTED", "DURATION") + (("USER",) if all_users else ())
+    table = [header] + [_row(r, all_users) for r in rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    for row in table:
+        out.result("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+    return 0
+
+
+def _row(r: dict, all_users: bool) -> tuple[str, ...]:
+    started, ended = r.get("started_ts"), r.get("ended_ts")
+    duration = _clock((ended or time.time()) - started) if started and (ended or r.get("state") == "running") else "-"
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)) if started else "-"
+    code = "-" if r.get("exit_code") is None else str(r["exit_code"])
+    return (r["id"], r.get("state") or "?", code, r.get("engine") or "?", r.get("name") or "", when, duration) + ((r.get("user") or "?",) if all_users else ())
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(max(0, seconds))
+    h, rest = divmod(seconds, 3600)
+    return f"{h}:{rest // 60:02d}:{rest % 60:02d}" if h else f"{rest // 60}:{rest % 60:02d}"
+
+
+def find(store: Store | None, key: str, all_users: bool = True) -> dict | None:
+    if store is None:
+        return None
+    try:
+        found = store.find(key, None if all_users else os.getuid())
+    except StoreError as exc:
+        raise RuntimeFailure(exc.message, exc.hint) from None
+    return reconcile(store, found[0]) if found else None
+
+
+def cmd_show(key: str, out) -> int:
+    rec = find(open_store(), key)
+    if rec is None:
+        raise UsageError(f"no run {key} recorded", "list the runs with `primus-runner runs`")
+    doc = record.public(rec)
+    if out.json_mode:
+        out.json(doc)
+        return 0
+    for field in ("id", "state", "exit_code", "engine", "name", "host", "user", "started", "ended", "image", "image_digest",
+                  "command", "argv", "config_files", "config_hash", "gpus", "job_id", "container", "run_dir", "job_dir", "log", "note"):
+        value = doc.get(field)
+        if value in (None, [], {}):
+            continue
+        shown = " ".join(value) if field in ("command", "argv") else ", ".join(value) if isinstance(value, list) else value
+        out.result(f"{field:13} {shown}")
+    env = doc.get("env") or []
+    if env:
+        out.result(f"{'env':13} " + ", ".join(e["name"] + (" (secret)" if e.get("secret") else "") for e in env))
+    trackers = doc.get("trackers") or {}
+    for name, run_id in (trackers.get("run_ids") or {}).items():
+        out.result(f"{'tracker':13} {name} run {run_id}" + (f": {trackers['links'][name]}" if name in (trackers.get("links") or {}) else ""))
+    for o in doc.get("outputs") or []:
+        out.result(f"{'output':13} {o['tracker']} {o['path']} -> {o['host'] or o['note']}")
+    if doc.get("cache"):
+        out.result(f"{'cache':13} {doc['cache'].get('host') or doc['cache'].get('node_dir') + ' (on each node)'} -> {doc['cache']['target']}")
+    return 0
+
+
+# ---------------------------------------------------------------- gc
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")
+_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_duration(text: str) -> float:
+    m = _DURATION.match(text.strip().lower())
+    if not m:
+        raise UsageError(f"--older-than {text!r} is not a duration", "a number and a unit: 30d, 12h, 90m, 45s, 2w")
+    return float(m.group(1)) * _UNIT[m.group(2)]
+
+
+def cmd_gc(older_than: str, out, dry_run: bool = False) -> int:
+    """Remove finished runs started before now minus ``older_than``, and their directories."""
+    age = parse_duration(older_than)
+    store = open_store()
+    if store is None:
+        out.info("no runs recorded yet")
+        return 0
+    try:
+        old = [reconcile(store, r) for r in store.older_than(time.time() - age)]
+    except StoreError as exc:
+        raise RuntimeFailure(exc.message, exc.hint) from None
+    mine = [r for r in old if r.get("uid") == os.getuid() and r.get("state") != "running"]
+    removed = []
+    for r in mine:
+        dirs = [d for d in (paths.resolved(r.get("run_dir")), _job_dir_of(r)) if d is not None and d.exists()]
+        if dry_run:
+            out.info(f"would remove run {r['id']} ({r.get('name')})" + "".join(f", {d}" for d in dirs))
+            continue
+        for d in dirs:
+            shutil.rmtree(d, ignore_errors=True)
+        removed.append(r["id"])
+    if removed:
+        try:
+            store.delete(removed)
+        except StoreError as exc:
+            raise RuntimeFailure(exc.message, exc.hint) from None
+    kept = len(old) - len(mine)
+    if not dry_run:
+        out.info(f"removed {len(removed)} run{'s' if len(removed) != 1 else ''} older than {older_than}"
+                 + (f"; {kept} left (running, or another user's)" if kept else ""))
+    return 0
+
+
+def _job_dir_of(r: dict) -> Path | None:
+    """A Slurm job directory the runner made for this run (named for it, holding its plan file)."""
+    job_dir = paths.resolved(r.get("job_dir"))
+    if job_dir is None or not job_dir.name.startswith(r["id"]) or not (job_dir / "plan.json").exists():
+        return None
+    return job_dir
+
+
+# ---------------------------------------------------------------- logs
+@contextmanager
+def _in(directory: str | None):
+    """Run a block in the run's own directory (its ./.primus.yaml and ./.env) when it still exists."""
+    here = os.getcwd()
+    moved = False
+    if directory and os.path.isdir(directory):
+        try:
+            os.chdir(directory)
+            moved = True
+        except OSError:
+            pass
+    try:
+        yield
+    finally:
+        if moved:
+            os.chdir(here)
+
+
+def run_masker(rec: dict, sources, out):
+    """The run's own secret scope: its directory's config and env file, its secret references resolved."""
+    from runner.options import Sources
+    from runner.context import load_context
+    from runner.errors import RunnerError
+
+    own = rec.get("sources") or {}
+    try:
+        with _in(rec.get("cwd")):
+            scope = load_context(Sources(own.get("config_file") or sources.config_file, own.get("env_file") or sources.env_file), out=out).scope
+    except RunnerError:
+        scope = load_context(sources, out=out).scope
+    return scope.masker
+
+
+def cmd_logs(key: str, out, sources, *, follow: bool = False, tail: int | None = None, node: str | None = None) -> int | None:
+    """``logs RUN|NAME|JOB`` for a recorded run; None when no record matches (the caller tries the engines)."""
+    try:
+        rec = find(open_store(), key, all_users=False)
+    except RuntimeFailure as exc:
+        out.warn(f"{exc.message}; looking for {key} without the run store")
+        return None
+    if rec is None:
+        return None
+    if tail is not None and tail < 0:
+        raise UsageError("--tail takes a number of lines (0 or more)")
+    masker = run_masker(rec, sources, out)
+    out.use_masker(masker)
+    if rec.get("engine") == "slurm":
+        from runner.engines.slurm import jobs
+
+        job_dir = paths.resolved(rec.get("job_dir"))
+        return jobs.cmd_logs(rec["job_id"], out, follow=follow, node=node, tail=tail, output_dir=str(job_dir.parent) if job_dir else None)
+    if node is not None:
+        raise UsageError(f"--node is for a Slurm job; run {rec['id']} ran on {rec.get('engine')}", "primus-runner logs JOB_ID --node 1")
+    log = paths.resolved(rec.get("log"))
+    if rec.get("detached") and rec.get("container_id"):
+        shown = _container_logs(rec, masker, follow, tail, log)
+        if shown is not None:
+            return shown
+    if log is None or not (log.exists() or log.with_name(log.name + ".1").exists()):
+        raise UsageError(f"run {rec['id']} has no log" + (f" ({rec.get('note')})" if rec.get("note") else ""),
+                         "detached containers keep their output until `primus-runner down`")
+    lines, position = read_lines(log, tail)
+    stream = masker.stream()
+    write = sys.stdout.buffer.write
+    for line in lines:
+        write(stream.feed(line))
+    if follow and rec.get("state") == "running" and not rec.get("detached"):
+        run_dir = paths.resolved(rec.get("run_dir"))
+        alive = lambda: liveness.runner_alive(run_dir, rec.get("pid"), rec.get("pid_start")) is not False  # noqa: E731
+        try:
+            for chunk in follow_file(log, position, alive):
+                write(stream.feed(chunk))
+                sys.stdout.buffer.flush()
+        except KeyboardInterrupt:
+            pass
+    write(stream.flush())
+    sys.stdout.buffer.flush()
+    return 0
+
+
+def _container_logs(rec: dict, masker, follow: bool, tail: int | None, log: Path | None) -> int | None:
+    """A detached container's output from its engine while it exists (kept in the run's log once it has ended)."""
+    from urllib.parse import quote
+
+    from runner.clients.engine_api import ApiError, Demux
+    from runner.clients.engine_api.shared import engine_at
+    from runner.errors import EngineUnavailable
+
+    try:
+        eng = engine_at(rec.get("engine_host"))
+        info = eng.inspect(rec["container_id"])
+    except (ApiError, EngineUnavailable, OSError):
+        return None  # gone: the run's log (if it was kept) tells the rest
+    running = bool((info.get("State") or {}).get("Running"))
+    if not running and log is not None and not log.exists():
+        _keep(eng, rec["container_id"], log, masker)
+    params = {"stdout": 1, "stderr": 1, "follow": 1 if follow else 0}
+    if tail is not None:
+        params["tail"] = tail
+    streams = {1: masker.stream(), 2: masker.stream()}
+    targets = {1: sys.stdout.buffer, 2: sys.stderr.buffer}
+    demux = Demux()
+    try:
+        for piece in eng.stream(f"/containers/{quote(rec['container_id'])}/logs", params):
+            for kind, data in demux.feed(piece):
+                targets[kind].write(streams[kind].feed(data))
+                targets[kind].flush()
+    except KeyboardInterrupt:
+        pass
+    for kind, s in streams.items():
+        targets[kind].write(s.flush())
+        targets[kind].flush()
+    return 0
+
+
+def _keep(eng, cid: str, log: Path, masker) -> None:
+    """Copy a finished detached container's output (masked) into the run's log: it outlives ``down``."""
+    from urllib.parse import quote
+
+    from runner.clients.engine_api import Demux
+
+    stream = masker.stream()
+    try:
+        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError:
+        return
+    with os.fdopen(fd, "wb") as fh:
+        demux = Demux()
+        for piece in eng.stream(f"/containers/{quote(cid)}/logs", {"stdout": 1, "stderr": 1}):
+            for _, data in demux.feed(piece):
+                fh.write(stream.feed(data))
+        fh.write(stream.flush())

@@ -1,0 +1,271 @@
+"""The pipeline's hook: ``begin`` before the launch, ``Run.started`` once it runs, ``Run.end`` after it.
+
+``begin`` decides the run's id and directory, mounts the tracker outputs and the
+cache into the plan (pure, so a dry run shows them and creates nothing), then
+takes the run's lock, writes the record (state ``running``) and points the
+context's tail at the run's log. Nothing here may stop a launch: a state
+directory that cannot be written is one warning and the job runs unrecorded.
+A runner that exits without ``end`` (an error, an engine gone mid-run) leaves a
+record that says so, written at exit.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import re
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from runner.errors import ConfigError
+from runner.runs import cache, liveness, outputs, paths, record
+from runner.runs.logdir import DEFAULT_LIMIT_MB, LOG_NAME, RunLog
+from runner.runs.store import Store, StoreError
+
+
+class Run:
+    def __init__(self, plan, run_id: str, out, *, dry: bool = False):
+        self.plan, self.id, self.out, self.dry = plan, run_id, out, dry
+        self.dir: Path | None = None
+        self.job_dir: Path | None = None  # Slurm: where the job's files go (nodes see it)
+        self.node_cache: dict | None = None  # Slurm: what each node mounts as its own cache
+        self.outputs: list = []
+        self.cache_dir: Path | None = None
+        self.log: RunLog | None = None
+        self.store: Store | None = None
+        self.record: dict | None = None
+        self.masker = None
+        self.scope = None
+        self.launched = None
+        self.audit = False
+        self._lock: int | None = None
+        self._ended = False
+        self._warned = False
+        self._opener = None  # the thread that opens the store and writes the first record
+
+    def _save_soon(self) -> None:
+        """The first write in the background: importing sqlite3 and opening the store overlap the
+        engine's create and start; every later write waits for it."""
+        import threading
+
+        if self.record is None:
+            return
+        doc = record.masked(self.record, self.masker)  # a snapshot: the main thread goes on changing the record
+        self._opener = threading.Thread(target=self._write, args=(doc,), name="primus-runner-record", daemon=True)
+        self._opener.start()
+
+    # ---------------------------------------------------------------- writes that never stop a launch
+    def _warn_once(self, problem: StoreError) -> None:
+        if not self._warned:
+            self._warned = True
+            self.out.warn(f"{problem.message}: this run is not recorded (the job runs all the same); fix: {problem.hint}")
+
+    def _save(self) -> None:
+        if self._opener is not None:  # the first write, still on its way
+            self._opener.join()
+            self._opener = None
+        if self.record is not None:
+            self._write(record.masked(self.record, self.masker))
+
+    def _write(self, doc: dict) -> None:
+        if self.store is None:
+            try:
+                self.store = Store.open()
+            except StoreError as exc:
+                self._warn_once(exc)
+                self.record = None  # one warning, then nothing more is tried
+                return
+        try:
+            self.store.put(doc)
+        except StoreError as exc:
+            self._warn_once(exc)
+
+    # ---------------------------------------------------------------- the pipeline's calls
+    def started(self, launched, handshake, detached: bool) -> None:
+        """The job runs: its engine id, the tracker runs, where its output goes."""
+        self.launched = launched
+        if self.record is None:
+            return
+        rec = self.record
+        rec["detached"] = bool(detached)
+        rec["trackers"]["run_ids"] = {k.split("_", 1)[0].lower(): v for k, v in handshake.env.items() if k in ("MLFLOW_RUN_ID", "WANDB_RUN_ID")}
+        rec["trackers"]["links"] = dict(handshake.links)
+        eng = getattr(launched.state, "eng", None)
+        if eng is not None:  # a container: Docker or Podman, and the socket that knows it
+            rec.update(engine=getattr(eng, "kind", None) or rec["engine"], engine_host=getattr(eng, "host", None), container=launched.name)
+            rec["container_id"] = launched.id
+            if detached:
+                rec["image_digest"] = _image_digest(eng, self.plan.image)
+        elif rec["engine"] == "slurm":
+            rec["job_id"] = launched.id
+            request = (launched.state or {}).get("request")
+            job_dir = getattr(request, "job_dir", None) or self.job_dir
+            if job_dir is not None:
+                rec["job_dir"] = paths.stored(job_dir)
+                rec["log"] = paths.stored(Path(job_dir) / f"slurm-{launched.id}.out")
+            rec["nodes"] = getattr(getattr(request, "settings", None), "nodes", None)
+        else:
+            rec["job_id"] = launched.id  # the process's pid
+        self._save()
+        if detached:  # the runner's part ends here; `runs` and `logs` ask the engine for the rest
+            self._ended = True
+            liveness.release(self._lock)
+
+    def end(self, code: int) -> list:
+        """The job ended with ``code``: close the log, finish the record, say where the outputs are;
+        the audit's findings in the run's directory and cache (with ``--audit``)."""
+        self._ended = True
+        if self.log is not None:
+            self.log.close()
+        if self.record is not None:
+            eng = getattr(getattr(self.launched, "state", None), "eng", None)
+            if eng is not None and not self.record.get("image_digest"):
+                self.record["image_digest"] = _image_digest(eng, self.plan.image)
+            record.finish(self.record, code, time.time())
+            self._save()
+        liveness.release(self._lock)
+        wandb_id = (self.record or {}).get("trackers", {}).get("run_ids", {}).get("wandb") or self.plan.public_env().get("WANDB_RUN_ID")
+        for line in outputs.after(self.outputs, wandb_id, self.plan.trackers.wandb_mode):
+            self.out.info(line)
+        if self.dir is not None and not self.out.json_mode:
+            self.out.info(f"run {self.id}: primus-runner runs show {self.id}; its output: primus-runner logs {self.id}")
+        return self._audit() if self.audit else []
+
+    def _audit(self) -> list:
+        from runner.secrets.scan import audit_paths
+
+        targets = [p for p in (self.dir, self.cache_dir) if p is not None and p.exists()]
+        return audit_paths(targets, self.scope) if targets else []
+
+    def _at_exit(self) -> None:
+        """The runner exits without ``end``: say what is known, never leave ``running`` behind."""
+        if self._ended or self.record is None:
+            return
+        if self.log is not None:
+            self.log.close()
+        if self.launched is None:
+            record.finish(self.record, None, time.time(), "error")
+            self.record["note"] = "the runner stopped before the job started"
+        elif getattr(self.launched, "still_running", False):
+            self.record["detached"] = True  # the runner stopped following; the job goes on
+        else:
+            record.finish(self.record, None, time.time(), "unknown")
+            self.record["note"] = "the runner stopped following the job before it ended; its exit code is unknown"
+        self._save()
+        liveness.release(self._lock)
+
+
+def _image_digest(eng, image: str) -> str | None:
+    from urllib.parse import quote
+
+    try:
+        info = eng.request("GET", f"/images/{quote(image, safe='')}/json")
+    except Exception:  # the record goes without it; the job already ran
+        return None
+    digests = info.get("RepoDigests") or []
+    return digests[0] if digests else info.get("Id")
+
+
+def _setting(config, key: str, default: Any) -> Any:
+    return config.get("runs", key, default=default) if config is not None else default
+
+
+def _job_dir(engine_name: str, config, run_id: str, name: str) -> Path | None:
+    """Slurm: ``<slurm.output_dir, else ./primus-runs>/<run id>-<name>`` (the nodes must see it; the run's
+    record points there)."""
+    if engine_name != "slurm":
+        return None
+    base = config.get("slurm", "output_dir", default=None) if config is not None else None
+    root = Path(os.path.expanduser(str(base))) if base else Path.cwd() / "primus-runs"
+    return root.absolute() / f"{run_id}-{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}"
+
+
+def begin(options, engine, plan, ctx, out, config) -> Run:
+    """The run for this launch; ``run.plan`` is the plan to launch. Raises ``ConfigError`` (exit 2,
+    nothing written) only for a tracker output the settings say to refuse. ``config``: the merged config."""
+    from runner.config.switches import launcher_switch
+
+    run_id = paths.new_run_id()
+    dry = bool(options.dry_run or launcher_switch(config, "dry_run"))
+    run = Run(plan, run_id, out, dry=dry)
+    run.masker, run.scope, run.audit = ctx.scope.masker, ctx.scope, bool(options.audit)
+    slurm = engine.name == "slurm"
+    run_dir = paths.runs_dir() / run_id
+    run.job_dir = _job_dir(engine.name, config, run_id, plan.name)
+    outputs_dir = (run.job_dir or run_dir) / "outputs"
+
+    mode = _setting(config, "tracker_outputs", "mount")
+    plan, found, problems = outputs.plan_outputs(plan, mode, outputs_dir, slurm)
+    if problems:
+        raise ConfigError(problems)
+    settings = cache.settings(config)
+    if settings.enabled and plan.image:
+        if slurm:
+            run.node_cache = {"dir": settings.node_dir, "key": cache.image_key(plan.image)}
+        else:
+            run.cache_dir = cache.host_dir(settings.dir, plan.image)
+            plan = cache.apply(plan, run.cache_dir)
+    run.plan, run.outputs = plan, found
+    if dry:
+        return run
+
+    recording = bool(_setting(config, "record", True))  # runs.record: false: no record, run directory or log
+    if recording:
+        try:
+            run_dir.mkdir(parents=True, mode=0o700)
+            paths.state_dir().chmod(0o700)
+            run.dir = run_dir
+        except OSError as exc:
+            out.warn(f"the state directory {paths.state_dir()} is not writable ({exc.strerror or exc}): this run is not recorded "
+                     "and its output is not kept (the job runs all the same); fix its permissions, or set XDG_STATE_HOME")
+            run._warned = True
+    _make_output_dirs(run, out)
+    if run.cache_dir is not None:
+        try:
+            cache.make_dir(run.cache_dir)
+        except OSError as exc:
+            out.warn(f"the job cache {run.cache_dir} cannot be created ({exc.strerror or exc}); the job compiles from scratch")
+    if run.dir is not None and not slurm and not options.detach:  # a detached job's output is the engine's until it ends
+        limit = int(_setting(config, "log_limit_mb", DEFAULT_LIMIT_MB)) << 20
+        run.log = RunLog(run.dir / LOG_NAME, limit, out.warn)
+        ctx.tail = run.log
+    if run.dir is not None:
+        run._lock = liveness.hold(run.dir)
+    ctx.run = run
+    for line in outputs.before(found):
+        out.info(line)
+    if recording and run.dir is not None:
+        log = run.dir / LOG_NAME if not slurm else None
+        run.record = record.initial(run_id, plan, engine.name, started=time.time(), run_dir=run.dir, log=log, outputs=found,
+                                    cache={"host": str(run.cache_dir), "target": cache.TARGET} if run.cache_dir else
+                                    ({"node_dir": settings.node_dir, "target": cache.TARGET} if run.node_cache else None),
+                                    sources=options.sources, detached=bool(options.detach),
+                                    pid_start=liveness.process_start(os.getpid()), job_dir=run.job_dir)
+        run._save_soon()
+        atexit.register(run._at_exit)
+    return run
+
+
+def _make_output_dirs(run: Run, out) -> None:
+    """The per-run output directories; where they cannot be made (no state directory), a temporary one."""
+    try:
+        outputs.make_dirs(run.outputs)
+    except OSError:
+        fallback = Path(tempfile.mkdtemp(prefix=f"primus-runner-outputs-{run.id}-"))
+        old = (run.job_dir or paths.runs_dir() / run.id) / "outputs"
+        from dataclasses import replace
+
+        moved = []
+        for o in run.outputs:
+            if o.how == "run" and o.host:
+                moved.append(replace(o, host=str(fallback / Path(o.host).relative_to(old))))
+            else:
+                moved.append(o)
+        mounts = tuple(replace(m, source=str(fallback / Path(m.source).relative_to(old))) if m.source.startswith(str(old)) else m
+                       for m in run.plan.mounts)
+        run.plan = replace(run.plan, mounts=mounts)
+        run.outputs = moved
+        outputs.make_dirs(run.outputs)
+        out.warn(f"the tracker outputs go to {fallback} (the run's directory cannot be written)")

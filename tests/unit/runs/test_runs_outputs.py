@@ -1,0 +1,81 @@
+"""Tracker output paths resolved against the job's mounts: on the host, mounted from the run, or refused."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from runner.plan import LaunchPlan, Mount
+from runner.policy import EnvDecision
+from runner.runs import cache, outputs
+from runner.trackers.config import TrackerPlan
+
+
+def _plan(settings: dict, enabled=("tensorboard", "wandb"), env: dict | None = None, mounts=(), workdir=None, framework="megatron") -> LaunchPlan:
+    decisions = tuple(EnvDecision(k, True, False, "test", "env", v) for k, v in (env or {}).items())
+    return LaunchPlan(image="img:1", command=("true",), name="job", gpu="none", env=decisions,
+                      trackers=TrackerPlan(framework, tuple(enabled), settings, wandb_mode="offline"), mounts=tuple(mounts), workdir=workdir)
+
+
+def test_a_path_under_a_mount_is_on_the_host_at_the_mounts_source(tmp_path):
+    plan = _plan({"tensorboard_dir": "/data/tb/run1"}, enabled=("tensorboard",), mounts=[Mount("/srv/data", "/data")])
+    new, found, problems = outputs.plan_outputs(plan, "mount", tmp_path, slurm=False)
+    assert not problems and new.mounts == plan.mounts
+    assert [(o.tracker, o.host, o.how) for o in found] == [("tensorboard", "/srv/data/tb/run1", "mount")]
+
+
+def test_a_path_under_no_mount_is_mounted_from_the_run_directory(tmp_path):
+    plan = _plan({"tensorboard_dir": "/tmp/tb", "wandb_save_dir": "/tmp/wandb"}, env={"WANDB_DIR": "/tmp/wandb"})
+    new, found, problems = outputs.plan_outputs(plan, "mount", tmp_path / "outputs", slurm=False)
+    assert not problems
+    assert {(m.source, m.target) for m in new.mounts} == {(str(tmp_path / "outputs/tmp/tb"), "/tmp/tb"), (str(tmp_path / "outputs/tmp/wandb"), "/tmp/wandb")}
+    assert {o.setting: o.host for o in found} == {"trackers.tensorboard_dir": str(tmp_path / "outputs/tmp/tb"),
+                                                   "trackers.wandb_save_dir": str(tmp_path / "outputs/tmp/wandb")}
+
+
+def test_refuse_names_the_path_the_setting_and_the_fix(tmp_path):
+    plan = _plan({"tensorboard_dir": "/tmp/tb"}, enabled=("tensorboard",))
+    _, _, problems = outputs.plan_outputs(plan, "refuse", tmp_path, slurm=False)
+    (problem,) = problems
+    assert "/tmp/tb" in problem.message and "trackers.tensorboard_dir" in problem.message
+    assert "--volume" in problem.hint and "runs.tracker_outputs: mount" in problem.hint
+
+
+def test_wandb_without_a_directory_gets_one_of_the_run(tmp_path):
+    new, found, _ = outputs.plan_outputs(_plan({}, enabled=("wandb",)), "refuse", tmp_path, slurm=False)
+    assert new.public_env()["WANDB_DIR"] == outputs.WANDB_DEFAULT
+    assert [(o.path, o.how) for o in found] == [(outputs.WANDB_DEFAULT, "run")]
+
+
+def test_a_file_mlflow_store_and_a_relative_torchtitan_folder(tmp_path):
+    plan = _plan({"metrics": {"save_tb_folder": "tb"}}, enabled=("tensorboard", "mlflow"), framework="torchtitan",
+                 env={"MLFLOW_TRACKING_URI": "file:///mlruns"}, workdir="/work", mounts=[Mount("/home/u/w", "/work")])
+    _, found, _ = outputs.plan_outputs(plan, "refuse", tmp_path, slurm=False)
+    by = {o.tracker: o for o in found}
+    assert (by["tensorboard"].path, by["tensorboard"].host, by["tensorboard"].setting) == ("/work/tb", "/home/u/w/tb", "trackers.metrics.save_tb_folder")
+    assert "mlflow" not in by  # refused instead (no mount holds /mlruns)
+
+
+def test_refused_file_store(tmp_path):
+    plan = _plan({}, enabled=("mlflow",), env={"MLFLOW_TRACKING_URI": "file:/mlruns"})
+    _, _, problems = outputs.plan_outputs(plan, "refuse", tmp_path, slurm=False)
+    assert len(problems) == 1 and "/mlruns" in problems[0].message and "MLFLOW_TRACKING_URI" in problems[0].message
+
+
+def test_after_the_job_the_wandb_sync_path_exists(tmp_path):
+    host = tmp_path / "outputs/tmp/wandb"
+    run = host / "wandb" / "offline-run-20260101_000000-abc12345"
+    run.mkdir(parents=True)
+    found = [outputs.TrackerOutput("wandb", "WANDB_DIR", "/tmp/wandb", str(host), "run")]
+    (line,) = outputs.after(found, "abc12345", "offline")
+    assert line.endswith(f"wandb sync {run}") and Path(line.rsplit(" ", 1)[1]).is_dir()
+
+
+def test_the_cache_mount_and_variables_and_a_users_own_choice_wins(tmp_path):
+    plan = _plan({}, enabled=(), env={"TRITON_CACHE_DIR": "/mine"})
+    new = cache.apply(plan, tmp_path / "c")
+    env = new.public_env()
+    assert env["TRITON_CACHE_DIR"] == "/mine"
+    assert env["TORCHINDUCTOR_CACHE_DIR"] == f"{cache.TARGET}/inductor" and env["HIPBLASLT_TUNING_FILE"].endswith(".csv")
+    assert set(cache.VARIABLES) <= set(env) and env["PRIMUS_CACHE_ROOT"] == cache.TARGET
+    assert (str(tmp_path / "c"), cache.TARGET) in {(m.source, m.target) for m in new.mounts}
+    assert cache.image_key("a/b:1") != cache.image_key("a/b:2")
