@@ -33,6 +33,7 @@ class BuildOptions:
     file: str | None = None  # a user's Dockerfile instead of images/<flavor>/
     context: str | None = None
     pull: str | None = None  # missing | always | never
+    push: bool = False  # push the built tag to its registry, with the pull's credentials
 
 
 @dataclass(frozen=True)

@@ -289,6 +289,8 @@ def _build_command(cmd) -> None:
     p.add_argument("--tag", "-t", metavar="TAG", help="the image's name:tag (default: images.<flavor>.tag)")
     p.add_argument("--build-arg", action="append", default=[], metavar="K=V", help="a build argument; repeatable")
     p.add_argument("--no-cache", action="store_true", help="rebuild every step")
+    p.add_argument("--push", action="store_true", help="push the tag to its registry afterwards, with the credentials a pull uses "
+                   "(Docker config, credential helpers, DOCKER_LOGIN_*)")
     p.add_argument("--dry-run", action="store_true", help="print the resolved build without building")
     p.add_argument("--secret", action="append", default=[], metavar="NAME",
                    help="expose NAME (from the environment or env file) to RUN --mount=type=secret,id=NAME steps; repeatable")
@@ -573,7 +575,7 @@ def _build(args, sources, out, parser) -> int:
     return images.cmd_build(BuildOptions(
         sources=sources, flavor=args.flavor, base=args.base, tag=args.tag, build_args=tuple(args.build_arg),
         no_cache=args.no_cache, dry_run=_dry_run(args, sources), secrets=tuple(args.secret), file=args.file, context=args.context,
-        pull=args.pull), out)
+        pull=args.pull, push=args.push), out)
 
 
 def _runs(args, sources, out, parser) -> int:

@@ -64,7 +64,13 @@ def cmd_trust(sources: Sources, out: Output, show: bool = False, revoke: bool = 
 
     files = project_files(sources)
     if not show and files:
-        store = trust.record([(f.path, f.digest) for f in files], revoke=revoke)
+        try:
+            store = trust.record([(f.path, f.digest) for f in files], revoke=revoke)
+        except OSError as exc:
+            from runner.errors import RuntimeFailure
+
+            raise RuntimeFailure(f"cannot write the trust store {trust.store_path()}: {exc.strerror}",
+                                 hint="check that the state directory ($XDG_STATE_HOME, default ~/.local/state) is yours and writable")
         state = "untrusted" if revoke else "trusted"
         files = [ProjectFile(f.path, f.kind, f.digest, state, f.asks) for f in files]
     else:

@@ -86,12 +86,24 @@ def cmd_build(opts: BuildOptions, out: Output) -> int:
             out.result(render_spec(spec, builder))
         return 0
     result = _build(spec, opts, out, secrets, masker, context)
+    pushed = _push(result.tag, context, out) if opts.push else None
     if out.json_mode:
-        out.json(result.to_dict())
+        out.json({**result.to_dict(), **({"pushed": pushed} if pushed is not None else {})})
     else:
         out.info(f"built {result.tag} in {result.seconds:.1f}s with the {result.builder} builder: {result.steps} steps, {result.cache_hits} cached, {result.ran} run")
+        if pushed is not None:
+            out.info(f"pushed {result.tag}" + (f" ({pushed})" if pushed else ""))
         out.result(f"{result.image_id} {result.tag}")
     return 0
+
+
+def _push(tag: str, context, out: Output) -> str:
+    """``build --push``: the tag to its registry, with the credentials a pull of it would use."""
+    from runner.clients.engine_api.push import push
+    from runner.config.envfile import env_lookup
+    from runner.images.stream import connect
+
+    return push(connect(_preference(context)), tag, env_lookup(context.env_file), out)
 
 
 def ensure_image(image: str, out: Output, *, flavor: str | None = None, sources: Sources | None = None, masker=None) -> None:

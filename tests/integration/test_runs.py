@@ -215,3 +215,20 @@ def test_an_unusable_state_directory_is_a_warning_and_the_job_runs(tmp_path, can
     assert len(warnings) == 1 and "corrupt" in warnings[0] and str(db) in warnings[0], warnings
     listed = ws.run("runs")
     assert listed.returncode != 0 and "corrupt" in _text(listed) and "mv " in _text(listed)
+
+
+def test_runs_gc_removes_old_finished_runs_and_their_directories(tmp_path, canary, busybox_image):
+    ws = _workspace(tmp_path, canary)
+    assert ws.run("up", "--", "true").returncode == 0
+    (old,) = runs_json(ws.run)
+    run_dir = Path(old["run_dir"])
+    assert run_dir.is_dir()
+    dry = ws.run("runs", "gc", "--older-than", "0s", "--dry-run")
+    assert dry.returncode == 0 and old["id"] in _text(dry) and run_dir.is_dir()
+    kept = ws.run("runs", "gc", "--older-than", "1d")
+    assert kept.returncode == 0 and run_dir.is_dir() and len(runs_json(ws.run)) == 1
+    gone = ws.run("runs", "gc", "--older-than", "0s")
+    assert gone.returncode == 0 and "removed 1 run" in _text(gone)
+    assert runs_json(ws.run) == [] and not run_dir.exists()
+    bad = ws.run("runs", "gc", "--older-than", "soon")
+    assert bad.returncode == 2 and "30d" in _text(bad)

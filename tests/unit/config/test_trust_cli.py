@@ -187,3 +187,19 @@ def test_inside_a_primus_checkout_its_runner_file_is_a_layer_and_plan_names_it(c
         fh.write("secrets:\n  HF_TOKEN: pass:ml/hf\n")
     refused = run(clone, "plan", "--", "true")
     assert refused.returncode == 2 and str(clone / "runner" / ".primus.yaml") in refused.stderr
+
+
+def test_trust_json_and_nothing_to_trust(clone):
+    empty = run(clone, "trust")
+    assert empty.returncode == 0 and "nothing to trust" in empty.stderr
+    (clone / ".primus.yaml").write_text("secrets:\n  HF_TOKEN: pass:ml/hf\n")
+    (clone / ".env").write_text("NCCL_DEBUG=INFO\n")
+    shown = json.loads(run(clone, "--json", "trust", "--show").stdout)
+    assert shown["recorded"] is False
+    assert [(f["kind"], f["status"]) for f in shown["files"]] == [("project", "untrusted"), ("env-file", "untrusted")]
+    assert any("secrets.HF_TOKEN" in ask for ask in shown["files"][0]["asks"])
+    done = json.loads(run(clone, "trust", "--json").stdout)
+    assert done["recorded"] is True and {f["status"] for f in done["files"]} == {"trusted"}
+    revoked = json.loads(run(clone, "trust", "--revoke", "--json").stdout)
+    assert {f["status"] for f in revoked["files"]} == {"untrusted"}
+    assert run(clone, "plan", "--", "true").returncode == 2
