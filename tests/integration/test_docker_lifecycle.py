@@ -115,8 +115,8 @@ def test_ps_logs_down_touch_only_the_runners_containers(ws, canary):
         assert_no_leak(logs.stdout + logs.stderr, canary, "logs output")
 
         refused = ws.run("down", foreign)
-        assert refused.returncode == 2 and b"not a primus-runner container" in refused.stderr
-        assert ws.run("logs", foreign).returncode == 2
+        assert refused.returncode == 1 and b"not a primus-runner container" in refused.stderr
+        assert ws.run("logs", foreign).returncode == 1
 
         down = ws.run("down", "--all")
         assert down.returncode == 0, down.stderr.decode()
@@ -148,7 +148,7 @@ def test_down_by_name_and_unknown_name(ws):
         assert down.returncode == 0, down.stderr.decode()
         assert containers(f"{LABEL_JOB}={name}") == []
         missing = ws.run("down", unique("absent"))
-        assert missing.returncode == 2 and b"no container named" in missing.stderr
+        assert missing.returncode == 1 and b"no container named" in missing.stderr
     finally:
         force_remove(name)
 

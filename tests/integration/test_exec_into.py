@@ -39,7 +39,7 @@ def test_exec_into_a_running_job(docker_client, busybox_image, tmp_path):
         other = docker_client.containers.run(busybox_image, ["sleep", "60"], name=f"{name}-plain", detach=True)
         try:
             foreign = runner(tmp_path, "exec", other.name, "--", "true")
-            assert foreign.returncode == 2 and "not a primus-runner container" in foreign.stderr
+            assert foreign.returncode == 1 and "not a primus-runner container" in foreign.stderr
         finally:
             other.remove(force=True)
     finally:

@@ -18,7 +18,9 @@ from runner.options import ContainerSelection
 from runner.plan import LABEL, LABEL_OWNER
 from runner.ui import Output
 
-USAGE = UsageError.exit_code  # a name that is no container of the runner's (or of yours): invalid usage, like an unknown job
+# A name that is no runner container of yours: 1, as the contract's table fixes for ps/logs/down (0 or 1),
+# which scripts test for; status/cancel of an unknown job and audit of a missing target are 2.
+NOT_FOUND = 1
 
 
 def owner_filter(all_users: bool = False) -> dict[str, str]:
@@ -132,7 +134,7 @@ def cmd_logs(sel: ContainerSelection, out: Output) -> int:
     eng = _client(sel, context.config)
     info = _owned(eng, sel.names[0], out, sel.all_users)
     if info is None:
-        return USAGE
+        return NOT_FOUND
     stdout = Sink(sys.stdout.buffer, masker, None)
     stderr = Sink(sys.stderr.buffer, masker, None)
     sinks = {1: stdout, 2: stderr}
@@ -175,7 +177,7 @@ def cmd_down(sel: ContainerSelection, out: Output) -> int:
             eng.stop(info["Id"])
         eng.remove(info["Id"])
         out.info(f"removed {name}")
-    return USAGE if failed else 0
+    return NOT_FOUND if failed else 0
 
 
 def _down_dry_run(eng: Engine, sel: ContainerSelection, out: Output) -> int:

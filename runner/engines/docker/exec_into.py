@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 
 from runner.clients.engine_api import ApiError
+from runner.engines.docker.commands import NOT_FOUND
 from runner.errors import RuntimeFailure, UsageError
 from runner.ui import Output
 
@@ -32,7 +33,7 @@ def cmd_exec(name: str, command: tuple[str, ...], sources, out: Output, all_user
     eng = _engine(sources, context.config)
     info = _owned(eng, name, out, all_users=all_users)
     if info is None:
-        return UsageError.exit_code
+        return NOT_FOUND
     if not (info.get("State") or {}).get("Running"):
         raise UsageError(f"container {name} is not running", f"primus-runner logs {name} shows its output")
     try:
