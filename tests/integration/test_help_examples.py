@@ -40,12 +40,13 @@ RUNNER = [sys.executable, "-P", "-m", "runner"]
 def help_examples() -> list[tuple[str, str]]:
     """(where, example) for every example line of every command's --help (the parser's own help text)."""
     from runner.cli import build_parser
+    from runner.cli.suggest import HIDDEN_COMMANDS
 
     def commands(parser):
         return next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction").choices  # noqa: SLF001
 
     top = commands(build_parser())
-    helps = {name: p for name, p in top.items() if name != "node-agent"}
+    helps = {name: p for name, p in top.items() if name not in HIDDEN_COMMANDS}
     helps.update({f"slurm {name}": p for name, p in commands(top["slurm"]).items()})
     found = []
     for name, parser in helps.items():
