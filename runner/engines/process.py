@@ -24,6 +24,7 @@ from runner.engines.base import Launched, RunContext
 from runner.errors import ConfigError, EngineUnavailable, Problem
 from runner.plan import LaunchPlan
 from runner.secrets import MASK
+from runner.secrets.argv import refuse_secret_argv
 
 # What a container image's PATH usually is: the child needs one, and the host's may not be forwarded.
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -109,9 +110,7 @@ class ProcessEngine:
         argv = list(request.argv)
         if not argv:
             raise ConfigError(Problem("no command given", hint="put the command after --"))
-        if any(ctx.scope.masker.contains_secret(a.encode("utf-8", "surrogateescape")) for a in argv):
-            raise ConfigError(Problem("the command line holds a secret value (visible in ps)",
-                                      hint="pass secrets as forwarded variables (container.options.env), never as arguments"))
+        refuse_secret_argv(argv, ctx.scope.masker, argv[0])
         found = shutil.which(argv[0]) if "/" not in argv[0] else argv[0]
         if not found or not os.access(found, os.X_OK):
             raise EngineUnavailable(f"{argv[0]} is not installed on this host",

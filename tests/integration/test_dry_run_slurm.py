@@ -109,3 +109,19 @@ def test_cancel_dry_run_leaves_the_job_running(tmp_path, canary, slurm_cluster, 
         assert _queued(name) == [job], "a dry run cancelled the job"
     finally:
         subprocess.run(["scancel", job], capture_output=True)
+
+
+@pytest.mark.parametrize("argv", [
+    ["submit", "--gpu", "none", "--account", "{value}", "--", "true"],
+    ["slurm", "sbatch", "-N", "1", "--comment={value}", "--", "container", "--", "train"],
+])
+def test_a_secret_value_never_reaches_sbatchs_command_line(tmp_path, canary, slurm_cluster, busybox_image, argv):
+    """The sbatch argument list is world-readable (ps, /proc/PID/cmdline): a secret value in any flag
+    (a submit flag, a passed-through Slurm flag) is refused before sbatch starts, named, never shown."""
+    ws = Workspace(tmp_path, canary)
+    record = _stubs(ws)
+    value = canary["HF_TOKEN"]
+    result = ws.run(*[a.replace("{value}", value) for a in argv])
+    assert result.returncode == 2, result.stderr
+    assert not record.exists(), record.read_text()
+    assert value.encode() not in result.stdout + result.stderr

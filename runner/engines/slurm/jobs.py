@@ -21,6 +21,7 @@ from runner.engines.base import TAIL_LIMIT
 from runner.engines.slurm.script import COMPUTED, LABEL_SLURM_JOB, PLAN_DIGEST, PLAN_FILE, SCRIPT_FILE, SlurmRequest, SlurmSettings, agent_command, plan_document
 from runner.errors import ConfigError, EngineUnavailable, Problem, RuntimeFailure, UsageError
 from runner.secrets import Masker, Secret
+from runner.secrets.argv import refuse_secret_argv
 from runner.ui import Output
 
 STATES = {
@@ -249,6 +250,7 @@ def sbatch(request: SlurmRequest, masker: Masker, agent_values: dict | None = No
     """
     sbatch_path = tool("sbatch")
     tool("srun")
+    refuse_secret_argv(request.command(sbatch_path), masker, "sbatch")  # its argv is world-readable, like the script it names
     doc = plan_document(request.plan, request.settings, request.job_dir, kill_wait(), pull=request.pull, cache=request.node_cache)
     plan_text = json.dumps(doc, indent=2)
     write_private(request.job_dir / PLAN_FILE, plan_text, masker)
