@@ -653,6 +653,29 @@ def _bench_line_length(tmp: Path, env: dict, runs: int) -> None:
               f"{(o - r) * 1000 / mib:.1f} ms per MiB above raw", flush=True)
 
 
+def bench_follow_lines() -> None:
+    """The Slurm log follower (`logs JOB -f`, `submit --wait`) on one line of 16, 64 and 256 MiB fed in 1 MiB
+    pieces, masking on, against a plain join of the same pieces: linear when the per-MiB figure stays flat."""
+    sys.path.insert(0, str(REPO))
+    from runner.engines.slurm.jobs import RankLines
+    from runner.secrets import Masker
+
+    piece = b"#" * (1 << 20)
+    for mib in (16, 64, 256):
+        start = time.process_time()
+        b"".join([b"0: "] + [piece] * mib)
+        raw = time.process_time() - start
+        seen: list[int] = []
+        lines = RankLines(Masker(["canary-bench-secret-123456"]), lambda text: seen.append(len(text)), json_lines=False)
+        start = time.process_time()
+        lines.feed(b"0: ")
+        for _ in range(mib):
+            lines.feed(piece)
+        lines.feed(b"\n")
+        ours = time.process_time() - start
+        print(f"follow one {mib} MiB line: {ours:.2f} s CPU ({ours * 1000 / mib:.1f} ms per MiB; plain join {raw:.2f} s)", flush=True)
+
+
 def main(argv: list[str]) -> int:
     benches = {name[len("bench_"):]: fn for name, fn in sorted(globals().items()) if name.startswith("bench_") and callable(fn)}
     chosen = argv or list(benches)
