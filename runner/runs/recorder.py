@@ -196,12 +196,18 @@ def begin(options, engine, plan, ctx, out, config) -> Run:
     run.job_dir = _job_dir(engine.name, config, run_id, plan.name)
     outputs_dir = (run.job_dir or run_dir) / "outputs"
 
-    mode = _setting(config, "tracker_outputs", "mount")
-    plan, found, problems = outputs.plan_outputs(plan, mode, outputs_dir, slurm)
-    if problems:
-        raise ConfigError(problems)
+    # A process on the host (direct mode) writes where its paths say, into the host's own caches:
+    # no container, so nothing to mount and nothing to redirect.
+    in_container = engine.name != "process"
+    found = []
+    if in_container:
+        mode = _setting(config, "tracker_outputs", "mount")
+        plan, found, problems = outputs.plan_outputs(plan, mode, outputs_dir, slurm)
+        if problems:
+            raise ConfigError(problems)
     settings = cache.settings(config)
-    if settings.enabled and plan.image:
+    uncached = plan
+    if settings.enabled and plan.image and in_container:
         if slurm:
             run.node_cache = {"dir": settings.node_dir, "key": cache.image_key(plan.image)}
         else:
@@ -226,7 +232,9 @@ def begin(options, engine, plan, ctx, out, config) -> Run:
         try:
             cache.make_dir(run.cache_dir)
         except OSError as exc:
-            out.warn(f"the job cache {run.cache_dir} cannot be created ({exc.strerror or exc}); the job compiles from scratch")
+            out.warn(f"the job cache {run.cache_dir} cannot be created ({exc.strerror or exc}); it is not mounted and "
+                     "the job compiles from scratch (set cache.dir to a writable place, or cache.enabled: false)")
+            run.cache_dir, run.plan = None, uncached  # a bind mount of a missing directory would fail the launch
     if run.dir is not None and not slurm and not options.detach:  # a detached job's output is the engine's until it ends
         limit = int(_setting(config, "log_limit_mb", DEFAULT_LIMIT_MB)) << 20
         run.log = RunLog(run.dir / LOG_NAME, limit, out.warn)

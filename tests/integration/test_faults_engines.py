@@ -8,6 +8,7 @@ no traceback, no partial state files, no orphan container, no secret in anything
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import secrets
@@ -47,16 +48,25 @@ def wait_for_line(proc: subprocess.Popen, marker: bytes, timeout: float = 60) ->
 
 
 def partial_state(ws: Workspace) -> list[str]:
-    """Files under HOME/XDG_CACHE_HOME other than the complete (empty) validity markers."""
+    """Files under HOME/XDG_CACHE_HOME other than the complete (empty) validity markers and the
+    run store (every launch's record, checked complete by ``final_states``)."""
     bad = []
+    store = ws.home / ".local" / "state" / "primus-runner"
     for base in (ws.home, ws.cache):
         for path in base.rglob("*"):
-            if path.is_dir():
+            if path.is_dir() or path.is_relative_to(store):
                 continue
             marker = path.parent.name == "valid" and MARKER.match(path.name) and path.stat().st_size == 0
             if not marker:
                 bad.append(str(path))
     return bad
+
+
+def final_states(ws: Workspace) -> list[str]:
+    """The state of every recorded run (none may still say running)."""
+    listed = ws.run("runs", "--json", timeout=60)
+    assert listed.returncode == 0, listed.stderr.decode()
+    return [run["state"] for run in json.loads(listed.stdout)]
 
 
 # ------------------------------------------------------------------ a private dockerd
@@ -212,6 +222,7 @@ def test_daemon_killed_mid_run(private_dockerd, tmp_path, canary):
     assert len(errors) == 1 and "went away" in errors[0] and name in errors[0], text
     assert f"primus-runner down {name}" in text, text  # says how to clean up
     assert partial_state(ws) == [], "partial state files left behind"
+    assert final_states(ws) == ["unknown"], "the run's record must say its code is unknown (the daemon went away)"
     assert_no_leak(first + rest + err, canary, "up output")
     for path, data in ws.written_files().items():
         assert_no_leak(data, canary, path)

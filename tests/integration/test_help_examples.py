@@ -70,6 +70,9 @@ def readme_examples() -> list[tuple[str, str]]:
     return found
 
 
+RUN_ID = "20261201-103512-3fa9c1"  # the run id the help examples name
+
+
 class Lab:
     """The project the examples run in, the things they name, and how to run one."""
 
@@ -101,6 +104,8 @@ class Lab:
         self.env = {k: v for k, v in os.environ.items() if not k.startswith(("PRIMUS_", "SLURM_", "HF_", "WANDB", "MLFLOW"))}
         self.env.update(HOME=str(root), NO_COLOR="1", PATH=f"{self.bin}:{os.environ['PATH']}")
         self.container = f"primus-{uuid.uuid4().hex[:8]}"
+        self.exec_container = f"primus-exec-{uuid.uuid4().hex[:8]}"  # a running one, for `exec`
+        self.run_id = None  # the run record of self.container
         self.job = None  # a finished Slurm job
         self.running_job = None  # one to cancel
 
@@ -110,6 +115,8 @@ class Lab:
         return [*RUNNER, *words[1:]]
 
     def substitute(self, command: str) -> str:
+        if shlex.split(command)[1:2] == ["exec"]:  # into a running container; no GPU tool here, so `true` stands in
+            command = command.replace("primus-1a2b3c4d", self.exec_container).replace("nvidia-smi", "true")
         subs = [("primus-1a2b3c4d", self.container), ("/data", str(self.data)), ("-N 4", "-N 2"), ("-N 8", "-N 2"),
                 ("-p P", f"-p {SLURM_PARTITION}"), ("--partition gpu", f"--partition {SLURM_PARTITION}")]
         if self.job:
@@ -117,6 +124,8 @@ class Lab:
             subs.append(("logs 1234", f"logs {self.job}"))
         if self.running_job:
             subs.append(("cancel 1234", f"cancel {self.running_job}"))
+        if self.run_id:
+            subs.append((RUN_ID, self.run_id))
         for old, new in subs:
             command = re.sub(rf"(?<![\w/-]){re.escape(old)}(?![\w-])", new, command)
         return command
@@ -166,7 +175,7 @@ def lab(slurm_cluster, busybox_image, python_image):
     root = Path(tempfile.mkdtemp(prefix="help-examples-"))
     the_lab = Lab(root, slurm_cluster.partition)
     yield the_lab
-    subprocess.run(["docker", "rm", "-f", the_lab.container], capture_output=True)
+    subprocess.run(["docker", "rm", "-f", the_lab.container, the_lab.exec_container], capture_output=True)
     if the_lab.running_job:
         subprocess.run(["scancel", the_lab.running_job], capture_output=True)
     shutil.rmtree(root, ignore_errors=True)
@@ -175,10 +184,19 @@ def lab(slurm_cluster, busybox_image, python_image):
 def _prepare(lab: Lab, command: str) -> None:
     """What an example names must exist: a runner container, a finished job, a running job."""
     words = shlex.split(command)
+    if words[1] == "exec" and lab.exec_container not in subprocess.run(
+            ["docker", "ps", "--format", "{{.Names}}"], capture_output=True, text=True).stdout.split():
+        started = lab.run(f"primus-runner up -d --name {lab.exec_container} -- sleep 300")
+        assert started.returncode == 0, started.stderr
+    if RUN_ID in words:
+        words = [*words, "primus-1a2b3c4d"]  # the run of the lab's container
     if lab.container and ("primus-1a2b3c4d" in words) and lab.container not in subprocess.run(
             ["docker", "ps", "-a", "--format", "{{.Names}}"], capture_output=True, text=True).stdout.split():
         started = lab.run(f"primus-runner up -d --name {lab.container} -- sh -c 'echo hello from the container; sleep 1'")
         assert started.returncode == 0, started.stderr
+    if RUN_ID in words and not lab.run_id:
+        runs = json.loads(lab.run("primus-runner runs --json").stdout)
+        lab.run_id = next(r["id"] for r in runs if r["name"] == lab.container)
     if "1234" in words and words[1] in ("status", "logs") and not lab.job:
         done = lab.run("primus-runner --json slurm sbatch -N 2 -- train pretrain --config exp.yaml")
         assert done.returncode == 0, done.stderr
