@@ -53,7 +53,8 @@ def test_the_registry_key_alone_is_refused_too(slurm_cluster, tmp_path, monkeypa
     plan = planned.require()
     assert plan.secret_env() == {}, "the job itself forwards no secret"
     login = {"DOCKER_LOGIN_USER": "alice", "DOCKER_LOGIN_KEY": "canary-archived-login-key-5d1f0e"}
-    ctx = RunContext(RunOptions(command=("true",), pull="never"), secret_scope(), Output(), config, lookup=login.get)
+    options = RunOptions(command=("true",), pull="never")
+    ctx = RunContext(options, secret_scope(), Output(), SlurmEngine.settings(config, options), lookup=login.get)
     _, archiving = archiving_config()
     monkeypatch.setattr(jobs, "show_config", lambda: archiving)  # the cluster's answer, as an archiving cluster gives it
     with pytest.raises(ConfigError) as refused:
