@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import subprocess
 import sys
 import uuid
@@ -18,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from cli_memory import measured
 from engines import assert_no_leak
 
 SECRET_NAME = "HF_TOKEN"
@@ -93,18 +93,10 @@ def test_huge_file_is_refused_without_reading_it(project, secret):
     path = project / "big.yaml"
     with open(path, "wb") as f:
         f.truncate(1 << 30)
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("PRIMUS_", "WANDB", "MLFLOW", "HF_", "NCCL_"))}
-    base.update({"HOME": str(project), "XDG_CACHE_HOME": str(project / ".cache"), "NO_COLOR": "1", SECRET_NAME: secret,
-                 "CI": "true"})  # CI: the early secret scan runs first
-    with open(project / "err", "wb") as err_f:
-        proc = subprocess.Popen([sys.executable, "-m", "runner", "--config", str(path), "plan", "--", "true"], cwd=project,
-                                env=base, stdout=subprocess.DEVNULL, stderr=err_f,
-                                preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30)))
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-    err = (project / "err").read_text("utf-8", "replace")
-    assert proc.returncode == 2 and "big.yaml" in err and "limit" in err, err
-    assert usage.ru_maxrss * 1024 < 300 << 20, f"peak RSS {usage.ru_maxrss >> 10} MiB: the file was read"
+    code, _, err, rss = measured(project, "--config", str(path), "plan", "--", "true",
+                                 env={SECRET_NAME: secret, "CI": "true"})  # CI: the early secret scan runs first
+    assert code == 2 and "big.yaml" in err and "limit" in err, err
+    assert rss < 300 << 20, f"peak RSS {rss >> 20} MiB: the file was read"
 
 
 def test_binary_file_is_refused(project, secret):

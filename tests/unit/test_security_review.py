@@ -12,7 +12,6 @@ import base64
 import io
 import json
 import os
-import resource
 import subprocess
 import sys
 import tracemalloc
@@ -22,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from cli_memory import measured
 from engines import assert_no_leak
 
 MiB = 1 << 20
@@ -29,36 +29,6 @@ MiB = 1 << 20
 
 def fresh(tag: str) -> str:
     return f"zz-{tag}-{uuid.uuid4().hex}"
-
-
-# A small, freshly exec'd Python forks the CLI and reports the CLI's own peak RSS. Forking the
-# pytest process itself would count pytest's memory (hundreds of MiB late in a full run) too.
-_MEASURE = """
-import os, resource, sys
-pid = os.fork()
-if pid == 0:
-    try:  # a regression must fail the test, not take the shared machine down
-        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
-        os.execv(sys.executable, [sys.executable, "-m", "runner", *sys.argv[2:]])
-    finally:
-        os._exit(127)
-_, status, usage = os.wait4(pid, 0)
-with open(sys.argv[1], "w") as fh:
-    fh.write(str(usage.ru_maxrss * 1024))
-rc = os.waitstatus_to_exitcode(status)
-sys.exit(128 - rc if rc < 0 else rc)  # a signal as a shell reports it: 139 for SIGSEGV
-"""
-
-
-def measured(project: Path, *args: str, env: dict | None = None, timeout: float = 120) -> tuple[int, str, str, int]:
-    """(exit code, stdout, stderr, the child's own peak RSS in bytes) of ``python -m runner ARGS``."""
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("PRIMUS_", "WANDB", "MLFLOW", "HF_", "NCCL_", "GITHUB_"))}
-    base.update({"HOME": str(project), "XDG_CACHE_HOME": str(project / ".cache"), "NO_COLOR": "1"})
-    base.update(env or {})
-    rss_path = project / ".rss"
-    result = subprocess.run([sys.executable, "-c", _MEASURE, str(rss_path), *args], cwd=project, env=base,
-                            capture_output=True, timeout=timeout)
-    return result.returncode, result.stdout.decode("utf-8", "replace"), result.stderr.decode("utf-8", "replace"), int(rss_path.read_text() or 0)
 
 
 def error_lines(err: str) -> list[str]:
