@@ -3,15 +3,15 @@
 Engines come from ``bash .ci/setup-engines.sh``. When one is missing, the
 fixture fails the test under CI=true and skips it elsewhere (see
 ``engines.engine_missing``). Helpers for leak checks (``encodings``,
-``assert_no_leak``) live in ``tests/engines.py``; ``pytest.ini`` puts
-``tests/`` on sys.path, so tests can ``from engines import assert_no_leak``.
+``assert_no_leak``) live in ``tests/engine_fixtures.py``; ``pytest.ini`` puts
+``tests/`` on sys.path, so tests can ``from engine_fixtures import assert_no_leak``.
 """
 
 from __future__ import annotations
 
 import pytest
 
-import engines
+import engine_fixtures as engines
 
 
 def pytest_configure(config):

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from engines import engine_missing, find_leaks
+from engine_fixtures import engine_missing, find_leaks
 
 CRED_FILE = Path("/etc/primus-test-registry/credentials")
 SETUP = "bash .ci/setup-registry.sh"

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from engines import engine_missing, free_port, stop_process_group
+from engine_fixtures import engine_missing, free_port, stop_process_group
 
 SETUP = "bash .ci/setup-secret-stores.sh"
 

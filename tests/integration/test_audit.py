@@ -11,7 +11,7 @@ import tarfile
 import pytest
 
 from docker_helpers import LABEL, Workspace, force_remove, unique
-from engines import assert_no_leak
+from engine_fixtures import assert_no_leak
 
 
 @pytest.fixture

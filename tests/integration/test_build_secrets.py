@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from docker_helpers import Workspace
-from engines import assert_no_leak
+from engine_fixtures import assert_no_leak
 
 pytestmark = pytest.mark.docker
 

@@ -9,7 +9,7 @@ import urllib.error
 import pytest
 
 from docker_helpers import CONFIG, Workspace, unique
-from engines import mlflow_api
+from engine_fixtures import mlflow_api
 
 
 def _runs(uri: str, experiment: str) -> list[dict]:

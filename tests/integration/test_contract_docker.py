@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from docker_helpers import CONFIG, Workspace, force_remove, inspect, unique
-from engines import assert_no_leak
+from engine_fixtures import assert_no_leak
 
 pytestmark = pytest.mark.docker
 

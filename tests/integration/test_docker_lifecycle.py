@@ -12,7 +12,7 @@ import time
 import pytest
 
 from docker_helpers import BUSYBOX, LABEL, LABEL_JOB, Workspace, containers, force_remove, unique
-from engines import assert_no_leak
+from engine_fixtures import assert_no_leak
 
 pytestmark = pytest.mark.docker
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from docker_helpers import LABEL_JOB, Workspace, containers, force_remove, inspect, unique
-from engines import assert_no_leak
+from engine_fixtures import assert_no_leak
 
 pytestmark = pytest.mark.docker
 

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from docker_helpers import CONFIG, Workspace, force_remove, unique
-from engines import assert_no_leak
+from engine_fixtures import assert_no_leak
 
 SECTIONS = ("main", "container", "slurm", "direct")
 

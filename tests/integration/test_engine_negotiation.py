@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from docker_helpers import Workspace, containers, unique
-from engines import assert_no_leak
+from engine_fixtures import assert_no_leak
 
 pytestmark = pytest.mark.docker
 
@@ -195,7 +195,7 @@ def test_real_docker_20_10_negotiates_1_41(docker_client):
 
 
 def test_real_podman_negotiates_1_41_and_says_it_is_podman():
-    from engines import podman_or_missing
+    from engine_fixtures import podman_or_missing
 
     from runner.clients.engine_api import Engine
 

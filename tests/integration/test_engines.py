@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engines import assert_no_leak, encodings, find_leaks, mlflow_api, srun
+from engine_fixtures import assert_no_leak, encodings, find_leaks, mlflow_api, srun
 
 LABELS = {"primus-test": "engines"}
 

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from docker_helpers import LABEL_JOB, Workspace, containers, force_remove, unique
-from engines import assert_no_leak, start_mlflow_server, stop_process_group
+from engine_fixtures import assert_no_leak, start_mlflow_server, stop_process_group
 
 
 @pytest.fixture
@@ -88,7 +88,7 @@ def read_only(ws):
         (path / "probe").mkdir(exist_ok=True)
         done = subprocess.run(["mount", "--bind", "-o", "ro", str(path), str(path)], capture_output=True)
         if done.returncode != 0:
-            from engines import engine_missing
+            from engine_fixtures import engine_missing
 
             engine_missing("a read-only bind mount (needs root)", done.stderr.decode())
         mounted.append(path)

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from docker_helpers import BUSYBOX, LABEL_JOB, Workspace, unique
-from engines import assert_no_leak, engine_missing
+from engine_fixtures import assert_no_leak, engine_missing
 
 MARKER = re.compile(r"^[0-9a-f]{64}$")  # config-validity cache markers (empty files named by a hash)
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from engines import PYTHON_IMAGE, engine_missing
+from engine_fixtures import PYTHON_IMAGE, engine_missing
 from gpu_tree import FAKE_ROOT, SETUP_FAKE_GPUS, amd_uuid, write_tree
 
 SPEC = "/etc/cdi/primus-fake-nvidia.json"  # written by .ci/setup-fake-gpus.sh

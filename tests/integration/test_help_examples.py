@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from engines import PYTHON_IMAGE, SLURM_PARTITION, engine_missing
+from engine_fixtures import PYTHON_IMAGE, SLURM_PARTITION, engine_missing
 from test_launcher_modes import IMAGE, OTHER_PYTHON, OTHER_USER, STANDIN, seen
 
 pytestmark = [pytest.mark.docker, pytest.mark.slurm]

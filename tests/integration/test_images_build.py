@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from docker_helpers import CONFIG, Workspace
-from engines import assert_no_leak
+from engine_fixtures import assert_no_leak
 
 import runner
 from runner.errors import RuntimeFailure
@@ -41,7 +41,7 @@ def _build(ws: Workspace, flavor: str, base: str, *extra: str):
 @pytest.fixture(scope="module")
 def built(python_image, tmp_path_factory):
     """Both flavors built once, with canary secrets in the host env and in ./.env."""
-    from engines import make_canary
+    from engine_fixtures import make_canary
 
     canary = make_canary()
     ws = Workspace(tmp_path_factory.mktemp("images"), canary, config=JOB_CONFIG)

@@ -15,7 +15,7 @@ import uuid
 
 import pytest
 
-from engines import assert_no_leak
+from engine_fixtures import assert_no_leak
 from test_launcher_modes import TRAIN, Space, seen, space, standin_image  # noqa: F401 - fixtures
 
 pytestmark = [pytest.mark.docker]

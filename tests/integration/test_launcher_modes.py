@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from engines import SLURM_PARTITION, assert_no_leak, engine_missing
+from engine_fixtures import SLURM_PARTITION, assert_no_leak, engine_missing
 
 pytestmark = [pytest.mark.docker]
 

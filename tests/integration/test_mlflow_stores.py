@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from docker_helpers import Workspace, force_remove, unique
-from engines import MLFLOW_BIN, assert_no_leak, engine_missing, free_port, stop_process_group
+from engine_fixtures import MLFLOW_BIN, assert_no_leak, engine_missing, free_port, stop_process_group
 
 SETUP = "bash .ci/setup-mlflow-stores.sh"
 BUCKET = "primus-runner-artifacts"

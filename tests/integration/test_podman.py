@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from docker_helpers import CONFIG, Workspace, force_remove, inspect, unique
-from engines import PODMAN_SETUP_HINT, PODMAN_SOCKET, assert_no_leak, engine_missing, unix_http
+from engine_fixtures import PODMAN_SETUP_HINT, PODMAN_SOCKET, assert_no_leak, engine_missing, unix_http
 
 pytestmark = [pytest.mark.docker, pytest.mark.podman, pytest.mark.engines("podman")]
 

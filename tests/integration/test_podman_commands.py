@@ -16,7 +16,7 @@ import time
 import pytest
 
 from docker_helpers import CONFIG, Workspace, unique
-from engines import PODMAN_SOCKET, docker_or_missing, podman_or_missing, unix_http
+from engine_fixtures import PODMAN_SOCKET, docker_or_missing, podman_or_missing, unix_http
 
 pytestmark = [pytest.mark.docker, pytest.mark.podman]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from engines import assert_no_leak
+from engine_fixtures import assert_no_leak
 
 
 class _Recorder(http.server.BaseHTTPRequestHandler):

@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 import pytest
 
-from engines import assert_no_leak, free_port
+from engine_fixtures import assert_no_leak, free_port
 from registry_helpers import (HELPER_NAME, CmdlineWatch, auths_entry, docker_inspect, files_containing,  # noqa: F401
                               test_registry, write_credential_helper, write_docker_config)
 from runner.clients.engine_api import Engine
@@ -54,7 +54,7 @@ def _engine_knows_registry(engine, exc: EngineUnavailable) -> None:
     """Podman's API service reads registries.conf when it starts: one started before .ci/setup-registry.sh
     marked the registry insecure refuses its plain HTTP. That is set-up order, not the runner."""
     if "speaks plain HTTP" in exc.message:
-        from engines import engine_missing
+        from engine_fixtures import engine_missing
 
         engine_missing(f"{engine.host} configured for the test registry", f"{exc.message}; restart the Podman service")
 
@@ -302,7 +302,7 @@ def test_both_slurm_nodes_pull_with_the_forwarded_docker_login(slurm_cluster, en
     """DOCKER_LOGIN_* reach the nodes by name only (--export), each node pulls through its engine."""
     import sys
 
-    from engines import srun
+    from engine_fixtures import srun
 
     script = tmp_path / "node_pull.py"
     script.write_text(_NODE_PULL)

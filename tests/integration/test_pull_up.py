@@ -13,7 +13,7 @@ import uuid
 
 import pytest
 
-from engines import assert_no_leak
+from engine_fixtures import assert_no_leak
 from registry_helpers import CmdlineWatch, docker_inspect, files_containing, test_registry  # noqa: F401
 
 pytestmark = [pytest.mark.docker]

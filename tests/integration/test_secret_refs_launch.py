@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from engines import assert_no_leak
+from engine_fixtures import assert_no_leak
 from secret_stores import isolated_aws_env, make_pass_store, remove_pass_store, start_moto_server
 
 pytestmark = [pytest.mark.docker]

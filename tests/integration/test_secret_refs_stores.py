@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from engines import assert_no_leak, free_port
+from engine_fixtures import assert_no_leak, free_port
 from runner.errors import ConfigError, EngineUnavailable
 from runner.secrets.refs import SecretRef, check_refs, parse_ref, resolve
 from secret_stores import isolated_aws_env, make_pass_store, remove_pass_store, start_moto_server
@@ -252,7 +252,7 @@ def _require_boto3() -> None:
     try:
         import boto3  # noqa: F401
     except ImportError:
-        from engines import engine_missing
+        from engine_fixtures import engine_missing
 
         engine_missing("boto3", "bash .ci/setup-secret-stores.sh")
 

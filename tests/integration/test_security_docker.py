@@ -16,7 +16,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from docker_helpers import Workspace, force_remove, inspect, unique  # noqa: E402
 
-from tests.engines import assert_no_leak  # noqa: E402
+from engine_fixtures import assert_no_leak  # noqa: E402
 
 pytestmark = pytest.mark.docker
 

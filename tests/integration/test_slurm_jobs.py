@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from engines import assert_no_leak
+from engine_fixtures import assert_no_leak
 from runner.engines.slurm import jobs
 from runner.engines.slurm import script as slurm_script
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from engines import assert_no_leak
+from engine_fixtures import assert_no_leak
 from test_slurm_jobs import job_containers, job_dir, project, runner, wait_until  # noqa: F401  (project: a fixture)
 
 pytestmark = [pytest.mark.slurm, pytest.mark.docker]

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from engines import assert_no_leak
+from engine_fixtures import assert_no_leak
 from registry_helpers import CmdlineWatch, docker_inspect, files_containing, remove_local, test_registry  # noqa: F401
 from test_slurm_jobs import job_containers, job_dir, wait_until
 

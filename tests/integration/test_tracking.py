@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from docker_helpers import LABEL_JOB, Workspace, containers, force_remove, unique
-from engines import assert_no_leak, mlflow_api
+from engine_fixtures import assert_no_leak, mlflow_api
 
 IMAGE_DIR = Path(__file__).parent / "images" / "mlflow-job"
 CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")

@@ -95,7 +95,7 @@ def test_value_flags_do_not_swallow_the_command(bash_script):
 def need_shell(name: str) -> None:
     """zsh and fish come from .ci/setup-engines.sh: missing under CI is a failure, elsewhere a skip."""
     if shutil.which(name) is None:
-        from engines import engine_missing
+        from engine_fixtures import engine_missing
 
         engine_missing(name, f"apt-get install {name}")
 

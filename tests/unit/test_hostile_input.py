@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from cli_memory import measured
-from engines import assert_no_leak
+from engine_fixtures import assert_no_leak
 
 SECRET_NAME = "HF_TOKEN"
 

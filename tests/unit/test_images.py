@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from engines import assert_no_leak, make_canary
+from engine_fixtures import assert_no_leak, make_canary
 
 from runner.errors import UsageError
 from runner.images import context as build_context

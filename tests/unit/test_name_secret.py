@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from engines import assert_no_leak
+from engine_fixtures import assert_no_leak
 from hostile_servers import Server
 
 

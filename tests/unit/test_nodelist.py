@@ -27,7 +27,7 @@ def test_expand(spec, hosts):
 @pytest.mark.parametrize("spec", [s for s in CASES if s != "c[1,3]-ib,login"])  # scontrol 22.05 rejects that one
 def test_expand_agrees_with_scontrol(spec):
     if shutil.which("scontrol") is None:
-        from engines import engine_missing
+        from engine_fixtures import engine_missing
 
         engine_missing("scontrol (Slurm client)")
     slurm = subprocess.run(["scontrol", "show", "hostnames", spec], capture_output=True, text=True, timeout=10)

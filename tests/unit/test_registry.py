@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from engines import assert_no_leak, free_port
+from engine_fixtures import assert_no_leak, free_port
 from registry_helpers import (HELPER_NAME, auths_entry, test_registry, write_credential_helper,  # noqa: F401 (fixture)
                               write_docker_config)
 from runner.errors import ConfigError, EngineUnavailable

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from engines import assert_no_leak
+from engine_fixtures import assert_no_leak
 from runner.config import load_config
 from runner.errors import ConfigError, EngineUnavailable
 from runner.secrets.refs import SecretRef, check_refs, parse_ref, parse_refs, resolve

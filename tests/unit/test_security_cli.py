@@ -18,7 +18,7 @@ import uuid
 
 import pytest
 
-from tests.engines import assert_no_leak
+from engine_fixtures import assert_no_leak
 
 
 def _canary(tag: str) -> str:

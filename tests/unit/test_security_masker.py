@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from runner.secrets import Masker, Secret, encodings
-from tests.engines import assert_no_leak
+from engine_fixtures import assert_no_leak
 
 
 def streamed(masker: Masker, chunks) -> bytes:

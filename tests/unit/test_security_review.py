@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from cli_memory import measured
-from engines import assert_no_leak
+from engine_fixtures import assert_no_leak
 
 MiB = 1 << 20
 

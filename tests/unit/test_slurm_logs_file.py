@@ -7,7 +7,7 @@ import subprocess
 import sys
 import uuid
 
-from engines import assert_no_leak
+from engine_fixtures import assert_no_leak
 from runner.engines.slurm.jobs import RankLines
 from runner.secrets import Masker
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from engines import assert_no_leak
+from engine_fixtures import assert_no_leak
 from runner.trackers import runs as tracker_runs
 from runner.config import load_config
 from runner.config.envfile import EnvFile

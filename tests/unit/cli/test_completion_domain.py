@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from engines import engine_missing
+from engine_fixtures import engine_missing
 from ux_helpers import NO_DOCKER, cli, user_env
 
 JOB = "4242"

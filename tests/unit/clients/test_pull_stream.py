@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from engines import assert_no_leak
+from engine_fixtures import assert_no_leak
 from runner.clients.engine_api.chunks import json_messages as _messages
 from runner.clients.engine_api.pull import _report
 from runner.secrets import Masker

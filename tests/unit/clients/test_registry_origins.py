@@ -13,7 +13,7 @@ import uuid
 
 import pytest
 
-from engines import assert_no_leak
+from engine_fixtures import assert_no_leak
 from hostile_servers import Server, make_cert
 from runner.clients.registry import RegistryCredential, check_login
 from runner.errors import EngineUnavailable

@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from engines import assert_no_leak
+from engine_fixtures import assert_no_leak
 
 
 def audit(work, *targets: str, secret: str):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from engines import assert_no_leak
+from engine_fixtures import assert_no_leak
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import uuid
 
-from engines import assert_no_leak
+from engine_fixtures import assert_no_leak
 
 
 def setup(tmp_path):

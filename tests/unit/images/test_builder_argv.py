@@ -14,7 +14,7 @@ import uuid
 
 import pytest
 
-from engines import assert_no_leak
+from engine_fixtures import assert_no_leak
 from runner.errors import ConfigError
 from runner.secrets import Masker
 from runner.secrets.argv import refuse_secret_argv

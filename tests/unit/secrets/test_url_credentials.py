@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from engines import assert_no_leak
+from engine_fixtures import assert_no_leak
 from runner.config import load_config
 from runner.config.envfile import EnvFile
 from runner.plan import LaunchFlags, build_plan

@@ -13,7 +13,7 @@ import uuid
 
 import pytest
 
-from engines import assert_no_leak
+from engine_fixtures import assert_no_leak
 from hostile_servers import Server
 from runner.config import load_config
 from runner.config.envfile import EnvFile
