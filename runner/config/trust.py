@@ -17,6 +17,7 @@ build, archive your environment in Slurm's accounting). ``~/.primus.yaml``,
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from runner.errors import Problem
+from runner.resources import policies_dir
 
 TRUST_ENV = "PRIMUS_RUNNER_TRUST_PROJECT"
 STORE_NAME = "trusted.json"
@@ -35,11 +37,10 @@ HINT = "review it, then run: primus-runner trust (a pipeline: --trust-project)"
 
 # References that run a program, read a file or ask a store on this host (env: only renames).
 HOST_SCHEMES = ("cmd", "file", "pass", "aws-sm")
-# Variables that say where a credential from your environment is sent.
-ENDPOINT_NAMES = frozenset({
-    "MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI", "MLFLOW_S3_ENDPOINT_URL",
-    "WANDB_BASE_URL", "WANDB_HOST", "DATABRICKS_HOST", "HF_ENDPOINT",
-    "DOCKER_LOGIN_REGISTRY",
+# Variables that say where a credential from your environment is sent: these, and each
+# tracker's (its SETTINGS.endpoints, listed in the schema's trackers section: endpoint_names).
+_OWN_ENDPOINT_NAMES = frozenset({
+    "HF_ENDPOINT", "DOCKER_LOGIN_REGISTRY",
     "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_SECRETS_MANAGER",
 })
 # Config keys that name such an endpoint: tracker URIs and hosts, registries.
@@ -49,6 +50,14 @@ _CONTAINER_OPTIONS = {"add-host": "points host names at addresses it chose",
                       "dns": "points the job's name lookups at a server it chose",
                       "env-file": "reads a file of this host into the job's environment"}
 _PATH_KEYS = ("context", "file", "dir")  # images.*: a build sends what they name to the builder
+
+
+@functools.lru_cache(maxsize=1)
+def endpoint_names() -> frozenset[str]:
+    """Every variable that says where a credential is sent, the trackers' included (generated
+    into the schema from each tracker's declaration: this layer is below the trackers)."""
+    schema = json.loads((policies_dir() / "config.schema.json").read_bytes())
+    return _OWN_ENDPOINT_NAMES | frozenset(schema["properties"]["trackers"].get("x-endpoint-variables", ()))
 
 
 def forced(flag: bool = False, environ: Mapping[str, str] | None = None) -> bool:
@@ -167,7 +176,7 @@ def untrusted_asks(data: Any, path: Path, where, cwd: Path | None = None) -> lis
         entries = _get(data, env_path)
         for i, entry in enumerate(entries if isinstance(entries, list) else []):
             name, sep, _ = str(entry).partition("=")
-            if sep and name.strip().upper() in ENDPOINT_NAMES:
+            if sep and name.strip().upper() in endpoint_names():
                 refuse(env_path + (i,), f"sets {name.strip()}, where a credential from your environment is sent")
     _endpoint_keys(data, (), refuse)
     options = _get(data, ("container", "options"))
@@ -193,7 +202,7 @@ def untrusted_asks(data: Any, path: Path, where, cwd: Path | None = None) -> lis
 def env_file_asks(names: Iterable[str], lines: Mapping[str, int], path: Path) -> list[Ask]:
     """An untrusted ``./.env`` may hold values, but not say where your credentials go."""
     return [Ask(name, "sets where a credential from your environment is sent", f"{path}:{lines.get(name, 1)}")
-            for name in names if name.upper() in ENDPOINT_NAMES]
+            for name in names if name.upper() in endpoint_names()]
 
 
 def env_file_problems(names: Iterable[str], lines: Mapping[str, int], path: Path) -> list[Problem]:

@@ -43,7 +43,7 @@ from runner.secrets import Secret
 from runner.trackers import httpapi
 from runner.trackers.artifact_origin import artifact_refusal
 from runner.trackers.base import Handshake, TrackedPlan
-from runner.trackers.config import CLIENT_NAMES, databricks_profile, is_databricks_uri
+from runner.trackers.mlflow_settings import CLIENT_NAMES, SETTINGS, databricks_profile, is_databricks_uri  # noqa: F401 (SETTINGS: its declaration)
 from runner.trackers.httpapi import BEGIN_TIMEOUT, UPLOAD_TIMEOUT
 from runner.ui import Output
 

@@ -2,11 +2,42 @@
 
 from __future__ import annotations
 
+from runner.errors import Problem
 from runner.trackers import httpapi
-from runner.trackers.base import Handshake, TrackedPlan
+from runner.trackers.base import Analysis, Handshake, TrackedPlan, TrackerSettings
 
 NAME = "tensorboard"
 RUN_ENV: tuple[str, ...] = ()
+
+_BOOL = {"type": "boolean"}
+
+
+def _needs(analysis: Analysis) -> None:
+    """Megatron writes event files only under ``tensorboard_dir``: on without one is a mistake."""
+    if analysis.framework in ("megatron", "generic") and not analysis.settings.get("tensorboard_dir"):
+        analysis.found.problems.append(Problem(
+            "TensorBoard is enabled but trackers.tensorboard_dir is not set",
+            where=analysis.config.where(("trackers", "disable_tensorboard")),
+            hint="set trackers.tensorboard_dir (a path on a mounted volume), or disable_tensorboard: true",
+        ))
+
+
+SETTINGS = TrackerSettings(
+    name=NAME,
+    label="TensorBoard",
+    keys={
+        "disable_tensorboard": _BOOL,
+        **{f"log_{what}_to_tensorboard": _BOOL
+           for what in ("learning_rate", "loss_scale", "timers", "batch_size", "memory", "world_size", "validation_ppl")},
+        "tensorboard_dir": {"type": ["string", "null"]},
+        "tensorboard_log_interval": {"type": "integer", "minimum": 1},
+        "tensorboard_queue_size": {"type": "integer", "minimum": 0},
+    },
+    metrics={"enable_tensorboard": _BOOL, "save_tb_folder": {"type": "string"}},
+    switch={"megatron": "disable_tensorboard", "torchtitan": "metrics.enable_tensorboard"},
+    needs=_needs,
+    order=10,
+)
 
 
 def prefetch(plan: TrackedPlan) -> None:

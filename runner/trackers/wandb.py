@@ -8,7 +8,7 @@ import string
 
 from runner.trackers import httpapi
 from runner.trackers.base import Handshake, TrackedPlan
-from runner.trackers.config import OFFLINE_WANDB_MODES
+from runner.trackers.wandb_settings import OFFLINE_WANDB_MODES, SETTINGS  # noqa: F401 (SETTINGS: its declaration)
 from runner.ui import Output
 
 NAME = "wandb"

@@ -8,7 +8,8 @@ import os
 import subprocess
 import sys
 
-from runner.trackers.config import MLFLOW_NAMES, STORE_NAMES, WANDB_NAMES
+from runner.trackers.mlflow_settings import MLFLOW_NAMES, STORE_NAMES
+from runner.trackers.wandb_settings import WANDB_NAMES
 
 
 def test_absent_optional_tracker_names_are_not_listed(tmp_path):

@@ -10,7 +10,8 @@ from runner.config import load_config
 from runner.config.envfile import EnvFile
 from runner.plan import LaunchFlags, build_plan
 from runner.secrets import Secret
-from runner.trackers.config import is_databricks_uri, is_primus_training
+from runner.trackers.config import is_primus_training
+from runner.trackers.mlflow_settings import is_databricks_uri
 
 CANARY = "canary-trackers-7f3e0a19c2"
 TRAIN = ["primus-cli", "train", "pretrain", "--config", "exp.yaml"]
@@ -120,9 +121,11 @@ def test_store_credentials_forwarded_as_secrets_only_when_mlflow_is_on(work):
 
 
 def test_a_store_credential_the_policy_does_not_mask_is_not_forwarded(work, monkeypatch):
-    from runner.trackers import config as tracker_config
+    import dataclasses
 
-    monkeypatch.setattr(tracker_config, "STORE_SECRETS", tracker_config.STORE_SECRETS + ("AWS_CA_BUNDLE",))
+    from runner.trackers import mlflow
+
+    monkeypatch.setattr(mlflow, "SETTINGS", dataclasses.replace(mlflow.SETTINGS, secrets=mlflow.SETTINGS.secrets + ("AWS_CA_BUNDLE",)))
     planned = plan_for(work, "  disable_mlflow: false\n", {"MLFLOW_TRACKING_URI": "http://m:5000", "AWS_CA_BUNDLE": CANARY})
     assert "AWS_CA_BUNDLE" not in env(planned)
     assert any("AWS_CA_BUNDLE is set but not forwarded" in w for w in planned.warnings)
