@@ -367,23 +367,27 @@ def _login(cred: RegistryCredential, base: str, first: _Answer, timeout: float) 
     if scheme == "basic":
         if cred.identity_token:
             raise _refused(cred, "it asks for a password, and the credential is an identity token")
-        basic = base64.b64encode(f"{cred.username}:{cred.password.reveal()}".encode()).decode()
-        answer = _open(f"{base}/v2/", timeout, configured=base, credential={"Authorization": f"Basic {basic}"})
-        if answer.status == 200:
-            return
-        if answer.status in (401, 403):
-            raise _refused(cred, "")
-        raise _unexpected(cred, "the login", answer)
+        return _v2_signed_in(cred, base, f"Basic {_basic(cred)}", timeout, refused="", what="the login")
     if scheme == "bearer" and params.get("realm"):
         token = _bearer_token(cred, base, params, timeout)
-        answer = _open(f"{base}/v2/", timeout, configured=base, credential={"Authorization": f"Bearer {token}"})
-        if answer.status == 200:
-            return
-        if answer.status in (401, 403):
-            raise _refused(cred, "the token it issued is not accepted")
-        raise _unexpected(cred, "/v2/ with its token", answer)
+        return _v2_signed_in(cred, base, f"Bearer {token}", timeout, refused="the token it issued is not accepted",
+                             what="/v2/ with its token")
     raise RuntimeFailure(f"registry {cred.registry} asks for an authentication scheme the runner does not speak ({scheme or 'none'})",
                          hint="pull once with docker pull to check the credential")
+
+
+def _basic(cred: RegistryCredential) -> str:
+    return base64.b64encode(f"{cred.username}:{cred.password.reveal()}".encode()).decode()
+
+
+def _v2_signed_in(cred: RegistryCredential, base: str, authorization: str, timeout: float, refused: str, what: str) -> None:
+    """``/v2/`` asked again with ``authorization``: accepted, refused (the credential) or an unexpected answer."""
+    answer = _open(f"{base}/v2/", timeout, configured=base, credential={"Authorization": authorization})
+    if answer.status == 200:
+        return
+    if answer.status in (401, 403):
+        raise _refused(cred, refused)
+    raise _unexpected(cred, what, answer)
 
 
 def _bearer_token(cred: RegistryCredential, base: str, params: dict[str, str], timeout: float) -> str:
@@ -394,9 +398,8 @@ def _bearer_token(cred: RegistryCredential, base: str, params: dict[str, str], t
                                        "client_id": "primus-runner"}).encode()
         answer = _open(realm, timeout, {"Content-Type": "application/x-www-form-urlencoded"}, data=form, configured=base)
     else:
-        basic = base64.b64encode(f"{cred.username}:{cred.password.reveal()}".encode()).decode()
         url = realm + ("&" if "?" in realm else "?") + urllib.parse.urlencode({**query, "account": cred.username})
-        answer = _open(url, timeout, configured=base, credential={"Authorization": f"Basic {basic}"})
+        answer = _open(url, timeout, configured=base, credential={"Authorization": f"Basic {_basic(cred)}"})
     if answer.status in (401, 403):
         raise _refused(cred, "")
     if answer.status != 200:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from runner.gpus.model import Gpu, GpuError, numa_node, under
+from runner.gpus.model import Gpu, GpuError, driver_entries, driver_file, numa_node, under
 
 GPUS = "/proc/driver/nvidia/gpus"
 # What every CUDA container needs besides its GPUs' own nodes (the toolkit adds them itself).
@@ -16,12 +16,8 @@ CONTROL_NODES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools")
 
 
 def _information(path: str) -> dict[str, str]:
-    try:
-        text = open(path, encoding="utf-8").read()
-    except OSError as exc:
-        raise GpuError(f"cannot read {path}: {exc.strerror}") from None
     fields = {}
-    for line in text.splitlines():
+    for line in driver_file(path).splitlines():
         name, sep, value = line.partition(":")
         if sep:
             fields[name.strip()] = value.strip()
@@ -30,14 +26,8 @@ def _information(path: str) -> dict[str, str]:
 
 def discover(root: str) -> list[Gpu]:
     top = under(root, GPUS)
-    try:
-        entries = os.listdir(top)
-    except FileNotFoundError:
-        return []
-    except OSError as exc:
-        raise GpuError(f"cannot read {top}: {exc.strerror}") from None
     found = []
-    for entry in entries:
+    for entry in driver_entries(top) or ():
         path = os.path.join(top, entry, "information")
         info = _information(path)
         try:

@@ -75,6 +75,26 @@ def under(root: str, path: str) -> str:
     return path if root == "/" else os.path.join(root, path.lstrip("/"))
 
 
+def driver_entries(top: str, what: str = "") -> list[str] | None:
+    """The entries of a driver's sysfs/procfs directory ``top``; None when there is no such
+    directory (no driver, no GPUs of that vendor). Unreadable: a ``GpuError``."""
+    try:
+        return os.listdir(top)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise GpuError(f"cannot read {what}{top}: {exc.strerror}") from None
+
+
+def driver_file(path: str, what: str = "", hint: str | None = None) -> str:
+    """The text of a driver's file, or a ``GpuError`` naming it."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except OSError as exc:
+        raise GpuError(f"cannot read {what}{path}: {exc.strerror}", hint=hint) from None
+
+
 def numa_node(root: str, pci: str) -> int | None:
     try:
         value = int(open(under(root, f"/sys/bus/pci/devices/{pci}/numa_node")).read().strip())

@@ -12,17 +12,14 @@ from __future__ import annotations
 
 import os
 
-from runner.gpus.model import Gpu, GpuError, numa_node, under
+from runner.gpus.model import Gpu, GpuError, driver_entries, driver_file, numa_node, under
 
 TOPOLOGY = "/sys/class/kfd/kfd/topology/nodes"
 
 
 def _properties(path: str) -> dict[str, int]:
-    try:
-        text = open(path, encoding="utf-8").read()
-    except OSError as exc:
-        raise GpuError(f"cannot read the KFD topology file {path}: {exc.strerror}",
-                       hint="run where the amdgpu driver's sysfs is readable, or set PRIMUS_RUNNER_HOST_ROOT") from None
+    text = driver_file(path, "the KFD topology file ",
+                       hint="run where the amdgpu driver's sysfs is readable, or set PRIMUS_RUNNER_HOST_ROOT")
     props = {}
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -56,12 +53,9 @@ def _card(root: str, pci: str) -> str | None:
 
 def discover(root: str) -> list[Gpu]:
     top = under(root, TOPOLOGY)
-    try:
-        entries = os.listdir(top)
-    except FileNotFoundError:
+    entries = driver_entries(top, "the KFD topology ")
+    if entries is None:
         return []
-    except OSError as exc:
-        raise GpuError(f"cannot read the KFD topology {top}: {exc.strerror}") from None
     odd = [e for e in entries if not e.isdigit()]
     if odd:
         raise GpuError(f"malformed KFD topology {top}: unexpected entries {', '.join(sorted(odd))} (nodes are numbered)")
