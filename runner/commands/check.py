@@ -54,6 +54,10 @@ def run_check(opts: CheckOptions, out: Output) -> int:
         if prepared.planned.unset:
             found.warnings.append(unset_notice(prepared.planned.unset))
         _check_devices(plan, prepared.config, found)
+        if opts.engine != "process":  # a container's tracker outputs, refused as the launch would refuse them
+            from runner.runs.outputs import refusals
+
+            found.problems += refusals(plan, prepared.config)
     _check_engine(opts, prepared, found)
     if plan is not None and opts.engine != "slurm" and not prepared.planned.problems:  # a plan with problems has no image to ask for
         _check_registry_and_builder(prepared, found)
