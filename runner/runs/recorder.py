@@ -161,15 +161,15 @@ def _slurm_started(rec: dict, launched, job_dir: Path | None) -> None:
 
 
 def _image_digest(host: str | None, image: str) -> str | None:
-    from urllib.parse import quote
-
     from runner.clients.engine_api.shared import thread_client
 
     if not host:
         return None
     try:
-        info = thread_client(host).request("GET", f"/images/{quote(image, safe='')}/json")
+        info = thread_client(host).image_config(image)
     except Exception:  # the record goes without it; the job already ran
+        return None
+    if info is None:
         return None
     digests = info.get("RepoDigests") or []
     return digests[0] if digests else info.get("Id")
