@@ -172,16 +172,23 @@ class CheckOptions:
 
 
 @dataclass(frozen=True)
-class ContainerSelection:
-    """``ps``, ``logs``, ``down``: which of the runner's containers."""
+class Selection:
+    """What an engine's verb (``ps``, ``logs``, ``down``, ``exec``, ``status``, ``cancel``) acts on:
+    container names or a job id, and the command's own switches."""
 
     sources: Sources = Sources()
-    names: tuple[str, ...] = ()
+    names: tuple[str, ...] = ()  # containers (logs, down, exec) or the job id (status, cancel)
     all: bool = False
     follow: bool = False
     all_users: bool = False  # every user's runner containers, not only the invoking user's
     tail: int | None = None  # logs: only the last N lines
-    dry_run: bool = False  # down: say what would be removed, remove nothing
+    dry_run: bool = False  # down, cancel: say what would be done, do nothing
+    node: str | None = None  # logs of a multi-node job: only this rank or node
+    command: tuple[str, ...] = ()  # exec: the command to run
+    engine: str | None = None  # --engine: a registry name; None: the first engine declaring the verb
+
+
+ContainerSelection = Selection  # the name before verbs took job ids too
 
 
 @dataclass(frozen=True)

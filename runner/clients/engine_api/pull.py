@@ -37,9 +37,9 @@ def split_reference(image: str) -> tuple[str, str]:
 
 
 def image_present(engine: "Engine", image: str) -> bool:
-    """Is ``image`` in the engine's local store (``GET /images/{name}/json``)?"""
+    """Is ``image`` in the engine's local store (``GET /images/{name}/json``; Podman: ``…/exists``)?"""
     try:
-        return engine.inspect_image(image) is not None
+        return engine.image_exists(image)
     except ApiError as exc:
         raise RuntimeFailure(f"could not inspect image {image}: {exc.message}") from None
 

@@ -3,8 +3,9 @@
 A ``LaunchPlan`` becomes one container (``container``): created with public env
 only and the runner's labels, secrets passed through the stdin shim (``shim``),
 output streamed through the masker as it arrives, exit code returned, container
-removed; interruption at any moment stops and removes it (``run``). ``ps``,
-``logs`` and ``down`` act on the runner's own containers (``commands``).
+removed; interruption at any moment stops and removes it (``run``). Its verbs
+``ps``, ``logs``, ``down`` (``verbs``) and ``exec`` (``exec_into``) act on the
+runner's own containers.
 
 The request is final before anything is created: ``request`` builds it from the
 plan, ``resolve`` adds what only the engine and the image can tell (a named step,
@@ -60,6 +61,9 @@ class DockerEngine:
     name = "docker"
     audit_after = False  # audit the running container (its inspect data)
     computed_env: tuple[str, ...] = ()
+    local_images = True  # pulls and builds on this host: `check` asks the registry and the builder
+    gpu_mode = "host"  # the GPUs are chosen on this host, when the plan is made
+    dry_run_lists_unset = True  # its dry run shows the plan, which lists the names not set
 
     def __init__(self, extra_labels: dict[str, str] | None = None):
         self.extra_labels = dict(extra_labels or {})
@@ -177,3 +181,35 @@ class DockerEngine:
 
     def finished(self, launched: Launched, ctx: RunContext, exit_code: int) -> dict:
         return {}
+
+    @staticmethod
+    def check_engine(config) -> dict:
+        """``check``: which engine answers (container.engine), where, its version and API version."""
+        preference = config.get("container", "engine", default="auto") if config is not None else None
+        e = engine_client(preference).describe()
+        return {"engine": e, "notes": [f"engine: {e['engine']} {e.get('version') or ''} at {e['host']} ({e['source']}), API {e['api_version']}"]}
+
+    # The verbs (runner.engines.base.Verbs), on the engine container.engine names.
+    @staticmethod
+    def ps(sel, out) -> int:
+        from runner.engines.docker import verbs
+
+        return verbs.ps(sel, out)
+
+    @staticmethod
+    def logs(sel, out) -> int:
+        from runner.engines.docker import verbs
+
+        return verbs.logs(sel, out)
+
+    @staticmethod
+    def down(sel, out) -> int:
+        from runner.engines.docker import verbs
+
+        return verbs.down(sel, out)
+
+    @staticmethod
+    def exec(sel, out) -> int:
+        from runner.engines.docker.exec_into import cmd_exec
+
+        return cmd_exec(sel.names[0], sel.command, sel.sources, out, all_users=sel.all_users)

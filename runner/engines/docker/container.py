@@ -145,9 +145,20 @@ class DockerRequest:
 
         return {"engine": self.kind, "name": self.plan.name, "argv": self.argv(), "create": self.config,
                 "platform": self.plan.platform,
+                "libpod_create": self.libpod_create() if self.kind == "podman" else None,
                 "secrets": list(self.secret_names), "secrets_via": "stdin shim" if self.use_shim else "env",
                 "shim": shim_note(self) if self.use_shim else None,
                 "decisions": list(self.decisions), "pending": list(self.pending)}
+
+    def libpod_create(self) -> dict | None:
+        """What Podman's own create endpoint gets for ``config`` (``Engine.create`` sends exactly this),
+        or None when Podman's compat create gets ``config`` as is (a passed-through option it alone carries)."""
+        from runner.clients.engine_api.libpod import podman_create
+
+        try:
+            return podman_create(self.plan.name, self.config)
+        except ValueError:  # CDI devices with an option Podman's own create cannot take: the launch refuses it
+            return None
 
     def render(self) -> str:
         from runner.engines.docker.render import run_text

@@ -15,7 +15,6 @@ import signal
 import socket
 from dataclasses import dataclass, replace
 from typing import BinaryIO, Callable
-from urllib.parse import quote
 
 from runner.clients.engine_api import ApiError, Demux, Engine
 from runner.engines.base import Tail
@@ -204,23 +203,19 @@ def resolve(request: DockerRequest, eng: Engine | None, image_config: dict | Non
 def inspect_local(eng: Engine, image: str) -> dict | None:
     """The local image's inspect data, or None when it is not here (read-only: never pulls)."""
     try:
-        return eng.request("GET", f"/images/{quote(image, safe='')}/json")
+        return eng.image_config(image)
     except ApiError as exc:
-        if exc.status == 404:
-            return None
         raise RuntimeFailure(f"cannot inspect image {image}: {exc.message}") from None
 
 
 def inspect_or_fetch(eng: Engine, image: str, ensure_image: Callable[[str], None] | None) -> dict:
     for attempt in (0, 1):
-        try:
-            return eng.request("GET", f"/images/{quote(image, safe='')}/json")
-        except ApiError as exc:
-            if exc.status != 404:
-                raise RuntimeFailure(f"cannot inspect image {image}: {exc.message}") from None
-            if ensure_image is None or attempt:
-                raise missing_image(image) from None
-            ensure_image(image)
+        info = inspect_local(eng, image)
+        if info is not None:
+            return info
+        if ensure_image is None or attempt:
+            raise missing_image(image)
+        ensure_image(image)
     raise missing_image(image)
 
 
@@ -256,7 +251,7 @@ def _create(eng: Engine, request: DockerRequest, masker: Masker, ensure_image: C
                                  hint=daemon_hint(exc.message) or "check the launch options with `primus-runner plan`") from None
     else:
         raise missing_image(plan.image)
-    if request.use_shim and eng.head(f"/containers/{cid}/archive", {"path": "/bin/sh"}) == 404:
+    if request.use_shim and not eng.has_path(cid, "/bin/sh"):
         eng.remove(cid)
         raise ConfigError(Problem(
             f"image {plan.image} has no /bin/sh, so the secrets shim cannot hand {', '.join(request.secret_names)} to the job",
