@@ -329,8 +329,7 @@ def build_plan(
     decisions, scope, absent_optional = _scoped_decisions(
         config, resolution.decisions, extra_env, [host_env, env_file.values], extra_secrets, sources, notices)
     unset = [d.name for d in decisions if d.skip_reason == "unset" and d.reason == "allowlist" and not from_defaults(d.where)]
-    problems += _names_holding_secrets(scope, job=job_name, run=trackers.run_name or "")
-    problems += _flags_holding_secrets(scope, flags)
+    problems += [*_names_holding_secrets(scope, job=job_name, run=trackers.run_name or ""), *_flags_holding_secrets(scope, flags)]
     if not command:
         problems.append(Problem("no command given", hint="put the job's command after --, e.g. primus-runner up -- python train.py"))
     plan = LaunchPlan(
