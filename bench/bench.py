@@ -442,20 +442,23 @@ def bench_pull() -> None:
         print(f"up --pull always: not measured ({up_error}); docker pull + docker run --rm median {statistics.median(raws):.2f} s", flush=True)
 
 
-def _mlflow_server(workdir: str, proxied: bool = True) -> tuple[str, subprocess.Popen]:
-    """A throw-away MLflow server (the suite's /opt/primus-mlflow) on a free loopback port; proxied artifacts,
-    or a local directory the client writes to."""
+def _mlflow_server(workdir: str, artifacts: str = "proxied", env: dict | None = None) -> tuple[str, subprocess.Popen]:
+    """A throw-away MLflow server (the suite's /opt/primus-mlflow) on a free loopback port; ``artifacts``:
+    "proxied" (served by the server), or a root the client writes to itself (a directory, s3://...)."""
     import socket
     import urllib.request
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "AWS_"))}, **(env or {})}
     env.update(MLFLOW_DISABLE_TELEMETRY="true", MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false", PYTHONWARNINGS="ignore")
     cmd = ["/opt/primus-mlflow/bin/mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
            "--backend-store-uri", f"sqlite:///{workdir}/mlflow.db", "--allowed-hosts", f"127.0.0.1:{port},127.0.0.1"]
-    cmd += ["--serve-artifacts", "--artifacts-destination", f"{workdir}/artifacts"] if proxied else ["--no-serve-artifacts", "--default-artifact-root", f"{workdir}/artifacts"]
+    if artifacts == "proxied":
+        cmd += ["--serve-artifacts", "--artifacts-destination", f"{workdir}/artifacts"]
+    else:
+        cmd += ["--no-serve-artifacts", "--default-artifact-root", artifacts]
     proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     uri = f"http://127.0.0.1:{port}"
     for _ in range(360):
@@ -468,41 +471,104 @@ def _mlflow_server(workdir: str, proxied: bool = True) -> tuple[str, subprocess.
     raise OSError("the MLflow server did not start")
 
 
-def bench_mlflow() -> None:
-    """Issue 15: `plan` and `up -- true` with MLflow on (the `mlflow` extra installed, log upload on) beside MLflow off,
-    interleaved, median of 5: the difference is the cost of the handshake. Two servers: proxied artifacts (REST only)
-    and a local artifact directory (the log goes through MlflowClient, whose import a `true` job cannot hide)."""
-    import importlib.util
+def _on_off(label: str, off: list[str], on: list[str], off_env: dict, on_env: dict, cwd: str, runs: int = 5) -> None:
+    """``on`` beside ``off``, interleaved (load changes hit both alike), after one warm-up run of each."""
+    timed(off, 1, env=off_env, cwd=cwd), timed(on, 1, env=on_env, cwd=cwd)
+    offs, ons = [], []
+    for _ in range(runs):
+        offs += timed(off, 1, env=off_env, cwd=cwd)
+        ons += timed(on, 1, env=on_env, cwd=cwd)
+    diff = (statistics.median(ons) - statistics.median(offs)) * 1000
+    print(f"{label}: on {spread(ons)}; off {spread(offs)}; on - off {diff:+.0f} ms, "
+          f"ratio {statistics.median(ons) / statistics.median(offs):.2f}x", flush=True)
+
+
+_S3_FLOOR = """
+import os, sys, time
+import boto3
+s3 = boto3.client("s3", endpoint_url=os.environ["MLFLOW_S3_ENDPOINT_URL"])
+s3.put_object(Bucket=sys.argv[1], Key="floor/job-output.log", Body=b"x\n")
+"""
+
+
+def _mlflow_stores(stack, work: Path, off_env: dict) -> list[tuple[str, dict]]:
+    """(store, the environment of `up` with MLflow on) for every store, servers started on ``stack``."""
+    sys.path.insert(0, str(REPO / "tests"))
+    from secret_stores import isolated_aws_env, start_moto_server
+
     import signal
 
-    runs = 5
+    def server(name: str, artifacts: str, env: dict | None = None) -> str:
+        (work / name).mkdir()
+        uri, proc = _mlflow_server(str(work / name), artifacts, env)
+        stack.callback(lambda: (os.killpg(proc.pid, signal.SIGTERM), proc.wait(10)))
+        return uri
+
+    proxied = server("proxied", "proxied")
+    local = server("local", str(work / "local" / "artifacts"))
+    (work / "mlruns").mkdir()
+    moto = start_moto_server(work / "moto")
+    stack.callback(moto.stop)
+    bucket = "bench-artifacts"
+    aws = {"MLFLOW_S3_ENDPOINT_URL": moto.url, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+           "AWS_DEFAULT_REGION": "us-east-1", **isolated_aws_env(work)}
+    subprocess.run([sys.executable, "-c", f"import boto3; boto3.client('s3', endpoint_url='{moto.url}').create_bucket(Bucket='{bucket}')"],
+                   env={**off_env, **aws}, check=True)
+    s3 = server("s3", f"s3://{bucket}/mlflow", aws)
+    return [
+        ("proxied server", {"MLFLOW_TRACKING_URI": proxied}),
+        ("server, artifacts in a local directory", {"MLFLOW_TRACKING_URI": local}),
+        ("file: tracking URI", {"MLFLOW_TRACKING_URI": (work / "mlruns").as_uri()}),
+        # Databricks' MLflow REST API under the same paths, answered by the MLflow server
+        ("Databricks REST (token)", {"MLFLOW_TRACKING_URI": "databricks", "DATABRICKS_HOST": proxied, "DATABRICKS_TOKEN": "dapi-bench"}),
+        ("server, artifacts in S3 (moto)", {"MLFLOW_TRACKING_URI": s3, **aws, "_bucket": bucket}),
+    ]
+
+
+def bench_mlflow() -> None:
+    """`up -- true` with MLflow on (log upload on; the `mlflow` extra installed) beside MLflow off, interleaved,
+    median of 5 (min, max), on every store: a proxied server, a server whose artifacts are a local directory, a
+    `file:` tracking URI, Databricks' REST API (token), a server with S3 artifacts; and the S3 floor (boto3's own
+    import and one put_object in a fresh interpreter, beside `python -c pass`). Also `plan -- true` on the proxied server."""
+    import contextlib
+    import importlib.util
+
     extra = "installed" if importlib.util.find_spec("mlflow") is not None else "missing"
+    print(f"(the mlflow extra is {extra}; differences are on - off of the medians)", flush=True)
     off_env = dict(os.environ, NO_COLOR="1")
-    with _bench_dir() as cwd:
+    for name in [k for k in off_env if k.startswith(("MLFLOW_", "DATABRICKS_", "AWS_"))]:
+        off_env.pop(name)
+    with _bench_dir() as cwd, tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         on_cfg = Path(cwd, "on.yaml")
         on_cfg.write_text(_BENCH_CONFIG + "trackers:\n  framework: generic\n  disable_mlflow: false\n  mlflow_upload_logs: true\n")
-        sides = {
-            "plan -- true": (RUNNER + ["plan", "--", "true"], RUNNER + ["--config", str(on_cfg), "plan", "--", "true"]),
-            "up -- true": (RUNNER + ["up", "--image", BUSYBOX, "--", "true"], RUNNER + ["--config", str(on_cfg), "up", "--image", BUSYBOX, "--", "true"]),
-        }
-        for store, proxied in (("proxied store", True), ("local store", False)):
-            with tempfile.TemporaryDirectory() as server_dir:
-                uri, server = _mlflow_server(server_dir, proxied)
-                on_env = dict(off_env, MLFLOW_TRACKING_URI=uri)
-                try:
-                    for label, (off, on) in sides.items():
-                        if label.startswith("plan") and not proxied:
-                            continue  # plan contacts no server: once is enough
-                        timed(off, 1, env=off_env, cwd=cwd), timed(on, 1, env=on_env, cwd=cwd)  # warm caches
-                        offs, ons = [], []
-                        for _ in range(runs):
-                            offs += timed(off, 1, env=off_env, cwd=cwd)
-                            ons += timed(on, 1, env=on_env, cwd=cwd)
-                        report(f"{label} MLflow on ({store}, extra {extra}) median of {runs}", statistics.median(ons) * 1000, "ms",
-                               statistics.median(offs) * 1000, "MLflow off")
-                finally:
-                    os.killpg(server.pid, signal.SIGTERM)
-                    server.wait(10)
+        up_off = RUNNER + ["up", "--image", BUSYBOX, "--", "true"]
+        up_on = RUNNER + ["--config", str(on_cfg), "up", "--image", BUSYBOX, "--", "true"]
+        stores = _mlflow_stores(stack, Path(tmp), off_env)
+        for store, env in stores:
+            bucket = env.pop("_bucket", None)
+            on_env = {**off_env, **env}
+            if store == "proxied server":
+                _on_off("plan -- true, MLflow on (proxied server)", RUNNER + ["plan", "--", "true"],
+                        RUNNER + ["--config", str(on_cfg), "plan", "--", "true"], off_env, on_env, cwd)
+            _on_off(f"up -- true, MLflow on ({store})", up_off, up_on, off_env, on_env, cwd)
+            if bucket:
+                _on_off("S3 floor: python with boto3 import + client + one put_object vs python -c pass",
+                        [sys.executable, "-c", "pass"], [sys.executable, "-c", _S3_FLOOR, bucket], off_env, on_env, cwd)
+
+
+def bench_wandb() -> None:
+    """`up -- true` with W&B on (online with a key, and offline) beside W&B off, median of 5 (min, max): the
+    handshake is a run id chosen locally, so the difference is the runner's own work for it."""
+    off_env = dict(os.environ, NO_COLOR="1")
+    for name in [k for k in off_env if k.startswith(("WANDB_", "MLFLOW_"))]:
+        off_env.pop(name)
+    with _bench_dir() as cwd:
+        on_cfg = Path(cwd, "on.yaml")
+        on_cfg.write_text(_BENCH_CONFIG + "trackers:\n  framework: generic\n  disable_wandb: false\n  wandb_project: bench\n")
+        up_off = RUNNER + ["up", "--image", BUSYBOX, "--", "true"]
+        up_on = RUNNER + ["--config", str(on_cfg), "up", "--image", BUSYBOX, "--", "true"]
+        for mode, env in (("online", {"WANDB_API_KEY": "bench-wandb-key"}), ("offline", {"WANDB_MODE": "offline"})):
+            _on_off(f"up -- true, W&B on ({mode})", up_off, up_on, off_env, {**off_env, **env}, cwd)
 
 
 def bench_masker_long() -> None:
