@@ -600,13 +600,22 @@ def bench_masker_long() -> None:
               f"{rate:,.0f} line writes/s ({len(masker._patterns)} patterns, longest {masker.max_len} B)", flush=True)
 
 
+_SM_RAW = """
+import os, sys
+import boto3
+boto3.client("secretsmanager", endpoint_url=os.environ["AWS_ENDPOINT_URL"], region_name="us-east-1").get_secret_value(SecretId=sys.argv[1])
+"""
+
+
 def bench_secret_refs() -> None:
-    """Issue 18: `plan` with five secret references (env:, file:, cmd:, pass:, aws-sm: on moto) beside
-    `plan` with the same five names in the environment, median of 10 each, same run."""
+    """`plan` with `secrets:` references beside `plan` with the same names in the environment, interleaved,
+    median of 7 (min, max): one reference of each store alone, then all five together (resolved side by side:
+    the cost should be the slowest store's). Beside each, the store's own cost measured raw in the same run
+    (`pass show`, the `cmd:` command, boto3's import and one GetSecretValue in a fresh python against
+    `python -c pass`)."""
     sys.path.insert(0, str(REPO / "tests"))
     from secret_stores import isolated_aws_env, make_pass_store, remove_pass_store, start_moto_server
 
-    runs = 10
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         store = make_pass_store()
@@ -618,20 +627,43 @@ def bench_secret_refs() -> None:
             (work / "token").chmod(0o600)
             names = {"HF_TOKEN": "pass:ml/hf", "WANDB_API_KEY": "aws-sm:bench/wandb", "DATABRICKS_TOKEN": "cmd:echo bench-cmd-value",
                      "MLFLOW_TRACKING_TOKEN": f"file:{work / 'token'}", "GH_TOKEN": "env:OTHER_GH"}
-            options = _BENCH_CONFIG + f"    env: [{', '.join(names)}]\n"
-            refs_dir, env_dir = work / "refs", work / "env"
-            refs_dir.mkdir()
-            env_dir.mkdir()
-            (refs_dir / ".primus.yaml").write_text("secrets:\n" + "".join(f"  {n}: {r}\n" for n, r in names.items()) + options)
-            (env_dir / ".primus.yaml").write_text(options)
             env = dict(os.environ, NO_COLOR="1", OTHER_GH="bench-gh-value", **store.env, **moto.env, **isolated_aws_env(work))
             plain_env = dict(env, **{n: f"bench-{n.lower()}-value" for n in names})
-            with_refs = statistics.median(timed(RUNNER + ["plan", "--", "true"], runs, env=env, cwd=refs_dir)) * 1000
-            with_env = statistics.median(timed(RUNNER + ["plan", "--", "true"], runs, env=plain_env, cwd=env_dir)) * 1000
+            plan = RUNNER + ["plan", "--", "true"]
+
+            def project(label: str, refs: dict[str, str]) -> str:
+                directory = work / label
+                directory.mkdir()
+                options = _BENCH_CONFIG + f"    env: [{', '.join(names)}]\n"
+                (directory / ".primus.yaml").write_text(("secrets:\n" + "".join(f"  {n}: {r}\n" for n, r in refs.items()) if refs else "") + options)
+                return str(directory)
+
+            plain = project("env", {})
+            raw = {"pass": ["pass", "show", "ml/hf"], "cmd": ["sh", "-c", "echo bench-cmd-value"], "file": ["cat", str(work / "token")],
+                   "aws-sm": [sys.executable, "-c", _SM_RAW, "bench/wandb"]}
+            for name, ref in names.items():
+                kind = ref.split(":", 1)[0]
+                _refs_beside(f"plan, one {kind}: reference", plan, env, project(kind, {name: ref}), plain_env, plain)
+                if kind in raw:
+                    base = [sys.executable, "-c", "pass"] if kind == "aws-sm" else ["true"]
+                    _refs_beside(f"  the store's own cost raw: {' '.join(raw[kind][:2])}", raw[kind], env, plain, env, plain, base=base)
+            _refs_beside("plan, all five references", plan, env, project("all", names), plain_env, plain)
         finally:
             moto.stop()
             remove_pass_store(store)
-    report("plan with 5 references (one per source), median of 10", with_refs, "ms", with_env, "the same names in the environment")
+
+
+def _refs_beside(label: str, cmd: list[str], env: dict, cwd: str, plain_env: dict, plain_cwd: str, base: list[str] | None = None,
+                 runs: int = 7) -> None:
+    """``cmd`` in ``cwd`` beside ``base`` (default: the same command in the project without references)."""
+    base = base or cmd
+    timed(cmd, 1, env=env, cwd=cwd), timed(base, 1, env=plain_env, cwd=plain_cwd)
+    ons, offs = [], []
+    for _ in range(runs):
+        ons += timed(cmd, 1, env=env, cwd=cwd)
+        offs += timed(base, 1, env=plain_env, cwd=plain_cwd)
+    diff = (statistics.median(ons) - statistics.median(offs)) * 1000
+    print(f"{label}: {spread(ons)}; beside {spread(offs)}; difference {diff:+.0f} ms", flush=True)
 
 
 def spread(times: list[float], unit_scale: float = 1000) -> str:
