@@ -164,7 +164,9 @@ def bench_up_true_podman() -> None:
         for _ in range(runs):
             ups += timed(up, 1, env=env, cwd=cwd)
             raws += timed(raw, 1, env=env, cwd=cwd)
-    report("up -- true on Podman median of 10", statistics.median(ups) * 1000, "ms", statistics.median(raws) * 1000, "podman run --rm")
+    up_ms, raw_ms = statistics.median(ups) * 1000, statistics.median(raws) * 1000
+    print(f"up -- true on Podman: {spread(ups)}  (podman run --rm {spread(raws)}; ratio {up_ms / raw_ms:.2f}x, "
+          f"overhead {up_ms - raw_ms:+.1f} ms; load {os.getloadavg()[0]:.2f})", flush=True)
 
 
 def bench_up_stream() -> None:

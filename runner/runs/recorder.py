@@ -158,11 +158,11 @@ class Run:
 
 
 def _image_digest(eng, image: str) -> str | None:
-    from urllib.parse import quote
-
     try:
-        info = eng.request("GET", f"/images/{quote(image, safe='')}/json")
+        info = eng.image_config(image)
     except Exception:  # the record goes without it; the job already ran
+        return None
+    if info is None:
         return None
     digests = info.get("RepoDigests") or []
     return digests[0] if digests else info.get("Id")
