@@ -53,6 +53,7 @@ class TrackedPlan(Protocol):
     name: str
     image: str
     trackers: TrackerPlan
+    mounts: "Sequence[Any]"  # runner.plan.Mount: where a path the job writes is on the host
 
     @property
     def forwarded(self) -> "Sequence[EnvDecision]": ...
