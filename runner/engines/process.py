@@ -21,6 +21,8 @@ from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from runner.engines.base import Launched, RunContext
+from runner.engines.output import Sink
+from runner.engines.signals import EXIT_SIGNAL, SignalGuard
 from runner.errors import ConfigError, EngineUnavailable, Problem
 from runner.plan import LaunchPlan
 from runner.secrets import MASK
@@ -28,7 +30,6 @@ from runner.secrets.argv import refuse_secret_argv
 
 # What a container image's PATH usually is: the child needs one, and the host's may not be forwarded.
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-EXIT_SIGNAL = {signal.SIGINT: 130, signal.SIGTERM: 143}
 
 
 @dataclass(frozen=True)
@@ -56,30 +57,6 @@ class ProcessRequest:
             "env": {d.name: (MASK if d.secret else d.value) for d in self.plan.forwarded},
             "secrets": [d.name for d in self.plan.forwarded if d.secret],
         }
-
-
-class _Sink:
-    """One output stream of the child, masked before it is written."""
-
-    def __init__(self, fd: int, masker, tail):
-        self.fd, self.stream, self.tail = fd, masker.stream(), tail
-
-    def write(self, data: bytes) -> None:
-        self._emit(self.stream.feed(data))
-
-    def close(self) -> None:
-        self._emit(self.stream.flush())
-
-    def _emit(self, data: bytes) -> None:
-        if not data:
-            return
-        self.tail.add(data)
-        view = memoryview(data)
-        while view:
-            try:
-                view = view[os.write(self.fd, view):]
-            except BrokenPipeError:
-                return
 
 
 class ProcessEngine:
@@ -129,8 +106,8 @@ class ProcessEngine:
         except BaseException:
             run.restore()
             raise
-        if run.got:
-            _signal_group(run.proc, run.got[0])
+        if run.got is not None:
+            _signal_group(run.proc, run.got)
         return Launched(str(run.proc.pid), request.plan.name, run)
 
     def announce(self, launched: Launched, ctx: RunContext, detached: bool) -> None:
@@ -141,10 +118,10 @@ class ProcessEngine:
 
     def watch(self, launched: Launched, ctx: RunContext, on_running: Callable[[], None] | None = None) -> int:
         run: _Run = launched.state
-        proc, got = run.proc, run.got
+        proc = run.proc
         stop_timeout = launched.state.stop_timeout
-        sinks = {proc.stdout: _Sink(sys.stdout.fileno(), ctx.scope.masker, ctx.tail),
-                 proc.stderr: _Sink(sys.stderr.fileno(), ctx.scope.masker, ctx.tail)}
+        sinks = {proc.stdout: Sink(sys.stdout.fileno(), ctx.scope.masker, ctx.tail),
+                 proc.stderr: Sink(sys.stderr.fileno(), ctx.scope.masker, ctx.tail)}
         sel = selectors.DefaultSelector()
         for pipe in sinks:
             sel.register(pipe, selectors.EVENT_READ)
@@ -153,7 +130,7 @@ class ProcessEngine:
         try:
             deadline = None
             while sel.get_map():
-                if got and deadline is None:
+                if run.got is not None and deadline is None:
                     deadline = time.monotonic() + stop_timeout
                 if deadline is not None and time.monotonic() > deadline:
                     _signal_group(proc, signal.SIGKILL)
@@ -173,8 +150,8 @@ class ProcessEngine:
                 proc.wait()
             _signal_group(proc, signal.SIGKILL)  # the child's own children, if any are left
             run.restore()
-        if got:
-            return EXIT_SIGNAL[got[0]]
+        if run.got is not None:
+            return EXIT_SIGNAL[run.got]
         return 128 - code if code < 0 else code
 
     def audit(self, launched: Launched, ctx: RunContext) -> list:
@@ -184,30 +161,18 @@ class ProcessEngine:
         return {}
 
 
-class _Run:
+class _Run(SignalGuard):
     """The child and the SIGINT/SIGTERM forwarding around it (the first signal decides 130/143)."""
 
     def __init__(self, stop_timeout: float) -> None:
+        super().__init__()
         self.stop_timeout = stop_timeout  # SIGKILL this long after a forwarded signal (the plan's)
         self.proc: subprocess.Popen | None = None
-        self.got: list[int] = []
-        self._old: dict = {}
-        try:
-            for sig in EXIT_SIGNAL:
-                self._old[sig] = signal.signal(sig, self._forward)
-        except ValueError:  # not the main thread: the caller handles signals
-            self._old = {}
+        self.install()
 
-    def _forward(self, signum, frame) -> None:
-        if not self.got:
-            self.got.append(signum)
+    def handle(self, signum: int) -> None:
         if self.proc is not None:
             _signal_group(self.proc, signum)
-
-    def restore(self) -> None:
-        for sig, handler in self._old.items():
-            signal.signal(sig, handler)
-        self._old = {}
 
 
 def _signal_group(proc: subprocess.Popen, signum: int) -> None:

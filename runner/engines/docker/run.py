@@ -9,7 +9,6 @@ is stopped and removed (unless kept) and the exit code is 130/143.
 from __future__ import annotations
 
 import copy
-import os
 import secrets as _random
 import signal
 import socket
@@ -20,13 +19,14 @@ from runner.clients.engine_api import ApiError, Demux, Engine
 from runner.engines.base import Tail
 from runner.engines.docker import shim
 from runner.engines.docker.container import DockerRequest, check_clean, container_config, labels_for
+from runner.engines.output import Sink  # noqa: F401 (exec and logs write through it too)
+from runner.engines.signals import EXIT_SIGNAL, SignalGuard
 from runner.errors import ConfigError, EngineUnavailable, Interrupted, Problem, RuntimeFailure
 from runner.plan import LaunchPlan
 from runner.secrets import Masker
 from runner.ui import Output
 
 READ_SIZE = 1 << 20
-EXIT_SIGNAL = {signal.SIGINT: 130, signal.SIGTERM: 143}
 
 
 # ---------------------------------------------------------------- signals
@@ -36,7 +36,7 @@ class _Interrupted(BaseException):
         self.signum = signum
 
 
-class _SignalGuard:
+class _SignalGuard(SignalGuard):
     """SIGINT/SIGTERM for the length of a launch.
 
     Signals are *deferred* around calls that must complete (create, start: once
@@ -46,27 +46,14 @@ class _SignalGuard:
     """
 
     def __init__(self) -> None:
-        self.got: int | None = None
+        super().__init__()
         self.armed = False
-        self._old: dict = {}
-
-    def install(self) -> "_SignalGuard":
-        try:
-            for sig in EXIT_SIGNAL:
-                self._old[sig] = signal.signal(sig, self._handler)
-        except ValueError:  # not the main thread: the caller handles signals
-            self._old = {}
-        return self
 
     def restore(self) -> None:
         self.armed = False
-        for sig, old in self._old.items():
-            signal.signal(sig, old)
-        self._old = {}
+        super().restore()
 
-    def _handler(self, signum, frame) -> None:
-        if self.got is None:
-            self.got = signum
+    def handle(self, signum: int) -> None:
         if self.armed:
             self.armed = False
             raise _Interrupted(signum)
@@ -84,48 +71,6 @@ class _SignalGuard:
 
 
 # ---------------------------------------------------------------- output
-class Sink:
-    """One output stream of the job: masked, then written in large writes."""
-
-    def __init__(self, target: BinaryIO | int, masker: Masker, tail: Tail | None):
-        self._stream = masker.stream()
-        self._tail = tail
-        self._fd: int | None = None
-        self._file: BinaryIO | None = None
-        if isinstance(target, int):
-            self._fd = target
-        else:
-            try:
-                target.flush()
-                self._fd = target.fileno()
-            except (AttributeError, OSError, ValueError):
-                self._file = target
-
-    def write(self, data: bytes) -> None:
-        self._emit(self._stream.feed(data))
-
-    def close(self) -> None:
-        self._emit(self._stream.flush())
-        if self._file is not None:
-            self._file.flush()
-
-    def _emit(self, data: bytes) -> None:
-        if not data:
-            return
-        if self._tail is not None:
-            self._tail.add(data)
-        if self._file is not None:
-            self._file.write(data)
-            return
-        view = memoryview(data)
-        while view:
-            try:
-                written = os.write(self._fd, view)
-            except BrokenPipeError:
-                return
-            view = view[written:]
-
-
 def pump(sock: socket.socket, leftover: bytes, out: Sink, err: Sink, raw: bool = False) -> None:
     """Read the attach stream until EOF, demultiplex, mask and write as bytes arrive.
     ``raw``: a job with a terminal (one stream, as the terminal wrote it)."""
