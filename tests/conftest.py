@@ -160,3 +160,20 @@ def canary() -> dict[str, str]:
     """Fresh unique fake secrets: {'WANDB_API_KEY': 'canary-wandb-api-key-<hex>', 'HF_TOKEN': ...,
     'DATABRICKS_TOKEN': ..., 'MLFLOW_TRACKING_PASSWORD': ..., 'MLFLOW_TRACKING_TOKEN': ...}."""
     return engines.make_canary()
+
+
+@pytest.fixture
+def servers():
+    """``servers(answer, tls=None, host_name="127.0.0.1")``: a new hostile server
+    (``hostile_servers.Server``), each closed after the test."""
+    from hostile_servers import Server
+
+    made: list[Server] = []
+
+    def make(answer, tls=None, host_name="127.0.0.1"):
+        made.append(Server(answer, tls, host_name))
+        return made[-1]
+
+    yield make
+    for server in made:
+        server.close()

@@ -81,3 +81,4 @@ class Server:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+

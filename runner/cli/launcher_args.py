@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from typing import Callable
 
 from runner.engines.docker import run_options
 from runner.errors import UsageError
@@ -102,6 +103,26 @@ def _take_global(tokens: list[str], i: int, found: dict) -> int:
     return i
 
 
+def _walk(tokens: list[str], args: ModeArgs, after_dashes: Callable[[ModeArgs, list[str]], None],
+          step: Callable[[int], int | None], own: tuple[str, ...] = ()) -> bool:
+    """A mode's words, read as every mode reads them: at ``--`` the rest goes to
+    ``after_dashes``; a runner global option is taken wherever it stands (except the mode's
+    ``own`` options); any other word goes to ``step(i)``, which returns the next index, or
+    None to stop there. True when ``--`` was met."""
+    i = 0
+    while i < len(tokens):
+        if tokens[i] == "--":
+            after_dashes(args, tokens[i + 1:])
+            return True
+        j = _take_global(tokens, i, args.globals) if tokens[i] not in own else i
+        if j == i:
+            j = step(i)
+            if j is None:
+                return False
+        i = j
+    return False
+
+
 def parse(mode: str, tokens: list[str]) -> ModeArgs:
     return {"container": parse_container, "direct": parse_direct, "slurm": parse_slurm}[mode](list(tokens))
 
@@ -134,19 +155,12 @@ def _option(tokens: list[str], i: int) -> tuple[str, str | None, int]:
 
 def parse_container(tokens: list[str]) -> ModeArgs:
     args = ModeArgs("container")
-    i = 0
-    while i < len(tokens):
+
+    def step(i: int) -> int | None:
         token = tokens[i]
-        if token == "--":
-            _after_container(args, tokens[i + 1:])
-            return args
-        j = _take_global(tokens, i, args.globals)
-        if j != i:
-            i = j
-            continue
         if not token.startswith("-") or token == "-":
             args.primus_args = tokens[i:]  # the launcher: the first word that is no option starts the Primus args
-            return args
+            return None
         name, value, i = _option(tokens, i)
         if name == "dry-run":
             args.dry_run = value != "false"
@@ -162,6 +176,9 @@ def parse_container(tokens: list[str]) -> ModeArgs:
             args.direct_args += [f"--{name}"] + ([] if value is None else [value])
         else:
             args.options.append((name, value))
+        return i
+
+    _walk(tokens, args, _after_container, step)
     return args
 
 
@@ -208,29 +225,21 @@ def parse_direct(tokens: list[str]) -> ModeArgs:
     (forwarded under the env policy) and ``--debug`` (PRIMUS_LOG_LEVEL=DEBUG). As the direct
     launcher does, the first word that is not an option starts the Primus args."""
     args = ModeArgs("direct")
-    i = 0
-    while i < len(tokens):
+
+    def step(i: int) -> int | None:
         token = tokens[i]
-        if token == "--":
-            args.primus_args = tokens[i + 1:]
-            return args
-        j = _take_global(tokens, i, args.globals) if token != "--config" else i
-        if j != i:
-            i = j
-            continue
         name, eq, inline = token.partition("=")
         if name in DIRECT_VALUE:
             if not eq and i + 1 >= len(tokens):
                 raise UsageError(f"{name} needs a value", hint=f"{name} VALUE")
             value = inline if eq else tokens[i + 1]
-            i += 1 if eq else 2
             if name == "--config":
                 args.globals["config"] = value
             elif name == "--env" and _is_env_entry(value):
                 args.env.append(value)
             else:
                 args.direct_args += [name, value]
-            continue
+            return i + (1 if eq else 2)
         if token == "--debug":
             args.debug = True
         elif token == "--dry-run":
@@ -240,25 +249,21 @@ def parse_direct(tokens: list[str]) -> ModeArgs:
             args.direct_args.append(token)  # --silent … : the direct launcher's, unchanged
         else:
             args.primus_args = tokens[i:]
-            return args
-        i += 1
+            return None
+        return i + 1
+
+    _walk(tokens, args, lambda a, rest: setattr(a, "primus_args", rest), step, own=("--config",))
     return args
 
 
 # --------------------------------------------------------------------------- slurm
 def parse_slurm(tokens: list[str]) -> ModeArgs:
     args = ModeArgs("slurm")
-    i = 0
     launcher_seen = False
-    while i < len(tokens):
+
+    def step(i: int) -> int:
+        nonlocal launcher_seen
         token = tokens[i]
-        if token == "--":
-            _slurm_entry(args, tokens[i + 1:])
-            return args
-        j = _take_global(tokens, i, args.globals)
-        if j != i:
-            i = j
-            continue
         if token == "--dry-run":
             args.dry_run = True
         elif token == "--debug":
@@ -268,9 +273,12 @@ def parse_slurm(tokens: list[str]) -> ModeArgs:
             launcher_seen = True
         else:
             args.slurm_args.append(token)
-        i += 1
-    raise UsageError("slurm needs -- and then the Primus args (or an entry: container|direct … --)",
-                     hint="primus-runner slurm srun -N 2 -- train pretrain --config exp.yaml")
+        return i + 1
+
+    if not _walk(tokens, args, _slurm_entry, step):
+        raise UsageError("slurm needs -- and then the Primus args (or an entry: container|direct … --)",
+                         hint="primus-runner slurm srun -N 2 -- train pretrain --config exp.yaml")
+    return args
 
 
 def _slurm_entry(args: ModeArgs, rest: list[str]) -> None:

@@ -85,7 +85,7 @@ class Lab:
         (self.project / "train.py").write_text("print('train ok')\n")
         (self.project / "slurm-logs").mkdir()
         (self.project / "runner").mkdir()  # the project is a Primus checkout, as the launcher finds one
-        shutil.copy(STANDIN / "runner" / "primus-cli-direct.sh", self.project / "runner" / "primus-cli-direct.sh")
+        shutil.copy(STANDIN / "standin.sh", self.project / "runner" / "primus-cli-direct.sh")  # one stand-in for both launchers
         self.data = root / "data"
         self.data.mkdir()
         (self.data / "exp.yaml").write_text("exp: 1\n")

@@ -65,7 +65,7 @@ class Space:
         self.home = root / "home"
         for d in (self.project, self.checkout / "runner", self.home):
             d.mkdir(parents=True, exist_ok=True)
-        shutil.copy(STANDIN / "runner" / "primus-cli-direct.sh", self.checkout / "runner" / "primus-cli-direct.sh")
+        shutil.copy(STANDIN / "standin.sh", self.checkout / "runner" / "primus-cli-direct.sh")  # one stand-in for both launchers
         (self.project / ".primus.yaml").write_text(config)
         self.config = self.project / ".primus.yaml"
         self.env = {k: v for k, v in os.environ.items()

@@ -29,19 +29,6 @@ def cert(tmp_path, monkeypatch):
     return made
 
 
-@pytest.fixture
-def servers():
-    made: list[Server] = []
-
-    def make(answer, tls=None, host_name="127.0.0.1"):
-        made.append(Server(answer, tls, host_name))
-        return made[-1]
-
-    yield make
-    for server in made:
-        server.close()
-
-
 def password() -> str:
     return f"canary-registry-origin-{uuid.uuid4().hex}"
 

@@ -11,7 +11,7 @@ import pytest
 
 import runner
 
-STANDIN = Path(__file__).resolve().parents[2] / "fixtures" / "primus-standin" / "runner" / "primus-cli-direct.sh"
+STANDIN = Path(__file__).resolve().parents[2] / "fixtures" / "primus-standin" / "standin.sh"  # both launchers' stand-in
 
 
 @pytest.mark.parametrize("package", [False, True], ids=["scripts-only", "with-__init__"])

@@ -26,19 +26,6 @@ from runner.ui import Output
 pytest.importorskip("mlflow")  # the leak is the official client's: it writes to whatever host a location names
 
 
-@pytest.fixture
-def servers():
-    made: list[Server] = []
-
-    def make(answer, tls=None, host_name="127.0.0.1"):
-        made.append(Server(answer, tls, host_name))
-        return made[-1]
-
-    yield make
-    for server in made:
-        server.close()
-
-
 def collect(server, request):
     return 200, {"Content-Type": "application/json"}, {}
 
@@ -74,16 +61,20 @@ def locations(collector: Server) -> list[str]:
     return [f"{collector.url}/artifacts", f"mlflow-artifacts://{collector.netloc}/artifacts"]
 
 
+def hostile_pair(servers, kind: str) -> tuple[Server, Server]:
+    """(collector, tracking server whose artifacts are at the collector, as a ``kind`` location)."""
+    collector = servers(collect)
+    location = dict(zip(["http", "mlflow-artifacts"], locations(collector)))[kind]
+    return collector, servers(hostile_mlflow(location))
+
+
 def token() -> str:
     return f"canary-artifact-origin-{uuid.uuid4().hex}"
 
 
 @pytest.mark.parametrize("kind", ["http", "mlflow-artifacts"])
 def test_check_online_never_probes_an_artifact_location_on_another_origin(work, servers, kind):
-    secret = token()
-    collector = servers(collect)
-    location = dict(zip(["http", "mlflow-artifacts"], locations(collector)))[kind]
-    tracking = servers(hostile_mlflow(location))
+    secret, collector, tracking = token(), *hostile_pair(servers, kind)
     [result] = tracker_runs.online_check(planned(work, tracking.url, secret), timeout=5)
     assert tracking.requests, "the tracking server was asked"
     assert collector.requests == [], "the artifact location on another origin was contacted"
@@ -94,10 +85,7 @@ def test_check_online_never_probes_an_artifact_location_on_another_origin(work, 
 
 @pytest.mark.parametrize("kind", ["http", "mlflow-artifacts"])
 def test_log_upload_never_goes_to_an_artifact_uri_on_another_origin(work, servers, kind):
-    secret = token()
-    collector = servers(collect)
-    location = dict(zip(["http", "mlflow-artifacts"], locations(collector)))[kind]
-    tracking = servers(hostile_mlflow(location))
+    secret, collector, tracking = token(), *hostile_pair(servers, kind)
     out = Output(masker=Masker())
     handshake = tracker_runs.begin(planned(work, tracking.url, secret, upload=True), out)
     handshake.finish(0, b"job output\n")
