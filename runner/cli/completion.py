@@ -126,33 +126,40 @@ def spec_from_parser(parser: argparse.ArgumentParser) -> Spec:
 
 
 # -- bash -------------------------------------------------------------------
+def _bash_opt_words(opts: tuple[Option, ...]) -> str:
+    return " ".join(s for o in opts for s in o.strings)
+
+
+def _bash_value_cases(opts: tuple[Option, ...], indent: str) -> list[str]:
+    lines = []
+    for o in opts:
+        if not o.takes_value:
+            continue
+        what = "__path__" if o.path else (" ".join(o.choices) if o.choices else "__any__")
+        lines.append(f"{indent}{'|'.join(o.strings)}) echo '{what}';;")
+    return lines
+
+
 def bash_script(spec: Spec) -> str:
-    def opt_words(opts: tuple[Option, ...]) -> str:
-        return " ".join(s for o in opts for s in o.strings)
+    """The helpers (each command's options, what a value is, what a positional is), then the one function."""
+    return "\n".join(_bash_tables(spec) + _bash_function(" ".join(c.name for c in spec.commands)))
 
-    def value_cases(opts: tuple[Option, ...], indent: str) -> list[str]:
-        lines = []
-        for o in opts:
-            if not o.takes_value:
-                continue
-            what = "__path__" if o.path else (" ".join(o.choices) if o.choices else "__any__")
-            lines.append(f"{indent}{'|'.join(o.strings)}) echo '{what}';;")
-        return lines
 
-    cmds = " ".join(c.name for c in spec.commands)
+def _bash_tables(spec: Spec) -> list[str]:
+    """``_opts``, ``_value`` and ``_positional``: the parser's facts as bash ``case`` tables."""
     out = [
         f"# bash completion for {PROG} (generated from its argument parser)",
         f"# load with: source <({PROG} completion bash)",
         f"{FUNC}_opts() {{",
         '    case "$1" in',
-        f"        '') echo '{opt_words(spec.globals)}';;",
+        f"        '') echo '{_bash_opt_words(spec.globals)}';;",
     ]
-    out += [f"        {c.name}) echo '{opt_words(c.options)}';;" for c in spec.commands]
+    out += [f"        {c.name}) echo '{_bash_opt_words(c.options)}';;" for c in spec.commands]
     out += ["    esac", "}", "", f"{FUNC}_value() {{", '    case "$1" in', "        '')", '            case "$2" in']
-    out += value_cases(spec.globals, "                ")
+    out += _bash_value_cases(spec.globals, "                ")
     out += ["            esac;;"]
     for c in spec.commands:
-        cases = value_cases(c.options, "                ")
+        cases = _bash_value_cases(c.options, "                ")
         if cases:
             out += [f"        {c.name})", '            case "$2" in'] + cases + ["            esac;;"]
     out += ["    esac", "}", "", f"{FUNC}_positional() {{", '    case "$1" in']
@@ -164,7 +171,12 @@ def bash_script(spec: Spec) -> str:
         elif c.positional_paths:
             out.append(f"        {c.name}) echo '__path__';;")
     out += ["        *) echo '__path__';;", "    esac", "}", ""]
-    out += [
+    return out
+
+
+def _bash_function(cmds: str) -> list[str]:
+    """The completion function: which command, which option wants a value, then the candidates."""
+    return [
         f"{FUNC}() {{",
         '    local cur="${COMP_WORDS[COMP_CWORD]}" prev="" cmd="" w i skip=0 what',
         "    COMPREPLY=()",
@@ -215,7 +227,7 @@ def bash_script(spec: Spec) -> str:
         f"complete -F {FUNC} {PROG}",
         "",
     ]
-    return "\n".join(out)
+
 
 
 # -- zsh --------------------------------------------------------------------
