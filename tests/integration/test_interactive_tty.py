@@ -171,3 +171,28 @@ def test_i_without_a_terminal_pipes_stdin_to_the_job_after_the_secrets(ws):
     assert result.returncode == 0, result.stderr.decode()
     assert result.stdout == b"first line ***\nsecond line\n"
     _no_leak_anywhere(result.stdout + result.stderr, ws, "up -i's output")
+
+
+def test_t_alone_gives_the_job_a_terminal_and_shows_all_its_output(ws):
+    """-t without -i (docker's meaning: a terminal, no keys forwarded). The secrets' stdin stays
+    open: at its EOF Docker would end a terminal's output stream."""
+    name = unique("interactive")
+    ws.names = [name]
+    child = _spawn(ws, "up", "-t", "--name", name, "--", "sh", "-c", 'sleep 0.5; [ -t 0 ] && echo on-a-tty; echo "done $HF_TOKEN"; exit 4')
+    assert _finish(child) == 4
+    assert b"on-a-tty\r\ndone ***\r\n" in bytes(child.transcript)
+    _no_leak_anywhere(bytes(child.transcript), ws, "the terminal")
+    assert _left(ws, name) == []
+
+
+def test_it_without_any_secret_has_no_shim_and_works_the_same(ws):
+    (ws.cwd / ".env").unlink()
+    name = unique("interactive")
+    ws.names = [name]
+    child = _spawn(ws, "up", "-it", "--name", name, "--", "sh")
+    child.expect(PROMPT)
+    assert "primus-shim" not in json.dumps(_inspect(ws, name)["Config"])  # nothing to hand over: no shim
+    child.sendline("echo typed-$((6 * 7)); exit 6")
+    assert _finish(child) == 6
+    assert b"typed-42" in bytes(child.transcript)
+    assert _left(ws, name) == []
