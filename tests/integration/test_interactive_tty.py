@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from docker_helpers import RUNNER, Workspace, unique  # noqa: E402
+from docker_helpers import RUNNER, Workspace, container_pids, unique  # noqa: E402
 
 from engine_fixtures import PYTHON_IMAGE, assert_no_leak  # noqa: E402
 from pty_session import PtySession  # noqa: E402
@@ -85,18 +85,6 @@ def _other_processes(job_pids: set[int]) -> bytes:
     return bytes(seen)
 
 
-def _container_pids(cid: str) -> set[int]:
-    pids = set()
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if cid in Path(f"/proc/{entry}/cgroup").read_text():
-                    pids.add(int(entry))
-            except OSError:
-                pass
-    return pids
-
-
 def test_up_it_masks_returns_the_shells_code_and_the_secret_is_nowhere_else(ws):
     name = unique("interactive")
     ws.names = [name]
@@ -105,7 +93,7 @@ def test_up_it_masks_returns_the_shells_code_and_the_secret_is_nowhere_else(ws):
     info = _inspect(ws, name)  # while the shell runs
     assert info["Config"]["Tty"] is True and info["Config"]["OpenStdin"] is True
     _no_leak_anywhere(json.dumps(info).encode(), ws, f"{ws.cli[0]} inspect of the running container")
-    job = _container_pids(info["Id"])
+    job = container_pids(info["Id"])
     assert job, "the job's processes were not found"
     _no_leak_anywhere(_other_processes(job), ws, "the process list")
     child.sendline('stty size; echo "token=$HF_TOKEN"; exit 3')
