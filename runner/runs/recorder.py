@@ -19,10 +19,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+from typing import TYPE_CHECKING
+
 from runner.errors import ConfigError
 from runner.runs import cache, liveness, outputs, paths, record
-from runner.runs.logdir import DEFAULT_LIMIT_MB, LOG_NAME, RunLog
-from runner.runs.store import Store, StoreError
+
+# The store (sqlite3) and the log are imported where a launch uses them: a dry run (`plan`)
+# decides the run's mounts and writes nothing, and a launch opens the store in the background.
+if TYPE_CHECKING:
+    from runner.runs.logdir import RunLog
+    from runner.runs.store import Store, StoreError
 
 
 class Run:
@@ -70,6 +76,8 @@ class Run:
             self._write(record.masked(self.record, self.masker))
 
     def _write(self, doc: dict) -> None:
+        from runner.runs.store import Store, StoreError
+
         if self.store is None:
             try:
                 self.store = Store.open()
@@ -216,6 +224,7 @@ def begin(options, engine, plan, ctx, out, config) -> Run:
     run.plan, run.outputs = plan, found
     if dry:
         return run
+    from runner.runs.logdir import DEFAULT_LIMIT_MB, LOG_NAME, RunLog
 
     recording = bool(_setting(config, "record", True))  # runs.record: false: no record, run directory or log
     if recording:

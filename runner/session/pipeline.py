@@ -28,9 +28,7 @@ def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None 
 
     ``layer`` is a command's own config layer below the flags (the demo's), ``user_files``
     whether ~/.primus.yaml and ./.primus.yaml are read."""
-    from runner.ui import ci
     from runner.runs import recorder as runs
-    from runner.trackers import runs as tracker_runs
 
     if options.report and not options.dry_run:
         from runner.session import report
@@ -55,6 +53,9 @@ def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None 
             out.notice(f"dry run: dry_run is set at {where_set(prepared.config, 'dry_run')}; nothing is launched")
         engine.dry_run(engine.resolve(request, ctx, dry_run=True), ctx)
         return 0
+    from runner.trackers import runs as tracker_runs  # a launch's only: a dry run starts no tracker run
+    from runner.ui import ci
+
     tracker_runs.prefetch(plan)  # a tracker client that must be imported starts loading now, beside the preflight
     engine.preflight(plan, ctx)  # before a tracker run is created for a launch that cannot happen
     claim = getattr(engine, "claim", None)
