@@ -111,7 +111,7 @@ podman run --rm --init "${IMAGES[0]}" true || die "podman run --rm ${IMAGES[0]} 
 log "podman: ready ($(podman version -f '{{.Server.Version}}' 2>/dev/null || podman --version))"
 
 # ---------------------------------------------------------------- rootless
-# An unprivileged user for the rootless test (tests/integration/test_podman.py): its
+# An unprivileged user for the rootless test (tests/integration/podman/test_podman.py): its
 # own image store with busybox, a fixed private runtime dir (Podman refuses a store
 # whose run root moved), and a Python the user can run (/root's pyenv is 0700) with
 # the runner's dependencies; the tests run the tree's code with PYTHONPATH.

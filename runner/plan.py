@@ -19,7 +19,7 @@ from typing import Callable, Mapping, Sequence
 
 from runner import __version__
 from runner.config import Config
-from runner.config.container_values import parse_bytes, parse_device, parse_ulimit
+from runner.config.container_values import parse_bytes, parse_device, parse_entrypoint, parse_label, parse_platform, parse_ulimit
 from runner.config.envfile import EnvFile, env_lookup
 from runner.errors import ConfigError, Problem
 from runner.gpus import Gpu, host_root
@@ -90,7 +90,9 @@ class LaunchPlan:
     secrets_via: str = "stdin"
     stop_timeout: float = 10.0
     pull: str = "missing"  # when the engine pulls the image: missing | always | never
-    labels: tuple[tuple[str, str], ...] = ()
+    labels: tuple[tuple[str, str], ...] = ()  # the user's (--label), then the runner's own
+    entrypoint: str | None = None  # --entrypoint: replaces the image's ("" clears it); None: the image's
+    platform: str | None = None  # --platform: the image variant the engine must run (OS/ARCH[/VARIANT])
     notices: tuple[str, ...] = ()
     config_files: tuple[str, ...] = ()
 
@@ -350,6 +352,7 @@ def build_plan(
     decisions, absent_optional = _final_decisions(decisions, scope, notices)
     unset = [d.name for d in decisions if d.skip_reason == "unset" and d.reason == "allowlist" and not from_defaults(d.where)]
     problems += _names_holding_secrets(scope, job=job_name, run=trackers.run_name or "")
+    problems += _flags_holding_secrets(scope, flags)
     if not command:
         problems.append(Problem("no command given", hint="put the job's command after --, e.g. primus-runner up -- python train.py"))
 
@@ -360,7 +363,8 @@ def build_plan(
         trackers=trackers,
         notices=tuple(notices),
         config_files=tuple(config.files),
-        labels=((LABEL, "true"), (LABEL_JOB, job_name), (LABEL_VERSION, __version__), (LABEL_OWNER, str(os.getuid()))),
+        labels=(*_user_labels(flags, problems), (LABEL, "true"), (LABEL_JOB, job_name), (LABEL_VERSION, __version__),
+                (LABEL_OWNER, str(os.getuid()))),
         **settings,
     )
     if gpu_mode != "off":
@@ -400,6 +404,41 @@ def _names_holding_secrets(scope: SecretScope, **names: str) -> list[Problem]:
     shown = {"job": "the job name (--name or container.options.name)", "run": "the tracker run name (trackers.mlflow_run_name)"}
     return [Problem(f"{shown[key]} holds a secret value", hint="choose a name that is not a secret")
             for key, value in names.items() if value and scope.masker.contains_secret(value.encode("utf-8", "surrogateescape"))]
+
+
+def _user_labels(flags: LaunchFlags, problems: list[Problem]) -> tuple[tuple[str, str], ...]:
+    """``--label KEY=VALUE`` checked (never one of the runner's own); later wins, as in docker."""
+    labels: dict[str, str] = {}
+    for spec in flags.labels:
+        try:
+            key, value = parse_label(spec)
+        except ValueError as exc:
+            problems.append(Problem(f"--label: {exc}", where="command line", hint="pass --label KEY=VALUE with a key of your own"))
+            continue
+        labels[key] = value
+    return tuple(labels.items())
+
+
+def _docker_run_flags(flags: LaunchFlags, problems: list[Problem]) -> dict:
+    """``--entrypoint`` and ``--platform`` as plan fields, checked here (``plan`` reports a bad one)."""
+    found: dict = {"entrypoint": None, "platform": None}
+    for key, parse in (("entrypoint", parse_entrypoint), ("platform", parse_platform)):
+        value = getattr(flags, key)
+        if value is None:
+            continue
+        try:
+            found[key] = parse(value)
+        except ValueError as exc:
+            problems.append(Problem(f"--{key}: {exc}", where="command line"))
+    return found
+
+
+def _flags_holding_secrets(scope: SecretScope, flags: LaunchFlags) -> list[Problem]:
+    """A label, entrypoint or platform would be in ``docker inspect`` as it is: never a secret value."""
+    given = [("--label", v) for v in flags.labels] + [(f"--{k}", getattr(flags, k)) for k in ("entrypoint", "platform")]
+    return [Problem(f"{flag} holds a secret value (it would be in docker inspect)", where="command line",
+                    hint="pass the secret by name in the job's environment (--env NAME) instead")
+            for flag, value in given if value and scope.masker.contains_secret(value.encode("utf-8", "surrogateescape"))]
 
 
 def _env_decisions(config: Config, command, host_env: Mapping[str, str], env_file: EnvFile, flags: LaunchFlags, job_name: str):
@@ -468,6 +507,7 @@ def _container_settings(config: Config, flags: LaunchFlags, notices: list[str], 
         privileged=_as_bool(options.get("privileged", False)),
         hostname=text("hostname"),
         run_options=tuple(flags.run_options),
+        **_docker_run_flags(flags, problems),
         ipc=options.get("ipc"),
         network=options.get("network"),
         user=text("user"),

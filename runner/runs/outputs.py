@@ -20,6 +20,7 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Callable
 
 from runner.errors import Problem
 from runner.plan import LaunchPlan, Mount
@@ -72,8 +73,10 @@ def covering(mounts, path: str) -> Mount | None:
     return best
 
 
-def plan_outputs(plan: LaunchPlan, mode: str, outputs_dir: Path, slurm: bool) -> tuple[LaunchPlan, list[TrackerOutput], list[Problem]]:
-    """Pure: the plan with the mounts the outputs need, where each output is on the host, and the refusals."""
+def plan_outputs(plan: LaunchPlan, mode: str, outputs_dir: Path, slurm: bool,
+                 where: Callable[[tuple], str | None] | None = None) -> tuple[LaunchPlan, list[TrackerOutput], list[Problem]]:
+    """Pure: the plan with the mounts the outputs need, where each output is on the host, and the refusals
+    (``where``: the config's ``file:line`` of a setting, for them)."""
     outputs: list[TrackerOutput] = []
     problems: list[Problem] = []
     if plan.trackers.is_on("wandb") and not plan.public_env().get("WANDB_DIR"):
@@ -104,6 +107,7 @@ def plan_outputs(plan: LaunchPlan, mode: str, outputs_dir: Path, slurm: bool) ->
                 "lost when the container is removed",
                 hint=f"mount a host directory there (--volume HOST_DIR:{path}), point {setting} at a mounted path, "
                      "or set runs.tracker_outputs: mount to mount it from the run's directory",
+                where=where(tuple(setting.split("."))) if where is not None and "." in setting else None,
             ))
             continue
         host = outputs_dir / path.lstrip("/")
@@ -154,3 +158,11 @@ def after(outputs: list[TrackerOutput], wandb_run_id: str | None, wandb_mode: st
             else:
                 lines.append(f"W&B files: {host}")
     return lines
+
+
+def refusals(plan: LaunchPlan | None, config) -> list[Problem]:
+    """The tracker outputs a launch of ``plan`` would refuse (``runs.tracker_outputs: refuse``), for
+    ``check``: the same problems the launch raises."""
+    if plan is None or config is None or config.get("runs", "tracker_outputs", default="mount") != "refuse":
+        return []
+    return plan_outputs(plan, "refuse", Path("/"), False, where=config.where)[2]

@@ -38,8 +38,8 @@ def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None 
     flags = options.flags if options.pull is None else replace(options.flags, pull=options.pull)
     prepared = prepare(out, options.sources, options.command, flags, extra_layer=layer, extra_env=per_engine, user_files=user_files,
                        resolve_refs=False if options.dry_run else None,  # a dry run (flag or config) runs no secret reference
-                       report_unset=not (options.dry_run and engine.name == "docker"),  # that dry run lists them itself
-                       gpu_mode={"slurm": "node", "docker": "host"}.get(engine.name, "off"))
+                       report_unset=not (options.dry_run and getattr(engine, "dry_run_lists_unset", False)),
+                       gpu_mode=getattr(engine, "gpu_mode", "off"))  # host | node (each Slurm node) | off (no container)
     plan = prepared.plan
     if options.debug or launcher_switch(prepared.config, "debug"):  # the launcher's --debug / debug: true
         plan = plan.with_env({"PRIMUS_LOG_LEVEL": "DEBUG"}, "debug")

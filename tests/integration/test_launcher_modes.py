@@ -109,7 +109,7 @@ def seen(output: str) -> dict[str, dict]:
 
 
 def legacy(raw: str):
-    """Primus's legacy override typing (see tests/unit/test_primus_overrides.py)."""
+    """Primus's legacy override typing (see tests/unit/trackers/test_primus_overrides.py)."""
     if raw.lower() in ("true", "false"):
         return raw.lower() == "true"
     try:

@@ -1,7 +1,8 @@
 """A container request in its two named steps: ``make_request`` builds it from the plan alone
 (pure, validated), ``resolve`` adds what only the engine and the image can tell, recording
-each decision. Nothing here opens a connection: ``resolve`` is handed what the engine said,
-so a dry run that needs no answer from the engine loads no client at all.
+each decision; ``inspect_local`` reads the local image through the client it is handed. The
+Engine API client is never imported here: a dry run that needs no answer from the engine
+loads no HTTP client at all.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ import copy
 import os
 from dataclasses import replace
 from typing import TYPE_CHECKING
-from urllib.parse import quote
 
 from runner.engines.docker import shim
 from runner.engines.docker.container import DockerRequest, container_config, labels_for
@@ -22,21 +22,27 @@ if TYPE_CHECKING:
 
 
 def make_request(plan: LaunchPlan, extra_labels: dict[str, str], daemon_log: bool, *, kind: str = "docker",
-                 remove: bool = True, detach: bool = False) -> DockerRequest:
+                 remove: bool = True, detach: bool = False, interactive: bool = False, tty: bool = False) -> DockerRequest:
     """The create body for ``plan`` (pure, validated: a bad value raises ``ConfigError``). With
-    the shim, the image's entrypoint (which the shim ``exec``s) and, for a GPU device request,
-    the engine's own fields are left to ``resolve``, named in ``pending``."""
+    the shim, the image's entrypoint (which the shim ``exec``s) unless ``--entrypoint`` named one
+    and, for a GPU device request, the engine's own fields are left to ``resolve``, named in
+    ``pending``. ``interactive``/``tty``: ``-i``/``-t`` (the user's stdin, a terminal)."""
     secrets = plan.secret_env()
     use_shim = bool(secrets) and plan.secrets_via == "stdin"
-    entrypoint = shim.shim_entrypoint() if use_shim else None
+    own = None if plan.entrypoint is None else [plan.entrypoint] if plan.entrypoint else []  # [] clears the image's
+    entrypoint = shim.shim_entrypoint(interactive, tty) + (own or []) if use_shim else own
     secret_env = [] if use_shim or not secrets else shim.env_fallback(secrets)
     labels = labels_for(plan, extra_labels, os.urandom(8).hex())
-    config = container_config(plan, labels, entrypoint, secret_env, use_shim, daemon_log)
+    config = container_config(plan, labels, entrypoint, secret_env, use_shim or interactive, daemon_log, tty=tty)
     config["HostConfig"].pop("DeviceRequests", None)  # the engine's own form: resolve decides it
-    pending = (("image entrypoint",) if use_shim else ()) + (("the engine's GPU request form",) if plan.gpu_request else ())
+    pending = (("image entrypoint",) if use_shim and own is None else ()) + (("the engine's GPU request form",) if plan.gpu_request else ())
     decisions = [f"pull: {plan.pull}", f"engine: {kind}"]
+    if own is not None:
+        decisions.append(f"entrypoint: {plan.entrypoint or '(none)'} instead of the image's (--entrypoint)")
+    if plan.platform:
+        decisions.append(f"platform: {plan.platform} (--platform; the local image must be that platform, else it is pulled)")
     return DockerRequest(plan, config, use_shim, tuple(sorted(secrets)), labels, kind=kind, remove=remove, detach=detach,
-                         decisions=tuple(decisions), pending=pending)
+                         interactive=interactive, decisions=tuple(decisions), pending=pending)
 
 
 def resolve(request: DockerRequest, eng: Engine | None, image_config: dict | None) -> DockerRequest:
@@ -60,7 +66,7 @@ def resolve(request: DockerRequest, eng: Engine | None, image_config: dict | Non
             decisions.append(f"GPU request ({request.plan.gpu_request}{', devices ' + ','.join(ids) if ids else ''}) in {kind}'s form")
     if image_config is not None and "image entrypoint" in pending:
         image_entrypoint = list((image_config.get("Config") or {}).get("Entrypoint") or [])
-        config["Entrypoint"] = shim.shim_entrypoint() + image_entrypoint
+        config["Entrypoint"] = list(config["Entrypoint"]) + image_entrypoint  # after the shim make_request chose
         pending.remove("image entrypoint")
         decisions.append(f"the shim execs the image's entrypoint {image_entrypoint or '(none)'} (from the image's inspect)")
     return replace(request, config=config, kind=kind, decisions=tuple(decisions), pending=tuple(pending))
@@ -71,8 +77,6 @@ def inspect_local(eng: Engine, image: str) -> dict | None:
     from runner.clients.engine_api import ApiError
 
     try:
-        return eng.request("GET", f"/images/{quote(image, safe='')}/json")
+        return eng.image_config(image)
     except ApiError as exc:
-        if exc.status == 404:
-            return None
         raise RuntimeFailure(f"cannot inspect image {image}: {exc.message}") from None

@@ -13,12 +13,12 @@ import signal
 import socket
 from dataclasses import dataclass
 from typing import BinaryIO, Callable
-from urllib.parse import quote
 
 from runner.clients.engine_api import ApiError, Demux, Engine
 from runner.engines.base import Tail
 from runner.engines.docker import shim
 from runner.engines.docker.container import DockerRequest, check_clean
+from runner.engines.docker.request import inspect_local
 from runner.errors import ConfigError, EngineUnavailable, Interrupted, Problem, RuntimeFailure
 from runner.plan import LaunchPlan
 from runner.secrets import Masker
@@ -125,12 +125,13 @@ class Sink:
             view = view[written:]
 
 
-def pump(sock: socket.socket, leftover: bytes, out: Sink, err: Sink) -> None:
-    """Read the attach stream until EOF, demultiplex, mask and write as bytes arrive."""
+def pump(sock: socket.socket, leftover: bytes, out: Sink, err: Sink, raw: bool = False) -> None:
+    """Read the attach stream until EOF, demultiplex, mask and write as bytes arrive.
+    ``raw``: a job with a terminal (one stream, as the terminal wrote it)."""
     demux = Demux()
     sinks = {1: out, 2: err}
     if leftover:
-        for stream, data in demux.feed(leftover):
+        for stream, data in ([(1, leftover)] if raw else demux.feed(leftover)):
             sinks[stream].write(data)
     buf = bytearray(READ_SIZE)
     view = memoryview(buf)
@@ -139,6 +140,9 @@ def pump(sock: socket.socket, leftover: bytes, out: Sink, err: Sink) -> None:
         n = recv_into(view)
         if not n:
             return
+        if raw:
+            out.write(bytes(view[:n]))
+            continue
         for stream, data in demux.feed(view[:n]):
             sinks[stream].write(data)
 
@@ -146,14 +150,12 @@ def pump(sock: socket.socket, leftover: bytes, out: Sink, err: Sink) -> None:
 # ---------------------------------------------------------------- the image
 def inspect_or_fetch(eng: Engine, image: str, ensure_image: Callable[[str], None] | None) -> dict:
     for attempt in (0, 1):
-        try:
-            return eng.request("GET", f"/images/{quote(image, safe='')}/json")
-        except ApiError as exc:
-            if exc.status != 404:
-                raise RuntimeFailure(f"cannot inspect image {image}: {exc.message}") from None
-            if ensure_image is None or attempt:
-                raise missing_image(image) from None
-            ensure_image(image)
+        info = inspect_local(eng, image)
+        if info is not None:
+            return info
+        if ensure_image is None or attempt:
+            raise missing_image(image)
+        ensure_image(image)
     raise missing_image(image)
 
 
@@ -172,7 +174,7 @@ def _create(eng: Engine, request: DockerRequest, masker: Masker, ensure_image: C
     check_clean(request.config if request.use_shim or not request.secret_names else _public_part(request.config), masker)
     for attempt in (0, 1):
         try:
-            cid = eng.create(plan.name, request.config)
+            cid = eng.create(plan.name, request.config, platform=plan.platform)
             break
         except ApiError as exc:
             if exc.status == 404 and attempt == 0 and "image" in exc.message.lower():
@@ -189,7 +191,7 @@ def _create(eng: Engine, request: DockerRequest, masker: Masker, ensure_image: C
                                  hint=daemon_hint(exc.message) or "check the launch options with `primus-runner plan`") from None
     else:
         raise missing_image(plan.image)
-    if request.use_shim and eng.head(f"/containers/{cid}/archive", {"path": "/bin/sh"}) == 404:
+    if request.use_shim and not eng.has_path(cid, "/bin/sh"):
         eng.remove(cid)
         raise ConfigError(Problem(
             f"image {plan.image} has no /bin/sh, so the secrets shim cannot hand {', '.join(request.secret_names)} to the job",
@@ -228,7 +230,7 @@ def launch(eng: Engine, request: DockerRequest, masker: Masker, out: Output, *, 
         cid = _create(eng, request, masker, ensure_image)
         guard.check()
         if request.use_shim or not detach:
-            sock, leftover = eng.attach(cid, stdin=request.use_shim)
+            sock, leftover = eng.attach(cid, stdin=bool(request.config.get("OpenStdin")))  # the shim's secrets, -i
         else:
             leftover = b""
         try:
@@ -237,8 +239,7 @@ def launch(eng: Engine, request: DockerRequest, masker: Masker, out: Output, *, 
             raise RuntimeFailure(f"the container could not be started: {exc.message}",
                                  hint=daemon_hint(exc.message) or "check the command, devices and mounts with `primus-runner plan`") from None
         if request.use_shim:
-            sock.sendall(shim.encode_payload(request.plan.secret_env()))
-            sock.shutdown(socket.SHUT_WR)  # the job's stdin EOF (StdinOnce)
+            leftover = _hand_over(sock, leftover, request, guard)
         if detach:
             if sock is not None:
                 sock.close()  # the daemon still reads what was sent, then the EOF
@@ -261,6 +262,23 @@ def launch(eng: Engine, request: DockerRequest, masker: Masker, out: Output, *, 
         raise
 
 
+def _hand_over(sock: socket.socket, leftover: bytes, request: DockerRequest, guard: _SignalGuard) -> bytes:
+    """The secrets into the shim's stdin; with a terminal only once the shim has turned its echo
+    off. Then the job's stdin EOF (StdinOnce), unless ``-i`` gives it the user's stdin."""
+    if request.config.get("Tty"):
+        from runner.engines.docker.interactive import await_ready
+
+        guard.arm()  # Ctrl-C while the job starts: stopped and removed, as ever
+        ready, leftover = await_ready(sock, leftover)
+        guard.disarm()
+        if not ready:
+            return leftover  # the shim refused and exits: nothing is written to its terminal
+    sock.sendall(shim.encode_payload(request.plan.secret_env()))
+    if not request.interactive:
+        sock.shutdown(socket.SHUT_WR)
+    return leftover
+
+
 def watch(run: Attached, masker: Masker, out: Output, *, keep: bool, tail: Tail | None,
           on_running: Callable[[], None] | None = None, stdout: BinaryIO | None = None) -> int:
     """Stream (masked) until the job ends, wait, clean up; the job's exit code.
@@ -279,7 +297,14 @@ def watch(run: Attached, masker: Masker, out: Output, *, keep: bool, tail: Tail 
         if on_running is not None:
             on_running()
         guard.arm()
-        pump(sock, run.leftover, out_sink, err_sink)
+        raw = bool(run.request.config.get("Tty"))
+        if run.request.interactive or raw:
+            from runner.engines.docker.interactive import attached
+
+            with attached(eng, cid, sock, interactive=run.request.interactive, tty=raw):
+                pump(sock, run.leftover, out_sink, err_sink, raw=raw)
+        else:
+            pump(sock, run.leftover, out_sink, err_sink)
         code = eng.wait(cid)
         guard.disarm()
         _explain_137(eng, cid, plan, code, out)
@@ -288,7 +313,7 @@ def watch(run: Attached, masker: Masker, out: Output, *, keep: bool, tail: Tail 
         code = EXIT_SIGNAL[exc.signum]
         eng.reset()  # the interrupted request may have left the connection mid-response
         _stop(eng, cid, plan)
-        _drain(sock, out_sink, err_sink)
+        _drain(sock, out_sink, err_sink, raw=bool(run.request.config.get("Tty")))
         out.error(f"interrupted ({signal.Signals(exc.signum).name}): container {plan.name} stopped and {'kept' if keep else 'removed'}")
     except (EngineUnavailable, ConnectionError) as exc:
         gone = True  # dockerd died or restarted under a running job: exit 1 (engine unavailable), not a traceback
@@ -345,13 +370,13 @@ def _stop(eng: Engine, cid: str, plan: LaunchPlan) -> None:
             pass
 
 
-def _drain(sock: socket.socket | None, stdout: Sink, stderr: Sink) -> None:
+def _drain(sock: socket.socket | None, stdout: Sink, stderr: Sink, raw: bool = False) -> None:
     """The job's last words after a stop (the stream ends when it exits)."""
     if sock is None:
         return
     try:
         sock.settimeout(2.0)
-        pump(sock, b"", stdout, stderr)
+        pump(sock, b"", stdout, stderr, raw=raw)
     except (OSError, socket.timeout):
         pass
 

@@ -28,7 +28,7 @@ from engine_fixtures import PODMAN_SETUP_HINT, PODMAN_SOCKET, assert_no_leak, en
 
 pytestmark = [pytest.mark.docker, pytest.mark.podman, pytest.mark.engines("podman")]
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 ROOTLESS_USER = "primus-rootless"
 ROOTLESS_RUNTIME = Path("/run/primus-rootless")
 ROOTLESS_PYTHON = Path("/opt/primus-rootless-venv/bin/python")

@@ -12,8 +12,8 @@ from runner.errors import ConfigError
 
 # The Primus launcher's own file, kept verbatim in tests/fixtures/ (checked against
 # the shared copy beside the repository when that is present).
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "primus-runner.primus.yaml"
-SHARED_FIXTURE = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "primus-runner.primus.yaml"
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "primus-runner.primus.yaml"
+SHARED_FIXTURE = Path(__file__).resolve().parents[4] / "shared" / "fixtures" / "primus-runner.primus.yaml"
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from runner.session import report
 from runner.errors import RuntimeFailure, UsageError
 
 CANARY = f"canary-report-{uuid.uuid4().hex[:12]}"
-SCHEMA = Path(__file__).resolve().parents[2] / "policies" / "report.schema.json"
+SCHEMA = Path(__file__).resolve().parents[3] / "policies" / "report.schema.json"
 
 
 def forms(value: str) -> list[str]:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "primus-runner.primus.yaml"
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "primus-runner.primus.yaml"
 CANARY = "canary-contract-5e1f0a9c77d2"
 NO_DOCKER = "unix:///nonexistent/docker.sock"
 PROJECT = "container:\n  gpu: none\n  options:\n    image: primus-test/busybox:latest\n    env: [PLAIN, HF_TOKEN]\n"

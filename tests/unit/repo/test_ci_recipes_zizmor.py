@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-RECIPES = Path(__file__).resolve().parents[2] / "docs" / "ci"
+RECIPES = Path(__file__).resolve().parents[3] / "docs" / "ci"
 
 
 def github_recipes() -> list[Path]:
