@@ -25,8 +25,13 @@ MASK_PREFIX = "PRIMUS_RUNNER_MASK_"  # agent-only: a secret inside a forwarded v
 _JOB_ID = re.compile(r"^\d+(_\d+)?$")
 
 
+def is_job_id(text: str) -> bool:
+    """``1234`` or ``1234_5`` (an array task): Slurm's own kind of id."""
+    return bool(_JOB_ID.match(text))
+
+
 def require_job_id(job: str) -> str:
-    if not _JOB_ID.match(job):
+    if not is_job_id(job):
         raise UsageError(f"'{job}' is not a Slurm job id", "pass the number submit printed, e.g. primus-runner status 1234")
     return job
 
