@@ -7,10 +7,8 @@ import os
 import subprocess
 import sys
 
-from runner.config import load_config
-from runner.config.envfile import EnvFile
-from runner.options import LaunchFlags
-from runner.plan import build_plan
+from plan_factory import plan_from
+
 
 TRAIN = ["primus-cli", "direct", "--", "train", "pretrain", "--config", "exp.yaml"]
 
@@ -19,8 +17,7 @@ def plan(work, trackers: str | None, host=None):
     text = "container:\n  options:\n    image: busybox\n"
     if trackers is not None:
         text += "trackers:\n" + trackers
-    (work / ".primus.yaml").write_text(text)
-    return build_plan(load_config(), TRAIN, host or {}, EnvFile(None), LaunchFlags(gpu="none"), name="job-1").require()
+    return plan_from(work, text, TRAIN, host=host, flags=["--gpu", "none"], name="job-1").require()
 
 
 def test_no_tracker_settings_append_no_override(work):
