@@ -55,6 +55,9 @@ class LaunchFlags:
     ipc: str | None = None
     user: str | None = None
     pull: str | None = None  # --pull missing|always|never
+    entrypoint: str | None = None  # --entrypoint PROGRAM ("" resets the image's)
+    labels: tuple[str, ...] = ()  # --label KEY=VALUE, as given (the plan checks them)
+    platform: str | None = None  # --platform OS/ARCH[/VARIANT]
     # The launcher's container options the runner models (docker run's own names in the config).
     privileged: bool | None = None
     cap_add: tuple[str, ...] = ()
@@ -154,6 +157,8 @@ class RunOptions:
     slurm: SlurmFlags = SlurmFlags()
     pull: str | None = None  # missing | always | never; None: container.pull from config (default missing)
     debug: bool = False  # the launcher's --debug: PRIMUS_LOG_LEVEL=DEBUG for the job
+    interactive: bool = False  # up -i: the user's stdin goes to the job
+    tty: bool = False  # up -t: the job gets a terminal (the user's, in raw mode)
 
 
 @dataclass(frozen=True)
@@ -167,16 +172,23 @@ class CheckOptions:
 
 
 @dataclass(frozen=True)
-class ContainerSelection:
-    """``ps``, ``logs``, ``down``: which of the runner's containers."""
+class Selection:
+    """What an engine's verb (``ps``, ``logs``, ``down``, ``exec``, ``status``, ``cancel``) acts on:
+    container names or a job id, and the command's own switches."""
 
     sources: Sources = Sources()
-    names: tuple[str, ...] = ()
+    names: tuple[str, ...] = ()  # containers (logs, down, exec) or the job id (status, cancel)
     all: bool = False
     follow: bool = False
     all_users: bool = False  # every user's runner containers, not only the invoking user's
     tail: int | None = None  # logs: only the last N lines
-    dry_run: bool = False  # down: say what would be removed, remove nothing
+    dry_run: bool = False  # down, cancel: say what would be done, do nothing
+    node: str | None = None  # logs of a multi-node job: only this rank or node
+    command: tuple[str, ...] = ()  # exec: the command to run
+    engine: str | None = None  # --engine: a registry name; None: the first engine declaring the verb
+
+
+ContainerSelection = Selection  # the name before verbs took job ids too
 
 
 @dataclass(frozen=True)

@@ -80,7 +80,19 @@ def _launch_options(p: argparse.ArgumentParser, docker_short: bool = True) -> No
     g.add_argument("--network", metavar="NET", help="container network: host, bridge, none or a network name")
     g.add_argument("--ipc", metavar="MODE", help="IPC namespace: host, private or shareable")
     g.add_argument("--user", *short("-u"), metavar="UID[:GID]", help="user the job runs as inside the container")
+    g.add_argument("--entrypoint", metavar="PROGRAM", help="run PROGRAM instead of the image's entrypoint, the command after -- "
+                   "as its arguments (\"\" clears it), as docker run does")
+    g.add_argument("--label", action="append", default=[], metavar="KEY=VALUE", help="a label on the container; repeatable "
+                   "(io.primus-runner.* are the runner's own)")
+    g.add_argument("--platform", metavar="OS/ARCH", help="the image's platform to run, e.g. linux/arm64 (pulled when the "
+                   "local image is another one, as docker run does)")
     p.add_argument("command", nargs="*", metavar="-- CMD", help="the job's command, after --")
+
+
+def _terminal_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-i", "--interactive", action="store_true", help="keep stdin open: what you type or pipe goes to the job")
+    p.add_argument("-t", "--tty", action="store_true", help="give the job a terminal (yours, in raw mode; stdin must be "
+                   "one); -it for a shell")
 
 
 def _flags(args):
@@ -90,6 +102,7 @@ def _flags(args):
         image=args.image, env=tuple(args.env), volume=tuple(args.volume), device=tuple(args.device), gpu=args.gpu,
         gpus=args.gpus, name=args.name, workdir=args.workdir, shm_size=args.shm_size, memory=args.memory, cpus=args.cpus,
         network=args.network, ipc=args.ipc, user=args.user, pull=getattr(args, "pull", None),
+        entrypoint=args.entrypoint, labels=tuple(args.label), platform=args.platform,
     )
 
 
@@ -206,7 +219,7 @@ def _local_commands(cmd) -> None:
     """check, plan and up: one launch on this host."""
     p = cmd("check", "validate config, env policy, required secrets, devices and the engine", "primus-runner check --gpu none")
     p.add_argument("--online", action="store_true", help="also contact the trackers (MLflow, W&B) with the real credentials")
-    p.add_argument("--engine", choices=["docker", "slurm"], default="docker", help="which engine must answer (default docker)")
+    p.add_argument("--engine", choices=_engine_names(), default="docker", help="which engine must answer (default docker)")
     p.add_argument("--timeout", type=float, default=10.0, help="seconds per online check (default 10)")
     _launch_options(p)
 
@@ -222,14 +235,24 @@ def _local_commands(cmd) -> None:
     p.add_argument("--build", action="store_true", help="build the image from images/ first when it is missing")
     p.add_argument("--audit", action="store_true", help="audit the container for leaked secrets after launch (exit 4 on a leak)")
     p.add_argument("--report", metavar="FILE", help="write a JSON report of the run (no secret values)")
+    _terminal_options(p)
+    _pull_option(p)
+
+    p = cmd("shell", "an interactive shell in the job's image, with the job's env, mounts, GPUs and secrets (up -it, the "
+                     "image's bash, else sh)", "primus-runner shell --gpu none")
+    _launch_options(p)
+    p.add_argument("--dry-run", action="store_true", help="print the plan and the docker run request instead")
+    p.add_argument("--keep", action="store_true", help="keep the container after the shell exits")
+    p.add_argument("--build", action="store_true", help="build the image from images/ first when it is missing")
     _pull_option(p)
 
 
 def _container_commands(cmd) -> None:
     """ps, logs and down: the runner's own containers (and a Slurm job's logs)."""
-    p = cmd("ps", "list the runner's own containers (running and leftovers)", "primus-runner ps --json")
+    p = cmd("ps", "list the runner's own containers (running and leftovers); --engine slurm: its jobs in the queue", "primus-runner ps --json")
     p.add_argument("--all", "-a", action="store_true", help="accepted for familiarity: ps always lists running and stopped (leftover) runner containers")
     p.add_argument("--all-users", action="store_true", help="every user's runner containers (default: yours)")
+    _engine_option(p)
 
     p = cmd("logs", "print a run's output (running or finished, from any directory), a runner container's, or a Slurm job's "
                     "from every node (rank by rank), masked",
@@ -239,18 +262,33 @@ def _container_commands(cmd) -> None:
     p.add_argument("--node", metavar="N", help="Slurm job: only this rank (0, 1, …) or node name")
     p.add_argument("--tail", type=int, metavar="N", help="only the last N lines")
     p.add_argument("--all-users", action="store_true", help="another user's runner container (default: yours only)")
+    _engine_option(p)
 
     p = cmd("exec", "run a command in one of your running runner containers (as docker exec), output masked",
             "primus-runner exec primus-1a2b3c4d -- nvidia-smi")
     p.add_argument("name", help="the container's name (primus-runner ps lists them)")
     p.add_argument("command", nargs="*", metavar="-- CMD", help="the command and its arguments, after --")
     p.add_argument("--all-users", action="store_true", help="another user's runner container (default: yours only)")
+    _engine_option(p)
 
     p = cmd("down", "stop and remove the runner's containers (only the runner's own)", "primus-runner down --all")
     p.add_argument("names", nargs="*", metavar="NAME", help="container names (yours only)")
     p.add_argument("--all", action="store_true", help="every container the runner started on this host")
     p.add_argument("--all-users", action="store_true", help="every user's runner containers (default: yours)")
     p.add_argument("--dry-run", action="store_true", help="say which containers would be removed; remove nothing")
+    _engine_option(p)
+
+
+def _engine_names() -> list[str]:
+    from runner.engines import ENGINES  # the registry alone: no engine module is imported
+
+    return list(ENGINES)
+
+
+def _engine_option(p: argparse.ArgumentParser) -> None:
+    """``--engine NAME``: the engine a verb acts through (a name of ``runner.engines.ENGINES``)."""
+    p.add_argument("--engine", metavar="ENGINE", help=f"the engine to ask: {', '.join(_engine_names())}; docker is Docker or Podman, "
+                   "as container.engine says (default: the first engine that has this command)")
 
 
 def _runs_command(cmd) -> None:
@@ -313,9 +351,11 @@ def _slurm_commands(cmd) -> None:
 
     p = cmd("status", "a Slurm job's state and exit code", "primus-runner status 1234 --json")
     p.add_argument("job", help="the Slurm job id")
+    _engine_option(p)
     p = cmd("cancel", "cancel a Slurm job and remove its containers on every node", "primus-runner cancel 1234")
     p.add_argument("job", help="the Slurm job id")
     p.add_argument("--dry-run", action="store_true", help="say what would be cancelled and removed; do nothing")
+    _engine_option(p)
 
 
 def _tool_commands(cmd) -> None:
@@ -444,6 +484,7 @@ def _run_options(args, sources):
         detach=args.detach if args.cmd == "up" else (args.cmd == "submit" and not args.wait),
         keep=getattr(args, "keep", False), build=getattr(args, "build", False), audit=getattr(args, "audit", False),
         report=getattr(args, "report", None), slurm=slurm, pull=getattr(args, "pull", None), debug=args.global_debug,
+        interactive=getattr(args, "interactive", False), tty=getattr(args, "tty", False),
     )
 
 
@@ -468,15 +509,6 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]):
     for key, value in args.mode_args.globals.items():
         setattr(args, key, value)
     return args
-
-
-_SLURM_JOB = __import__("re").compile(r"^\d+(_\d+)?$")  # `logs 1234`: a Slurm job id; anything else names a container
-
-
-def _slurm_output_dir(sources):
-    from runner.config import load_config
-
-    return load_config(sources.config_file, trust_project=sources.trust_project).get("slurm", "output_dir")
 
 
 _GLOBAL_FLAGS = {"--json", "--no-color", "--verbose", "-q", "--quiet", "--dry-run", "--debug", "--trust-project"}
@@ -537,11 +569,34 @@ def _launch(args, sources, out, parser) -> int:
     from runner.session import pipeline
     from runner.engines import engine_for
 
-    return pipeline.run(_run_options(args, sources), engine_for("docker" if args.cmd == "up" else "slurm"), out)
+    options = _run_options(args, sources)
+    if args.cmd == "up":
+        from runner.engines.docker.interactive import check_terminal_options
+
+        check_terminal_options(options.interactive, options.tty, options.detach, options.dry_run)
+    return pipeline.run(options, engine_for("docker" if args.cmd == "up" else "slurm"), out)
 
 
-def _containers(args, sources, out, parser) -> int:
-    from runner.options import ContainerSelection
+def _shell(args, sources, out, parser) -> int:
+    from dataclasses import replace
+
+    from runner.engines import engine_for
+    from runner.engines.docker.interactive import SHELL_COMMAND, check_terminal_options
+    from runner.errors import UsageError
+    from runner.session import pipeline
+
+    if args.command:
+        raise UsageError("shell takes no command (it runs the image's shell)", f"run a command with: primus-runner up -it -- {' '.join(args.command)}")
+    options = replace(_run_options(args, sources), command=SHELL_COMMAND, interactive=True, tty=True)
+    check_terminal_options(True, True, False, options.dry_run)
+    return pipeline.run(options, engine_for("docker"), out)
+
+
+def _verb(args, sources, out, parser) -> int:
+    """``ps``, ``logs``, ``down``, ``exec``, ``status``, ``cancel``: a verb of the engine ``--engine``
+    names, else of the first engine that declares it (or claims the name: a Slurm job id)."""
+    from runner.engines import engine_for_verb, verb
+    from runner.options import Selection
 
     if args.cmd == "logs":
         from runner.runs import commands as runs
@@ -549,23 +604,13 @@ def _containers(args, sources, out, parser) -> int:
         shown = runs.cmd_logs(args.name, out, sources, follow=args.follow, tail=args.tail, node=args.node)  # a recorded run
         if shown is not None:
             return shown
-    if args.cmd == "logs" and _SLURM_JOB.match(args.name):
-        from runner.context import load_context
-        from runner.engines.slurm import jobs
-
-        out.use_masker(load_context(sources, out=out).scope.masker)  # secret references too: values a job printed from a store
-        return jobs.cmd_logs(args.name, out, follow=args.follow, node=args.node, tail=args.tail, output_dir=_slurm_output_dir(sources))
-    if args.cmd == "logs" and args.node is not None:
-        from runner.errors import UsageError
-
-        raise UsageError(f"--node is for a Slurm job id; '{args.name}' names a container", "primus-runner logs JOB_ID --node 1")
-    from runner.engines.docker import commands
-
-    names = (args.name,) if args.cmd == "logs" else tuple(getattr(args, "names", ()))
-    selection = ContainerSelection(sources, names, getattr(args, "all", False), getattr(args, "follow", False),
-                                   all_users=getattr(args, "all_users", False), tail=getattr(args, "tail", None),
-                                   dry_run=args.cmd == "down" and _dry_run(args, sources))
-    return getattr(commands, f"cmd_{args.cmd}")(selection, out)
+    names = tuple(filter(None, (getattr(args, key, None) for key in ("name", "job")))) or tuple(getattr(args, "names", ()))
+    selection = Selection(sources, names, getattr(args, "all", False), getattr(args, "follow", False),
+                          all_users=getattr(args, "all_users", False), tail=getattr(args, "tail", None),
+                          dry_run=args.cmd in ("down", "cancel") and _dry_run(args, sources), node=getattr(args, "node", None),
+                          command=tuple(getattr(args, "command", ())), engine=args.engine)
+    engine = engine_for_verb(args.cmd, args.engine, names[0] if args.cmd == "logs" else None)
+    return verb(engine, args.cmd)(selection, out)
 
 
 def _build(args, sources, out, parser) -> int:
@@ -586,14 +631,6 @@ def _runs(args, sources, out, parser) -> int:
     if args.runs_cmd == "gc":
         return runs.cmd_gc(args.older_than, out, dry_run=args.dry_run or args.global_dry_run)
     return runs.cmd_runs(out, all_users=args.all, limit=args.limit, state=args.state, engine=args.runs_engine, name=args.runs_name)
-
-
-def _slurm_job(args, sources, out, parser) -> int:
-    from runner.engines.slurm import jobs
-
-    if args.cmd == "cancel":
-        return jobs.cmd_cancel(args.job, out, dry_run=_dry_run(args, sources))
-    return jobs.cmd_status(args.job, out)
 
 
 def _dry_run(args, sources) -> bool:
@@ -626,12 +663,6 @@ def _completion(args, sources, out, parser) -> int:
     return 0
 
 
-def _exec(args, sources, out, parser) -> int:
-    from runner.engines.docker.exec_into import cmd_exec
-
-    return cmd_exec(args.name, tuple(args.command), sources, out, all_users=args.all_users)
-
-
 def _complete(args, sources, out, parser) -> int:
     from runner.cli.complete_names import candidates
 
@@ -660,10 +691,10 @@ def _demo(args, sources, out, parser) -> int:
 
 
 _HANDLERS = {
-    "check": _check, "plan": _plan, "up": _launch, "submit": _launch,
-    "ps": _containers, "logs": _containers, "down": _containers, "runs": _runs, "build": _build,
-    "status": _slurm_job, "cancel": _slurm_job, "node-agent": _node_agent, "audit": _audit,
-    "completion": _completion, "__complete": _complete, "exec": _exec, "container": _mode, "direct": _mode, "slurm": _mode, "demo": _demo,
+    "check": _check, "plan": _plan, "up": _launch, "submit": _launch, "shell": _shell,
+    "ps": _verb, "logs": _verb, "down": _verb, "runs": _runs, "build": _build,
+    "status": _verb, "cancel": _verb, "node-agent": _node_agent, "audit": _audit,
+    "completion": _completion, "__complete": _complete, "exec": _verb, "container": _mode, "direct": _mode, "slurm": _mode, "demo": _demo,
     "trust": _trust,
 }
 

@@ -42,7 +42,10 @@ def stored(limit: int = 50) -> tuple[list[str], list[str]]:
         try:
             store = Store.open(paths.db_path(), create=False)
             try:
-                jobs = [str(r["job_id"]) for r in store.list(limit=limit, uid=os.getuid()) if r.get("job_id") and r.get("engine") == "slurm"]
+                from runner.engines import engines_with
+
+                with_jobs = engines_with("status")  # the engines whose ids `status`/`cancel` take
+                jobs = [str(r["job_id"]) for r in store.list(limit=limit, uid=os.getuid()) if r.get("job_id") and r.get("engine") in with_jobs]
             finally:
                 store.close()
         except StoreError:

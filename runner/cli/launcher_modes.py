@@ -130,13 +130,13 @@ def _clean(opts: ModeOptions, out: Output, dry_run: bool, preference: str) -> No
     """``--clean``: the invoking user's runner containers (every user's with ``--all-users``),
     never any other container, and nothing in a dry run."""
     from runner.clients.engine_api.shared import engine_client
-    from runner.engines.docker.commands import owner_filter, remove_containers
+    from runner.engines.docker.verbs import owner_filter, remove_containers
     from runner.plan import LABEL
 
     eng = engine_client(preference)  # the first call chooses the engine (container.engine) for the whole process
     if dry_run:
         labels = [f"{LABEL}=true"] + [f"{k}={v}" for k, v in owner_filter(opts.all_users).items()]
-        from runner.engines.docker.commands import would_remove
+        from runner.engines.docker.verbs import would_remove
 
         out.info("--clean (dry run): " + would_remove(eng.containers(labels)))
         return

@@ -36,10 +36,13 @@ def run_check(opts: CheckOptions, out: Output) -> int:
 
     from runner.session.prepare import unset_notice
 
+    from runner.engines import engine_named
+
     found = Findings()
+    engine = engine_named(opts.engine)  # the registry's: an unknown name is a usage error (exit 2)
     resolved = _check_refs(opts, found)
     prepared = None
-    computed = _computed_names(opts.engine)  # what the engine sets itself is never "not set"
+    computed = tuple(engine.computed_env)  # what the engine sets itself is never "not set"
     try:
         prepared = prepare(out, opts.sources, opts.command or ("true",), opts.flags, quiet=True, resolved=resolved,
                            extra_env=[(name, "(per node)") for name in computed])
@@ -54,8 +57,14 @@ def run_check(opts: CheckOptions, out: Output) -> int:
         if prepared.planned.unset:
             found.warnings.append(unset_notice(prepared.planned.unset))
         _check_devices(plan, prepared.config, found)
-    _check_engine(opts, prepared, found)
-    if plan is not None and opts.engine != "slurm" and not prepared.planned.problems:  # a plan with problems has no image to ask for
+        if engine.name != "process":  # a container's tracker outputs, refused as the launch would refuse them
+            from runner.runs.outputs import refusals
+
+            found.problems += refusals(plan, prepared.config)
+    _check_engine(engine, prepared, found)
+    # An engine that pulls and builds on this host: its registry login and builder are checked
+    # here (a plan with problems has no image to ask for).
+    if plan is not None and getattr(engine, "local_images", False) and not prepared.planned.problems:
         _check_registry_and_builder(prepared, found)
     if opts.online and plan is not None:
         _check_online(plan, opts.timeout, found)
@@ -86,14 +95,6 @@ def _check_refs(opts: CheckOptions, found: Findings) -> dict:
         if not item["found"]:
             found.problems.append(Problem(f"secret {item['name']} ({item['source']}): {item['error']}", where=where.get(item["name"])))
     return values
-
-
-def _computed_names(engine: str) -> tuple[str, ...]:
-    if engine != "slurm":
-        return ()
-    from runner.engines import engine_for
-
-    return tuple(engine_for("slurm").computed_env)
 
 
 def _check_devices(plan, config, found: Findings) -> None:
@@ -183,21 +184,19 @@ def _gpu_path(flavor: str) -> str:
     return "a device request naming the GPU IDs (Docker: DeviceRequests, needs nvidia-container-toolkit; Podman: CDI nvidia.com/gpu=N)"
 
 
-def _check_engine(opts: CheckOptions, prepared, found: Findings) -> None:
+def _check_engine(engine, prepared, found: Findings) -> None:
+    """Whether the engine answers, as the engine itself says (``check_engine``: which engine,
+    where, its version; warnings), or its reason when it does not."""
+    if not callable(getattr(engine, "check_engine", None)):
+        return
     try:
-        if opts.engine == "slurm":
-            from runner.engines.slurm import jobs
-
-            found.warnings += jobs.check_engine()
-            return
-        from runner.clients.engine_api.shared import engine_client
-
-        preference = prepared.config.get("container", "engine", default="auto") if prepared else None
-        found.engine = engine_client(preference).describe()  # which engine, where, its version and the API version in use
-        e = found.engine
-        found.notes.append(f"engine: {e['engine']} {e.get('version') or ''} at {e['host']} ({e['source']}), API {e['api_version']}")
+        answer = engine.check_engine(prepared.config if prepared else None)
     except EngineUnavailable as exc:
         found.engine_error = f"{exc.message}" + (f" ({exc.hint})" if exc.hint else "")
+        return
+    found.engine = answer.get("engine") or {}
+    found.notes += answer.get("notes", [])
+    found.warnings += answer.get("warnings", [])
 
 
 def _check_registry_and_builder(prepared, found: Findings) -> None:

@@ -27,6 +27,57 @@ def engine_for(name: str):
     return getattr(importlib.import_module(module), cls)()
 
 
+def engine_named(name: str):
+    """``engine_for`` for a name the user typed (``--engine``): an unknown one is a usage error (exit 2)."""
+    from runner.errors import UsageError
+
+    if name not in ENGINES:
+        raise UsageError(f"unknown engine {name!r}", hint=f"--engine takes one of: {', '.join(ENGINES)}")
+    return engine_for(name)
+
+
+def _has(engine, verb: str) -> bool:
+    return callable(getattr(engine, verb, None))
+
+
+def engines_with(verb: str) -> list[str]:
+    """The registered engines that declare ``verb`` (``runner.engines.base.VERBS``)."""
+    return [name for name in ENGINES if _has(engine_for(name), verb)]
+
+
+def engine_for_verb(verb: str, chosen: str | None = None, name: str | None = None):
+    """The engine a command acts through: the one ``--engine`` names; else the first engine that
+    claims ``name`` as its own kind of id (``logs 1234``: a Slurm job); else the first one, in
+    registry order, that declares ``verb``. The caller hands the verb its ``Selection``."""
+    from runner.errors import UsageError
+
+    if chosen:
+        return engine_named(chosen)
+    fallback = None
+    for known in ENGINES:
+        engine = engine_for(known)
+        if not _has(engine, verb):
+            continue
+        if name is None or (_has(engine, "claims") and engine.claims(name)):
+            return engine
+        fallback = fallback or engine
+    if fallback is None:
+        raise UsageError(f"no engine has `{verb}`", hint=f"the engines: {', '.join(ENGINES)}")
+    return fallback
+
+
+def verb(engine, name: str):
+    """The engine's own ``name`` verb, or one clear usage error (exit 2) naming those that have it."""
+    from runner.errors import UsageError
+
+    found = getattr(engine, name, None)
+    if callable(found):
+        return found
+    others = [known for known in engines_with(name) if known != engine.name]
+    raise UsageError(f"the {engine.name} engine has no `{name}`; " + (f"engines with it: {', '.join(others)}" if others else "no engine has it"),
+                     hint=f"primus-runner {name} --engine {others[0]}" if others else None)
+
+
 def config_problems(config) -> list:
     """Every engine's own config section checked as its launch would check it (``plan``, ``check``
     and every dry run report the same problems, with ``file:line``, before anything exists)."""

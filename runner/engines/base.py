@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 if TYPE_CHECKING:
     from runner.config import Config
-    from runner.options import RunOptions
+    from runner.options import RunOptions, Selection
     from runner.plan import LaunchPlan
     from runner.secrets import SecretScope
     from runner.secrets.scan import Finding
@@ -126,3 +126,38 @@ class Engine(Protocol):
 
     def finished(self, launched: Launched, ctx: RunContext, exit_code: int) -> dict:
         """Engine facts for the report and ``--json`` after a watched run (job id, state …)."""
+
+
+# The commands that act on what an engine started, by name: each engine declares those it
+# supports as methods of these names (``Verbs``); the registry finds them (``runner.engines.verb``).
+VERBS = ("ps", "logs", "down", "exec", "status", "cancel")
+
+
+class Verbs(Protocol):
+    """The optional per-engine commands. Each takes the command's ``Selection`` and the
+    ``Output`` and returns the exit code; an engine that lacks one simply does not define it
+    (the command then exits 2 naming the engines that have it).
+
+    ``claims(name)`` (optional too): whether ``name`` is one of this engine's own ids (a Slurm
+    job id), so ``logs NAME`` reaches the engine that knows it without ``--engine``."""
+
+    def ps(self, sel: "Selection", out: "Output") -> int:
+        """List the runner's own jobs or containers on this engine (the caller's, unless ``all_users``)."""
+
+    def logs(self, sel: "Selection", out: "Output") -> int:
+        """Print one job's or container's output (``sel.names[0]``), masked; ``follow``/``tail``/``node``."""
+
+    def down(self, sel: "Selection", out: "Output") -> int:
+        """Stop and remove the runner's own containers (``names`` or ``all``); ``dry_run`` says what."""
+
+    def exec(self, sel: "Selection", out: "Output") -> int:
+        """Run ``sel.command`` in the running container ``sel.names[0]``, output masked; its exit code."""
+
+    def status(self, sel: "Selection", out: "Output") -> int:
+        """The state and exit code of job ``sel.names[0]``."""
+
+    def cancel(self, sel: "Selection", out: "Output") -> int:
+        """Stop job ``sel.names[0]`` and what it started; ``dry_run`` says what."""
+
+    def claims(self, name: str) -> bool:
+        """Whether ``name`` is this engine's kind of id."""

@@ -86,6 +86,9 @@ class ProcessEngine:
     name = "process"
     audit_after = False
     computed_env: tuple[str, ...] = ()
+    gpu_mode = "off"  # no container: the host's own devices, nothing chosen
+    # No verbs (ps, logs, down, …): a process job lives only as long as the runner that follows it;
+    # `runs --engine process` and `logs RUN` read its record.
 
     def settings(self, config, options) -> None:
         return None  # no options of its own: the plan says everything

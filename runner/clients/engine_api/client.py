@@ -12,6 +12,14 @@ per process and engine, as the docker CLI does: ``/_ping``'s ``Api-Version`` hea
 (one request on the connection the launch then keeps using), the lower of it and
 ``MAX_API_VERSION``; ``DOCKER_API_VERSION`` overrides. Docker 29 refuses anything
 below 1.44, Docker 20.10 and Podman 4 speak at most 1.41.
+
+Where the engine is Podman, a container's lifecycle (create, attach, start, wait, kill,
+stop, remove) and the launch's image lookups go to Podman's own API (``/v4.0.0/libpod/…``,
+served by Podman 4 and 5): its Docker-compatible layer waits by polling the container's
+state in a busy loop (a core of the service for as long as the job runs, and on a small
+host the launch's own cleanup waits behind it), removes by stopping with the StopTimeout
+first, and cannot carry CDI devices. The body Podman's create gets is a pure translation
+of the request's (``libpod.create_body``), shown by the dry run.
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ from runner.errors import EngineUnavailable, UsageError
 # runner makes did not change in ways it depends on.
 MIN_API_VERSION = "1.41"
 MAX_API_VERSION = "1.45"
+LIBPOD_PREFIX = "/v4.0.0/libpod"  # Podman's own API; every Podman 4 and 5 serves this version
 API_PREFIX = "/v" + MIN_API_VERSION  # before negotiation; kept for callers that build paths themselves
 # Kept for callers that print their own "not reachable" message; ``discovery.unreachable`` is the full one.
 START_HINT = "start it: sudo systemctl start docker (or dockerd &); for Podman: podman system service --time=0 unix:///run/podman/podman.sock &"
@@ -289,19 +298,23 @@ class Engine:
             return json.loads(raw)
         return raw
 
-    def libpod_request(self, method: str, path: str, params: dict | None = None, body: Any = None) -> Any:
-        """A call to Podman's own API (``/v4.0.0/libpod/...``): what its compat API cannot
-        express, e.g. CDI devices at create (``libpod.create_body``). Podman only."""
+    def libpod_request(self, method: str, path: str, params: dict | None = None, body: Any = None,
+                       timeout: float | None = -1.0) -> Any:
+        """A call to Podman's own API (``/v4.0.0/libpod/...``). Podman only."""
         if not self.is_podman:
             raise ApiError(400, f"the engine at {self.host} is not Podman: no libpod API")
-        url = "/v4.0.0/libpod" + path
-        if params:
-            url += "?" + urlencode({k: v for k, v in params.items() if v is not None})
         data = None if body is None else json.dumps(body).encode()
-        status, headers, raw = self._roundtrip(method, url, data, {"Content-Type": "application/json"} if data else {}, self.timeout)
+        status, headers, raw = self._roundtrip(method, _libpod_url(path, params), data, {"Content-Type": "application/json"} if data else {},
+                                               self.timeout if timeout == -1.0 else timeout)
         if status >= 400:
             raise self._api_error(status, raw)
         return json.loads(raw) if raw and "json" in headers.get("content-type", "") else (raw or None)
+
+    def _container_call(self, method: str, path: str, params: dict | None = None, timeout: float | None = -1.0) -> Any:
+        """A container call on the engine's own API: libpod on Podman (``params`` as libpod names them), else Docker's."""
+        if self.is_podman:
+            return self.libpod_request(method, path, params, timeout=timeout)
+        return self.request(method, path, params, timeout=timeout)
 
     def _api_error(self, status: int, raw: bytes) -> Exception:
         message = _message(raw)
@@ -312,11 +325,11 @@ class Engine:
             status = 409  # Podman's name conflict; Docker (and the callers) say 409
         return ApiError(status, message)
 
-    def head(self, path: str, params: dict | None = None) -> int:
-        """Status of a HEAD request (e.g. does a path exist in a container)."""
+    def head(self, path: str, params: dict | None = None, libpod: bool = False) -> int:
+        """Status of a HEAD request on the Engine API (``libpod=True``: on Podman's own)."""
         conn = self._new_conn(self.timeout)
         try:
-            conn.request("HEAD", self.path(path, params))
+            conn.request("HEAD", _libpod_url(path, params) if libpod else self.path(path, params))
             resp = conn.getresponse()
             resp.read()
             return resp.status
@@ -356,12 +369,28 @@ class Engine:
         HTTP after the 101 response, and the runner needs the socket itself: to
         half-close its write side (the job's stdin EOF) and to ``recv_into`` big buffers.
         """
-        params = {"stream": 1, "stdout": 1, "stderr": 1, "stdin": 1 if stdin else 0}
-        return self._hijack(self.path(f"/containers/{quote(container_id)}/attach", params), b"", "text/plain")
+        if self.is_podman:
+            url = _libpod_url(f"/containers/{quote(container_id)}/attach",
+                              {"stream": "true", "stdout": "true", "stderr": "true", "stdin": "true" if stdin else "false"})
+        else:
+            url = self.path(f"/containers/{quote(container_id)}/attach", {"stream": 1, "stdout": 1, "stderr": 1, "stdin": 1 if stdin else 0})
+        return self._hijack(url, b"", "text/plain")
 
     def exec_start(self, exec_id: str) -> tuple[socket.socket, bytes]:
         """Start an exec instance attached (no TTY): the raw stream socket, as ``attach``."""
         return self._hijack(self.path(f"/exec/{quote(exec_id)}/start"), b'{"Detach": false, "Tty": false}', "application/json")
+
+    def resize(self, cid: str, rows: int, cols: int) -> None:
+        """The job's terminal to the user's window size. Its own connection: called beside a
+        pump or a wait on the shared one; a refusal (the job just ended) is not an error."""
+        conn = self._new_conn(5.0)
+        try:
+            conn.request("POST", self.path(f"/containers/{quote(cid)}/resize", {"h": rows, "w": cols}))
+            conn.getresponse().read()
+        except OSError:
+            pass
+        finally:
+            conn.close()
 
     def _hijack(self, url: str, body: bytes, content_type: str) -> tuple[socket.socket, bytes]:
         try:
@@ -401,21 +430,35 @@ class Engine:
         if not fresh or api.source == "DOCKER_API_VERSION":  # the negotiation's own _ping was this ping
             self.request("GET", "/_ping", timeout=5.0)
 
-    def create(self, name: str, config: dict) -> str:
+    def create(self, name: str, config: dict, platform: str | None = None) -> str:
         from runner.clients.engine_api import libpod
 
-        if self.is_podman and libpod.cdi_devices(config):  # the compat create would drop the CDI devices
+        if self.is_podman:
             try:
-                body = libpod.create_body(name, config)
+                body = libpod.podman_create(name, config)
             except ValueError as exc:
                 raise ApiError(400, f"with CDI devices Podman's own create is used, which cannot express {exc} here") from None
-            return self.libpod_request("POST", "/containers/create", body=body)["Id"]
-        return self.request("POST", "/containers/create", {"name": name}, config)["Id"]
+            if body is not None:
+                try:
+                    return self.libpod_request("POST", "/containers/create", body=body)["Id"]
+                except ApiError as exc:
+                    if exc.status == 500 and "image not known" in exc.message:
+                        raise ApiError(404, f"no such image: {exc.message}") from None  # Docker's answer, which callers act on
+                    raise
+        return self.request("POST", "/containers/create", {"name": name, "platform": platform}, config)["Id"]
+
+    def has_path(self, cid: str, path: str) -> bool:
+        """Does ``path`` exist in the container's filesystem (``HEAD …/archive``)."""
+        return self.head(f"/containers/{quote(cid)}/archive", {"path": path}, libpod=self.is_podman) != 404
 
     def start(self, cid: str) -> None:
-        self.request("POST", f"/containers/{quote(cid)}/start")
+        self._container_call("POST", f"/containers/{quote(cid)}/start")
 
     def wait(self, cid: str) -> int:
+        """The job's exit code. Called once its output has ended, so the exit is near: on Podman
+        its own wait polls every 50 ms (its compat wait polls without pause for the whole wait)."""
+        if self.is_podman:
+            return int(self.libpod_request("POST", f"/containers/{quote(cid)}/wait", {"interval": "50ms"}, timeout=None))
         return int(self.request("POST", f"/containers/{quote(cid)}/wait", timeout=None)["StatusCode"])
 
     def inspect(self, cid: str) -> dict:
@@ -430,35 +473,64 @@ class Engine:
                 return None
             raise
 
-    def stop(self, cid: str, grace: float | None = None) -> None:
-        params = {"t": int(grace)} if grace is not None else None
+    def image_config(self, name: str) -> dict | None:
+        """What a launch reads of a local image (``Config.Entrypoint``, ``RepoDigests``, ``Id``), or None
+        when it is not here: Podman's own inspect on Podman (its ``Id`` in Docker's ``sha256:`` form)."""
+        if not self.is_podman:
+            return self.inspect_image(name)
         try:
-            self.request("POST", f"/containers/{quote(cid)}/stop", params, timeout=None)
+            info = self.libpod_request("GET", f"/images/{quote(name, safe='')}/json")
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        if info.get("Id") and ":" not in info["Id"]:
+            info["Id"] = "sha256:" + info["Id"]
+        return info
+
+    def image_exists(self, name: str) -> bool:
+        """Is the image in the local store: Podman's ``exists`` (no inspect built) on Podman."""
+        if not self.is_podman:
+            return self.inspect_image(name) is not None
+        try:
+            self.libpod_request("GET", f"/images/{quote(name, safe='')}/exists")
+            return True
+        except ApiError as exc:
+            if exc.status == 404:
+                return False
+            raise
+
+    def stop(self, cid: str, grace: float | None = None) -> None:
+        key = "timeout" if self.is_podman else "t"
+        params = {key: int(grace)} if grace is not None else None
+        try:
+            self._container_call("POST", f"/containers/{quote(cid)}/stop", params, timeout=None)
         except ApiError as exc:
             if exc.status not in (304, 404):
                 raise
 
     def kill(self, cid: str) -> None:
         try:
-            self.request("POST", f"/containers/{quote(cid)}/kill")
+            self._container_call("POST", f"/containers/{quote(cid)}/kill", {"signal": "SIGKILL"} if self.is_podman else None)
         except ApiError as exc:
             # Podman says 500 "can only kill running containers ... container state improper" where Docker says 409.
             if exc.status not in (404, 409) and not (exc.status == 500 and "state improper" in exc.message):
                 raise
 
     def remove(self, cid: str) -> None:
-        """Force-remove at once. Podman's forced remove first stops with the container's
-        StopTimeout (Docker kills), so on Podman the container is killed before."""
-        if self.is_podman:
-            try:
-                self.kill(cid)
-            except ApiError:
-                pass  # the remove below says what is wrong, if anything
+        """Force-remove at once (a running container is killed, not stopped). Podman's forced remove
+        stops with the container's StopTimeout unless told ``timeout=0``."""
+        params = {"force": "true", "v": "true", "timeout": 0} if self.is_podman else {"force": 1, "v": 1}
         try:
-            self.request("DELETE", f"/containers/{quote(cid)}", {"force": 1, "v": 1})
+            answer = self._container_call("DELETE", f"/containers/{quote(cid)}", params)
         except ApiError as exc:
             if exc.status != 404 and "already in progress" not in exc.message:
                 raise
+            return
+        for report in answer if isinstance(answer, list) else ():  # Podman: one report per container, its error inside
+            err = str(report.get("Err") or "")
+            if err and "already in progress" not in err and "no such container" not in err:
+                raise ApiError(500, err)
 
     # -- where engines differ -------------------------------------------------
     @property
@@ -490,6 +562,13 @@ class Engine:
         return self.request("GET", "/containers/json", {"all": 1 if all else 0, "filters": filters})
 
 
+def _libpod_url(path: str, params: dict | None = None) -> str:
+    url = LIBPOD_PREFIX + path
+    if params:
+        url += "?" + urlencode({k: v for k, v in params.items() if v is not None})
+    return url
+
+
 def _message(raw: bytes) -> str:
     try:
         return str(json.loads(raw).get("message", "")) or raw.decode(errors="replace").strip()
@@ -504,8 +583,8 @@ class Capabilities:
     - ``reports_oom``: ``State.OOMKilled`` is set when the kernel OOM-kills the job. Podman
       learns it from conmon, which misses it on hosts with a hybrid cgroup layout (these
       test machines): a 137 under a memory limit is then reported as "most likely".
-    - ``remove_kills``: a forced remove kills at once (Docker); Podman stops with the
-      StopTimeout first, so ``Engine.remove`` kills before removing.
+    - ``remove_kills``: a forced remove kills at once (Docker); Podman's stops with the
+      StopTimeout first unless given ``timeout=0``, which ``Engine.remove`` does.
     - ``device_requests``: ``HostConfig.DeviceRequests`` (``--gpus``) is honoured. Podman 4
       accepts and silently ignores it: CUDA goes through CDI there, see ``gpu_host_config``.
     - ``cdi_in_compat_devices``: a CDI name (``nvidia.com/gpu=all``) works as a compat

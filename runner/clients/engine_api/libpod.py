@@ -1,10 +1,13 @@
 """A Docker-compatible create body as Podman's own (libpod) create body.
 
-Only for what the compat endpoint cannot carry: CDI devices (``nvidia.com/gpu=1``).
-Podman 4's compat create stats a CDI name in ``HostConfig.Devices`` as a path and
-accepts, then ignores, ``DeviceRequests`` (a CUDA job would run without GPUs); its
-libpod create resolves CDI names in ``devices``. Every field the runner's body can hold
-is translated; one that is not known here is refused, never dropped.
+On Podman every container the runner creates goes to its own create endpoint with
+this translation (``podman_create``), so the whole lifecycle stays on Podman's API.
+It is needed for CDI devices (``nvidia.com/gpu=1``): Podman 4's compat create stats a
+CDI name in ``HostConfig.Devices`` as a path and accepts, then ignores,
+``DeviceRequests`` (a CUDA job would run without GPUs); its libpod create resolves CDI
+names in ``devices``. Every field the runner's own body can hold is translated; one
+that is not known here (a ``docker run`` option passed through) is never dropped: the
+body then goes to the compat create as given, or, with CDI devices, is refused.
 """
 
 from __future__ import annotations
@@ -14,6 +17,17 @@ def cdi_devices(config: dict) -> list[str]:
     """The CDI device names a body asks for (``DeviceRequests`` with ``Driver: cdi``)."""
     return [name for r in (config.get("HostConfig") or {}).get("DeviceRequests") or () if r.get("Driver") == "cdi"
             for name in r.get("DeviceIDs") or ()]
+
+
+def podman_create(name: str, config: dict) -> dict | None:
+    """The body for Podman's own create, or None when ``config`` holds a field with no translation
+    here (the compat create carries it). ``ValueError``: CDI devices with such a field."""
+    try:
+        return create_body(name, config)
+    except ValueError:
+        if cdi_devices(config):
+            raise
+        return None
 
 
 def _namespace(mode: str) -> dict:
@@ -39,9 +53,27 @@ def _security(opts: list[str]) -> dict:
     return out
 
 
-def _mount(bind: str) -> dict:
+_BIND_OPTIONS = {"ro", "rw", "z", "Z", "shared", "rshared", "slave", "rslave", "private", "rprivate"}
+
+
+def _options(bind: str, allowed: set[str]) -> tuple[str, str, list[str]]:
     source, target, *mode = bind.split(":")
-    return {"destination": target, "type": "bind", "source": source, "options": ["rbind", *",".join(mode).split(",")] if mode else ["rbind"]}
+    options = ",".join(mode).split(",") if mode else []
+    unknown = [o for o in options if o not in allowed]
+    if unknown:  # Docker's no-op options (cached, delegated, …): the compat create knows what to make of them
+        raise ValueError(f"mount option {unknown[0]!r}")
+    return source, target, options
+
+
+def _mount(bind: str) -> dict:
+    source, target, options = _options(bind, _BIND_OPTIONS)
+    return {"destination": target, "type": "bind", "source": source, "options": ["rbind", *options]}
+
+
+def _volume(bind: str) -> dict:
+    """``NAME:/target[:mode]``: a named volume (created if absent), as the compat ``Binds`` make it."""
+    name, target, options = _options(bind, _BIND_OPTIONS | {"nocopy"})
+    return {"Name": name, "Dest": target, "Options": options}
 
 
 def _rlim(value: int) -> int:
@@ -64,6 +96,8 @@ def create_body(name: str, config: dict) -> dict:
     for key, value in config.items():
         if key in simple:
             body[simple[key]] = value
+            if key == "WorkingDir":
+                body["create_working_dir"] = True  # as Docker (and Podman's compat create) do for a directory the image lacks
         elif key not in _IGNORED and key not in ("Image", "Cmd", "Env", "Labels", "OpenStdin", "Tty", "HostConfig"):
             raise ValueError(f"create field {key}")
     devices = [{"path": f"{d['PathOnHost']}:{d['PathInContainer']}:{d.get('CgroupPermissions') or 'rwm'}"}
@@ -86,7 +120,8 @@ def create_body(name: str, config: dict) -> dict:
         elif key == "Ulimits":
             body["r_limits"] = [{"type": u["Name"], "soft": _rlim(u["Soft"]), "hard": _rlim(u["Hard"])} for u in value]
         elif key == "Binds":
-            body["mounts"] = [_mount(b) for b in value]
+            body["mounts"] = [_mount(b) for b in value if b.startswith("/")]
+            body["volumes"] = [_volume(b) for b in value if not b.startswith("/")]
         elif key == "IpcMode":
             body["ipcns"] = _namespace(value)
         elif key == "NetworkMode" and value.split(":")[0] in ("host", "none", "bridge", "default", "private", "container"):

@@ -3,8 +3,9 @@
 A ``LaunchPlan`` becomes one container (``container``): created with public env
 only and the runner's labels, secrets passed through the stdin shim (``shim``),
 output streamed through the masker as it arrives, exit code returned, container
-removed; interruption at any moment stops and removes it (``run``). ``ps``,
-``logs`` and ``down`` act on the runner's own containers (``commands``).
+removed; interruption at any moment stops and removes it (``run``). Its verbs
+``ps``, ``logs``, ``down`` (``verbs``) and ``exec`` (``exec_into``) act on the
+runner's own containers.
 
 The request is final before anything is created: ``request`` builds it from the
 plan, ``resolve`` adds what only the engine and the image can tell (a named step,
@@ -60,6 +61,9 @@ class DockerEngine:
     name = "docker"
     audit_after = False  # audit the running container (its inspect data)
     computed_env: tuple[str, ...] = ()
+    local_images = True  # pulls and builds on this host: `check` asks the registry and the builder
+    gpu_mode = "host"  # the GPUs are chosen on this host, when the plan is made
+    dry_run_lists_unset = True  # its dry run shows the plan, which lists the names not set
 
     def __init__(self, extra_labels: dict[str, str] | None = None):
         self.extra_labels = dict(extra_labels or {})
@@ -96,7 +100,8 @@ class DockerEngine:
         keep_logs = ctx.options.keep or ctx.options.detach
         preference = self._settings(ctx).engine
         return make_request(plan, self.extra_labels, daemon_log=keep_logs, kind="podman" if preference == "podman" else "docker",
-                            remove=not ctx.options.keep, detach=ctx.options.detach)
+                            remove=not ctx.options.keep, detach=ctx.options.detach, interactive=ctx.options.interactive,
+                            tty=ctx.options.tty)
 
     def resolve(self, request: DockerRequest, ctx: RunContext, dry_run: bool = False) -> DockerRequest:
         """The engine's and the image's facts, before anything is created. A dry run only reads
@@ -110,10 +115,17 @@ class DockerEngine:
             except EngineUnavailable:  # no engine answers: the request says what it could not know
                 return request
         eng = engine_client(self._settings(ctx).engine)
-        policy = request.plan.pull
+        plan = request.plan
+        policy = plan.pull
+        if plan.platform:  # checked here for both engines: Podman's compatible create ignores the platform
+            from runner.engines.docker.platform import ensure_platform
+
+            image = ensure_platform(plan.image, plan.platform, policy, lambda: inspect_local(eng, plan.image),
+                                    lambda: self._pull(ctx, plan.image, "missing", present=False, platform=plan.platform))
+            return resolve(request, eng, image)
         if policy == "always":  # before create, like `docker run --pull always`
-            self._pull(ctx, request.plan.image, policy, present=None)
-        image = inspect_or_fetch(eng, request.plan.image, self._ensure_image(ctx, policy, request.plan.gpu)) if request.use_shim else None
+            self._pull(ctx, plan.image, policy, present=None)
+        image = inspect_or_fetch(eng, plan.image, self._ensure_image(ctx, policy, plan.gpu)) if request.use_shim else None
         return resolve(request, eng, image)
 
     def dry_run(self, request: DockerRequest, ctx: RunContext) -> None:
@@ -146,10 +158,10 @@ class DockerEngine:
         return build if ctx.options.build else pull
 
     @staticmethod
-    def _pull(ctx: RunContext, image: str, policy: str, present: bool | None) -> None:
+    def _pull(ctx: RunContext, image: str, policy: str, present: bool | None, platform: str | None = None) -> None:
         from runner.clients.engine_api.pull import pull_as_needed
 
-        pull_as_needed(engine_client(), image, policy=policy, lookup=ctx.lookup, out=ctx.out, present=present)
+        pull_as_needed(engine_client(), image, policy=policy, lookup=ctx.lookup, out=ctx.out, present=present, platform=platform)
 
     def announce(self, launched: Launched, ctx: RunContext, detached: bool) -> None:
         if detached:
@@ -169,3 +181,35 @@ class DockerEngine:
 
     def finished(self, launched: Launched, ctx: RunContext, exit_code: int) -> dict:
         return {}
+
+    @staticmethod
+    def check_engine(config) -> dict:
+        """``check``: which engine answers (container.engine), where, its version and API version."""
+        preference = config.get("container", "engine", default="auto") if config is not None else None
+        e = engine_client(preference).describe()
+        return {"engine": e, "notes": [f"engine: {e['engine']} {e.get('version') or ''} at {e['host']} ({e['source']}), API {e['api_version']}"]}
+
+    # The verbs (runner.engines.base.Verbs), on the engine container.engine names.
+    @staticmethod
+    def ps(sel, out) -> int:
+        from runner.engines.docker import verbs
+
+        return verbs.ps(sel, out)
+
+    @staticmethod
+    def logs(sel, out) -> int:
+        from runner.engines.docker import verbs
+
+        return verbs.logs(sel, out)
+
+    @staticmethod
+    def down(sel, out) -> int:
+        from runner.engines.docker import verbs
+
+        return verbs.down(sel, out)
+
+    @staticmethod
+    def exec(sel, out) -> int:
+        from runner.engines.docker.exec_into import cmd_exec
+
+        return cmd_exec(sel.names[0], sel.command, sel.sources, out, all_users=sel.all_users)

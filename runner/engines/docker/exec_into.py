@@ -12,14 +12,14 @@ from __future__ import annotations
 import sys
 
 from runner.clients.engine_api import ApiError
-from runner.engines.docker.commands import NOT_FOUND
+from runner.engines.docker.verbs import NOT_FOUND
 from runner.errors import RuntimeFailure, UsageError
 from runner.ui import Output
 
 
 def cmd_exec(name: str, command: tuple[str, ...], sources, out: Output, all_users: bool = False) -> int:
     from runner.context import load_context
-    from runner.engines.docker.commands import _owned
+    from runner.engines.docker.verbs import _owned
     from runner.engines.docker.run import Sink, pump
 
     if not command:

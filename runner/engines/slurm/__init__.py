@@ -61,6 +61,7 @@ class SlurmEngine:
     name = "slurm"
     audit_after = True  # audit the job's output files once it has ended
     computed_env = COMPUTED  # per node, by the agent: planned as such, never taken from this host
+    gpu_mode = "node"  # each node's agent chooses its GPUs from what Slurm allocated
 
     @staticmethod
     def settings(config, options) -> SlurmOptions:
@@ -188,3 +189,39 @@ class SlurmEngine:
     def finished(self, launched: Launched, ctx: RunContext, exit_code: int) -> dict:
         final = launched.state["final"]
         return {"job_id": launched.id, "state": final.state if final else "unknown", "exit_code": exit_code}
+
+    @staticmethod
+    def check_engine(config) -> dict:
+        """``check --engine slurm``: the cluster's tools and controller answer (warnings: accounting)."""
+        return {"warnings": jobs.check_engine()}
+
+    # The verbs (runner.engines.base.Verbs): the runner's jobs in Slurm's queue, by job id.
+    @staticmethod
+    def claims(name: str) -> bool:
+        from runner.engines.slurm import verbs
+
+        return verbs.claims(name)
+
+    @staticmethod
+    def ps(sel, out) -> int:
+        from runner.engines.slurm import verbs
+
+        return verbs.ps(sel, out)
+
+    @staticmethod
+    def logs(sel, out) -> int:
+        from runner.engines.slurm import verbs
+
+        return verbs.logs(sel, out)
+
+    @staticmethod
+    def status(sel, out) -> int:
+        from runner.engines.slurm import verbs
+
+        return verbs.status(sel, out)
+
+    @staticmethod
+    def cancel(sel, out) -> int:
+        from runner.engines.slurm import verbs
+
+        return verbs.cancel(sel, out)

@@ -56,7 +56,7 @@ def plan_from_document(doc: dict, environ: dict[str, str], extra_secrets: tuple[
 
 def cleanup(job: str, out: Output) -> int:
     """``node-agent --cleanup JOB``: remove this Slurm job's containers on this node."""
-    from runner.engines.docker.commands import remove_containers
+    from runner.engines.docker.verbs import remove_containers
 
     removed = remove_containers({LABEL_SLURM_JOB: require_job_id(job)})
     if removed:
@@ -107,7 +107,7 @@ def run_node(plan_file: str, out: Output) -> int:
         # A requeued job runs again: the first run's code is stale, and a container its killed
         # agent left behind would hold the name.
         exit_file.unlink(missing_ok=True)
-        from runner.engines.docker.commands import remove_containers
+        from runner.engines.docker.verbs import remove_containers
 
         remove_containers({LABEL_SLURM_JOB: job_id, LABEL_NODE_RANK: rank})
     if "WANDB_RUN_ID" in plan.public_env() and "WANDB_RESUME" not in plan.public_env():

@@ -732,7 +732,7 @@ def remove_job_containers(job_id: str, nodes: str = "") -> int:
     """Remove the job's containers here, and on the other nodes through a cleanup step."""
     removed = 0
     try:
-        from runner.engines.docker.commands import remove_containers
+        from runner.engines.docker.verbs import remove_containers
 
         removed = remove_containers({LABEL_SLURM_JOB: job_id})
     except EngineUnavailable:

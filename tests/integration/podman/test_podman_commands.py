@@ -5,7 +5,7 @@ comes first when the engine is auto-detected), they find the Podman containers
 
 ``down --all`` runs as a dry run here: on this shared rootful Podman a real one
 would also remove other tests' containers of the same user. It takes the same
-client as ``down NAME`` (``runner.engines.docker.commands._client``).
+client as ``down NAME`` (``runner.engines.docker.verbs._client``).
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
-"""A compat create body with CDI devices as Podman's own create body: every field carried, none dropped."""
+"""A compat create body as Podman's own create body: every field carried, none dropped (CDI devices included)."""
 
 from __future__ import annotations
 
 import pytest
 
-from runner.clients.engine_api.libpod import cdi_devices, create_body
+from runner.clients.engine_api.libpod import cdi_devices, create_body, podman_create
 
 BODY = {
     "Image": "img", "Cmd": ["python", "train.py"], "Entrypoint": ["/bin/sh", "-c", "shim"], "Env": ["A=1", "B=x=y"],
@@ -42,3 +42,20 @@ def test_a_field_without_a_translation_is_refused_not_dropped(extra):
     config = {**BODY, **extra}
     with pytest.raises(ValueError):
         create_body("job", config)
+
+
+def test_a_named_volume_stays_a_volume_and_the_working_directory_is_created_as_dockers_is():
+    body = create_body("job", {"Image": "img", "WorkingDir": "/w", "HostConfig": {"Binds": ["/data:/data:ro", "cache:/cache:rw"]}})
+    assert body["mounts"] == [{"destination": "/data", "type": "bind", "source": "/data", "options": ["rbind", "ro"]}]
+    assert body["volumes"] == [{"Name": "cache", "Dest": "/cache", "Options": ["rw"]}]
+    assert body["work_dir"] == "/w" and body["create_working_dir"] is True  # the compat create makes it: so does this
+
+
+def test_without_cdi_an_untranslatable_body_goes_to_the_compat_create_as_given():
+    """``podman_create``: None (the compat create carries the field) unless the body needs CDI devices."""
+    plain = {k: v for k, v in BODY.items() if k != "HostConfig"} | {"HostConfig": {"PidsLimit": 64, "Init": True}}
+    assert podman_create("job", plain) is None
+    assert podman_create("job", {"Image": "img", "HostConfig": {"Binds": ["/d:/d:cached"]}}) is None  # Docker's no-op option
+    assert podman_create("job", {"Image": "img", "Cmd": ["true"]})["command"] == ["true"]
+    with pytest.raises(ValueError, match="PidsLimit"):
+        podman_create("job", {**BODY, "HostConfig": {**BODY["HostConfig"], "PidsLimit": 64}})

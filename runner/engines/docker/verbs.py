@@ -1,4 +1,5 @@
-"""``ps``, ``logs``, ``down``: the runner's own containers only, found by label.
+"""The Docker engine's verbs ``ps``, ``logs``, ``down`` (Docker and Podman, the engine
+``container.engine`` names): the runner's own containers only, found by label.
 
 By default only the invoking user's (``io.primus-runner.owner=<uid>``): on a shared GPU
 host one user's ``down --all`` must not stop another user's training. ``--all-users``
@@ -14,7 +15,7 @@ import sys
 from runner.clients.engine_api import ApiError, Demux, Engine
 from runner.clients.engine_api.shared import engine_client
 from runner.errors import RuntimeFailure, UsageError
-from runner.options import ContainerSelection
+from runner.options import Selection
 from runner.plan import LABEL, LABEL_OWNER
 from runner.ui import Output
 
@@ -42,7 +43,7 @@ def remove_containers(filters: dict[str, str], eng: Engine | None = None) -> int
     return count
 
 
-def _client(sel: ContainerSelection, config=None) -> Engine:
+def _client(sel: Selection, config=None) -> Engine:
     """The engine the config's ``container.engine`` names: the one ``up`` launched on."""
     from runner.context import container_engine
 
@@ -65,7 +66,7 @@ def _exit_code(status: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def cmd_ps(sel: ContainerSelection, out: Output) -> int:
+def ps(sel: Selection, out: Output) -> int:
     from datetime import datetime, timezone
 
     rows = []
@@ -122,12 +123,14 @@ def _owned(eng: Engine, name: str, out: Output, all_users: bool = False) -> dict
     return info
 
 
-def cmd_logs(sel: ContainerSelection, out: Output) -> int:
+def logs(sel: Selection, out: Output) -> int:
     from urllib.parse import quote
 
     from runner.engines.docker.run import Sink
     from runner.context import load_context
 
+    if sel.node is not None:
+        raise UsageError(f"--node is for a Slurm job id; '{sel.names[0]}' names a container", "primus-runner logs JOB_ID --node 1")
     context = load_context(sel.sources, out=out)
     masker = context.scope.masker  # the secrets in scope of this directory's config and env
     out.use_masker(masker)
@@ -156,7 +159,7 @@ def cmd_logs(sel: ContainerSelection, out: Output) -> int:
     return 0
 
 
-def cmd_down(sel: ContainerSelection, out: Output) -> int:
+def down(sel: Selection, out: Output) -> int:
     eng = _client(sel)
     if sel.dry_run:
         return _down_dry_run(eng, sel, out)
@@ -180,7 +183,7 @@ def cmd_down(sel: ContainerSelection, out: Output) -> int:
     return NOT_FOUND if failed else 0
 
 
-def _down_dry_run(eng: Engine, sel: ContainerSelection, out: Output) -> int:
+def _down_dry_run(eng: Engine, sel: Selection, out: Output) -> int:
     """``down`` in a dry run: the containers it would stop and remove, found as ``down`` finds
     them (read-only calls only), and exit 0."""
     if sel.all:
