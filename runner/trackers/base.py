@@ -29,6 +29,8 @@ Finisher = Callable[[int, bytes], None]  # (exit code, masked output) once the j
 
 @dataclass(frozen=True)
 class TrackerPlan:
+    """What the ``trackers:`` section decided for a launch (``runner.trackers.config.analyze_trackers``)."""
+
     framework: str
     enabled: tuple[str, ...]
     settings: dict
