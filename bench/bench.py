@@ -570,6 +570,10 @@ def bench_mlflow() -> None:
                         RUNNER + ["--config", str(on_cfg), "plan", "--", "true"], off_env, on_env, cwd)
             _on_off(f"up -- true, MLflow on ({store})", up_off, up_on, off_env, on_env, cwd)
             if bucket:
+                probe = subprocess.run([sys.executable, "-c", _S3_FLOOR, bucket], env=on_env, cwd=cwd, capture_output=True, text=True)
+                if probe.returncode:
+                    print(f"S3 floor: not measured ({probe.stderr.strip().splitlines()[-1:]})", flush=True)
+                    continue
                 _on_off("S3 floor: python with boto3 import + client + one put_object vs python -c pass",
                         [sys.executable, "-c", "pass"], [sys.executable, "-c", _S3_FLOOR, bucket], off_env, on_env, cwd)
 
