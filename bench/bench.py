@@ -167,22 +167,43 @@ def _children_cpu() -> float:
 PODMAN_SOCKET = "/run/podman/podman.sock"
 
 
+def _podman_service_cpu() -> float | None:
+    """CPU seconds the rootful Podman API service has used (None: not found): what a launch costs
+    the engine's side, which the client's own time does not show."""
+    found = subprocess.run(["pgrep", "-f", f"podman system service.*{PODMAN_SOCKET}"], capture_output=True, text=True).stdout.split()
+    try:
+        fields = Path(f"/proc/{found[0]}/stat").read_text().rsplit(")", 1)[1].split()
+    except (IndexError, OSError):
+        return None
+    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
 def bench_up_true_podman() -> None:
-    """Issue 13: `up --gpu none -- true` on rootful Podman (its API socket) vs `podman run --rm IMAGE true`,
-    median of 10 each, interleaved (bash .ci/setup-podman.sh)."""
+    """Issue 13/26: `up --gpu none -- true` on rootful Podman (its API socket) vs `podman run --rm IMAGE true`,
+    median of 10 each with min and max, interleaved (bash .ci/setup-podman.sh); then each side's CPU time per
+    launch, its own processes' and the Podman service's (a busy host stretches wall time, not work)."""
     runs = 10
     env = dict(os.environ, NO_COLOR="1", DOCKER_HOST=f"unix://{PODMAN_SOCKET}")
     with _bench_dir() as cwd:
         up = RUNNER + ["up", "--gpu", "none", "--image", BUSYBOX, "--", "true"]
         raw = ["podman", "run", "--rm", BUSYBOX, "true"]
         timed(up, 1, env=env, cwd=cwd), timed(raw, 1, env=env, cwd=cwd)  # warm caches
-        ups, raws = [], []
+        times: dict[str, list[float]] = {"up": [], "raw": []}
+        own: dict[str, list[float]] = {"up": [], "raw": []}
+        service: dict[str, list[float]] = {"up": [], "raw": []}
         for _ in range(runs):
-            ups += timed(up, 1, env=env, cwd=cwd)
-            raws += timed(raw, 1, env=env, cwd=cwd)
-    up_ms, raw_ms = statistics.median(ups) * 1000, statistics.median(raws) * 1000
-    print(f"up -- true on Podman: {spread(ups)}  (podman run --rm {spread(raws)}; ratio {up_ms / raw_ms:.2f}x, "
+            for side, cmd in (("up", up), ("raw", raw)):
+                cpu, engine = _children_cpu(), _podman_service_cpu()
+                times[side] += timed(cmd, 1, env=env, cwd=cwd)
+                own[side].append(_children_cpu() - cpu)
+                after = _podman_service_cpu()
+                if engine is not None and after is not None:
+                    service[side].append(after - engine)
+    up_ms, raw_ms = statistics.median(times["up"]) * 1000, statistics.median(times["raw"]) * 1000
+    print(f"up -- true on Podman: {spread(times['up'])}  (podman run --rm {spread(times['raw'])}; ratio {up_ms / raw_ms:.2f}x, "
           f"overhead {up_ms - raw_ms:+.1f} ms; load {os.getloadavg()[0]:.2f})", flush=True)
+    print(f"  CPU per launch: up {spread(own['up'])}, podman run {spread(own['raw'])}; the Podman service's during them: "
+          f"up {spread(service['up']) if service['up'] else '?'}, podman run {spread(service['raw']) if service['raw'] else '?'}", flush=True)
 
 
 def bench_up_stream() -> None:
