@@ -23,7 +23,6 @@ from typing import Any
 from runner.errors import ConfigError
 from runner.runs import cache, liveness, outputs, paths, record
 from runner.runs.logdir import DEFAULT_LIMIT_MB, LOG_NAME, RunLog
-from runner.runs.store import StoreError
 from runner.runs.writer import Writer
 
 
@@ -51,6 +50,8 @@ class Run:
         if self._warned:
             return
         self._warned = True
+        from runner.runs.store import StoreError  # the store (sqlite3) is the writer thread's: `plan` never imports it
+
         if isinstance(problem, StoreError):
             self.out.warn(f"{problem.message}: this run is not recorded (the job runs all the same); fix: {problem.hint}")
         else:
