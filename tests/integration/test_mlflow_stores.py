@@ -28,7 +28,8 @@ from pathlib import Path
 import pytest
 
 from docker_helpers import Workspace, force_remove, unique
-from engine_fixtures import MLFLOW_BIN, assert_no_leak, engine_missing, free_port, stop_process_group
+from plan_factory import plan_from
+from engine_fixtures import assert_no_leak, engine_missing, free_port, start_mlflow_server, stop_process_group
 
 SETUP = "bash .ci/setup-mlflow-stores.sh"
 BUCKET = "primus-runner-artifacts"
@@ -116,20 +117,6 @@ def s3_endpoint(tmp_path_factory):
         stop_process_group(proc)
 
 
-def _mlflow(workdir: Path, artifact_root: str, extra_env: dict | None = None):
-    if not MLFLOW_BIN.exists():
-        engine_missing("the MLflow server", f"{MLFLOW_BIN} is missing")
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "AWS_"))}
-    env.update(MLFLOW_DISABLE_TELEMETRY="true", DO_NOT_TRACK="true", MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false", PYTHONWARNINGS="ignore")
-    env.update(extra_env or {})
-    cmd = [str(MLFLOW_BIN), "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
-           "--backend-store-uri", f"sqlite:///{workdir / 'mlflow.db'}", "--no-serve-artifacts", "--default-artifact-root", artifact_root,
-           "--allowed-hosts", f"127.0.0.1:{port},localhost:{port},127.0.0.1,localhost"]
-    uri = f"http://127.0.0.1:{port}"
-    return uri, _start(cmd, workdir, env, "mlflow server", uri + "/health")
-
-
 @pytest.fixture(scope="session")
 def local_store_server(tmp_path_factory):
     """(uri, artifact root directory): artifacts written by the client straight into a directory."""
@@ -137,7 +124,7 @@ def local_store_server(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("mlflow-local-store")
     root = workdir / "artifacts"
     root.mkdir()
-    uri, proc = _mlflow(workdir, str(root))
+    uri, proc = start_mlflow_server(workdir, artifact_root=str(root))
     try:
         yield uri, root
     finally:
@@ -147,7 +134,7 @@ def local_store_server(tmp_path_factory):
 @pytest.fixture(scope="session")
 def s3_store_server(tmp_path_factory, s3_endpoint):
     workdir = tmp_path_factory.mktemp("mlflow-s3-store")
-    uri, proc = _mlflow(workdir, f"s3://{BUCKET}/mlflow", {"MLFLOW_S3_ENDPOINT_URL": s3_endpoint})
+    uri, proc = start_mlflow_server(workdir, artifact_root=f"s3://{BUCKET}/mlflow", extra_env={"MLFLOW_S3_ENDPOINT_URL": s3_endpoint})
     try:
         yield uri
     finally:
@@ -282,12 +269,8 @@ def test_s3_store_with_a_wrong_endpoint_is_a_problem_for_check_online(tmp_path, 
 
 
 def _planned(work: Path, host: dict, trackers: str = "  disable_mlflow: false\n  mlflow_upload_logs: true\n"):
-    from runner.config import load_config
-    from runner.config.envfile import EnvFile
-    from runner.plan import LaunchFlags, build_plan
-
-    (work / ".primus.yaml").write_text("container:\n  options:\n    image: img\ntrackers:\n  framework: generic\n" + trackers)
-    planned = build_plan(load_config(), ["true"], host, EnvFile(None), LaunchFlags(gpu="none"), name=unique("hs"))
+    planned = plan_from(work, "container:\n  options:\n    image: img\ntrackers:\n  framework: generic\n" + trackers, host=host,
+                        flags=["--gpu", "none"], name=unique("hs"))
     assert not planned.problems, planned.problems
     return planned
 
