@@ -707,7 +707,7 @@ def bench_secret_refs() -> None:
                 (directory / ".primus.yaml").write_text(("secrets:\n" + "".join(f"  {n}: {r}\n" for n, r in refs.items()) if refs else "") + options)
                 return str(directory)
 
-            plain = project("env", {})
+            plain = project("plain", {})
             raw = {"pass": ["pass", "show", "ml/hf"], "cmd": ["sh", "-c", "echo bench-cmd-value"], "file": ["cat", str(work / "token")],
                    "aws-sm": [sys.executable, "-c", _SM_RAW, "bench/wandb"]}
             for name, ref in names.items():
