@@ -535,16 +535,31 @@ def _mlflow_server(workdir: str, artifacts: str = "proxied", env: dict | None = 
     raise OSError("the MLflow server did not start")
 
 
+def _cpu_timed(cmd: list[str], **kwargs) -> tuple[float, float]:
+    """(wall s, CPU s of the process and the children it waited for): the CPU figure holds on a loaded host."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall = timed(cmd, 1, **kwargs)[0]
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
 def _on_off(label: str, off: list[str], on: list[str], off_env: dict, on_env: dict, cwd: str, runs: int = 5) -> None:
-    """``on`` beside ``off``, interleaved (load changes hit both alike), after one warm-up run of each."""
+    """``on`` beside ``off``, interleaved (load changes hit both alike), after one warm-up run of each; wall
+    time and the runner's own CPU time (the engine's daemon is not counted: the same on both sides)."""
     timed(off, 1, env=off_env, cwd=cwd), timed(on, 1, env=on_env, cwd=cwd)
-    offs, ons = [], []
+    offs, ons, off_cpu, on_cpu = [], [], [], []
     for _ in range(runs):
-        offs += timed(off, 1, env=off_env, cwd=cwd)
-        ons += timed(on, 1, env=on_env, cwd=cwd)
+        wall, cpu = _cpu_timed(off, env=off_env, cwd=cwd)
+        offs.append(wall), off_cpu.append(cpu)
+        wall, cpu = _cpu_timed(on, env=on_env, cwd=cwd)
+        ons.append(wall), on_cpu.append(cpu)
     diff = (statistics.median(ons) - statistics.median(offs)) * 1000
+    cpu_diff = (statistics.median(on_cpu) - statistics.median(off_cpu)) * 1000
     print(f"{label}: on {spread(ons)}; off {spread(offs)}; on - off {diff:+.0f} ms, "
-          f"ratio {statistics.median(ons) / statistics.median(offs):.2f}x", flush=True)
+          f"ratio {statistics.median(ons) / statistics.median(offs):.2f}x; CPU on {spread(on_cpu)}, off {spread(off_cpu)}, "
+          f"on - off {cpu_diff:+.0f} ms; load {os.getloadavg()[0]:.1f}", flush=True)
 
 
 _S3_FLOOR = r"""
