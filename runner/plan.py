@@ -215,10 +215,9 @@ def _as_bool(value) -> bool:
 
 @functools.lru_cache(maxsize=1)
 def _gpu_policy() -> dict:
-    import yaml
+    from runner.config.yamlsource import load_file
 
-    with open(policies_dir() / "gpu.yaml", encoding="utf-8") as fh:
-        return yaml.load(fh, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return load_file(policies_dir() / "gpu.yaml", "built-in GPU policy").data
 
 
 def _volume(spec: str, where: str | None, problems: list[Problem]) -> Mount | None:
