@@ -342,16 +342,16 @@ def _until_both_running(client, label: str, start: float, timeout: float = 300) 
 
 def bench_submit() -> None:
     """`submit` until all N containers run vs a hand-written `sbatch` + `srun docker run`
-    of the same job, interleaved, for N = 2, 4, 8 (those the cluster has: `NODES=8 .ci/setup-engines.sh`),
-    median of BENCH_SUBMIT_RUNS (default 3); then how each side grows per added node."""
+    of the same job, interleaved, for N = 1, 2, 4, 8 (those the cluster has: `NODES=8 .ci/setup-engines.sh`),
+    median of BENCH_SUBMIT_RUNS (default 5) with min and max; then how each side grows per added node."""
     import json
 
     import docker
 
     client = docker.from_env(version="auto")
-    runs = int(os.environ.get("BENCH_SUBMIT_RUNS", "3"))
+    runs = int(os.environ.get("BENCH_SUBMIT_RUNS", "5"))
     have = len(subprocess.run(["sinfo", "-h", "-N", "-o", "%N"], capture_output=True, text=True).stdout.split())
-    sizes = [n for n in (2, 4, 8) if n <= have]
+    sizes = [n for n in (1, 2, 4, 8) if n <= have]  # from 1: two nodes already give a per-node slope
     env = dict(os.environ, NO_COLOR="1", BENCH_API_KEY="bench-secret-value-0123456789")
 
     def until_all_running(label: str, n: int, start: float, timeout: float = 300) -> float:
@@ -397,7 +397,7 @@ def bench_submit() -> None:
             print(f"N={n}: submit to all containers running: {', '.join(f'{t:.2f}' for t in ours)} s; "
                   f"sbatch+srun docker run: {', '.join(f'{t:.2f}' for t in raws)} s", flush=True)
             medians[n] = (statistics.median(ours), statistics.median(raws))
-            report(f"submit -> {n} containers running median of {runs}", medians[n][0], "s", medians[n][1], "sbatch + srun docker run")
+            compare(f"submit -> {n} containers running", ours, raws, "sbatch + srun docker run", scale=1, unit="s")
     if len(sizes) > 1:
         lo, hi = sizes[0], sizes[-1]
         per_ours = (medians[hi][0] - medians[lo][0]) / (hi - lo)
@@ -451,7 +451,7 @@ def bench_masker() -> None:
 def bench_pull() -> None:
     """The 220 MB three-layer image from the password-protected local registry (.ci/setup-registry.sh),
     removed before every run: `up --pull always -- true` vs `docker pull` + `docker run --rm`, and the runner's
-    pull() alone vs `docker pull` alone; interleaved, median of 3."""
+    pull() alone (with its credential lookup) vs `docker pull` alone; interleaved, median of BENCH_PULL_RUNS (5) with min, max."""
     sys.path.insert(0, str(REPO))
     from runner.clients.engine_api import Engine
     from runner.clients.engine_api.pull import pull
@@ -459,10 +459,10 @@ def bench_pull() -> None:
 
     fields = dict(line.split("=", 1) for line in Path("/etc/primus-test-registry/credentials").read_text().split())
     image = f"{fields['registry']}/primus-test/big:latest"
-    runs = 3
+    runs = int(os.environ.get("BENCH_PULL_RUNS", "5"))
     with _bench_dir() as cwd, tempfile.TemporaryDirectory() as docker_config:
         # One credential source for every side: a Docker config logged in with the password on stdin.
-        env = dict(os.environ, NO_COLOR="1", DOCKER_CONFIG=docker_config)
+        env = _installed_env(DOCKER_CONFIG=docker_config)
         subprocess.run(["docker", "login", fields["registry"], "-u", fields["user"], "--password-stdin"],
                        input=fields["password"], text=True, env=env, check=True, capture_output=True)
 
@@ -470,9 +470,8 @@ def bench_pull() -> None:
             subprocess.run(["docker", "image", "rm", image], env=env, capture_output=True)
 
         def ours() -> float:
-            cred = credentials_for(image, env.get)
             start = time.perf_counter()
-            pull(Engine(), image, policy="always", credential=cred)
+            pull(Engine(), image, policy="always", credential=credentials_for(image, env.get))
             return time.perf_counter() - start
 
         up = RUNNER + ["up", "--pull", "always", "--gpu", "none", "--image", image, "--", "true"]
@@ -499,9 +498,9 @@ def bench_pull() -> None:
         finally:
             rmi()
             subprocess.run(["docker", "logout", fields["registry"]], env=env, capture_output=True)
-    report(f"pull() 220 MB median of {runs}", statistics.median(pulls), "s", statistics.median(raw_pulls), "docker pull")
+    compare("pull() 220 MB", pulls, raw_pulls, "docker pull", scale=1, unit="s")
     if ups:
-        report(f"up --pull always -- true 220 MB median of {len(ups)}", statistics.median(ups), "s", statistics.median(raws), "docker pull + docker run --rm")
+        compare("up --pull always -- true 220 MB", ups, raws, "docker pull + docker run --rm", scale=1, unit="s")
     else:
         print(f"up --pull always: not measured ({up_error}); docker pull + docker run --rm median {statistics.median(raws):.2f} s", flush=True)
 
