@@ -317,45 +317,21 @@ def build_plan(
     secret references (plain, for the policy), the same as secrets (for the scope) and where
     each comes from; the env policy then decides with them (the plan is built once).
     """
-    problems: list[Problem] = []
-    warnings: list[str] = list(env_file.warnings)
-    notices: list[str] = []
     options = config.get("container", "options", default={}) or {}
     job_name = str(name or flags.name or _per_job(options.get("name"), host_env) or default_name())
-
-    trackers, resolution = _env_decisions(config, command, host_env, env_file, flags, job_name)
-    if references is not None:  # secret references of the names this launch considers: resolved once, then decided
-        values, found, found_sources = references({d.name for d in resolution.decisions})
-        if values:
-            host_env = {**host_env, **values}
-            extra_secrets = [*extra_secrets, *found]
-            sources = {**(sources or {}), **found_sources}
-            trackers, resolution = _env_decisions(config, command, host_env, env_file, flags, job_name)
-    problems += trackers.problems
-    warnings += trackers.warnings
-    notices += trackers.notices
-    problems += resolution.problems
-    warnings += resolution.warnings
-    computed = {key for key, _ in extra_env}
-    decisions = [d for d in resolution.decisions if d.name not in computed]
-    decisions += [EnvDecision(key, True, False, "computed", "runner", value) for key, value in extra_env]
-
+    trackers, resolution, host_env, extra_secrets, sources = _decide_env(
+        config, command, host_env, env_file, flags, job_name, references, extra_secrets, sources)
+    problems: list[Problem] = [*trackers.problems, *resolution.problems]
+    warnings: list[str] = [*env_file.warnings, *trackers.warnings, *resolution.warnings]
+    notices: list[str] = list(trackers.notices)
     settings = _container_settings(config, flags, notices, problems)
     problems += _engine_value_problems(config, settings)
-    scope = secret_scope(
-        [host_env, env_file.values], Classifier.from_config(config).is_secret,
-        public=[(d.name, d.value) for d in decisions if isinstance(d.value, str)],
-        extra=[*((d.name, d.value) for d in decisions if isinstance(d.value, Secret)), *extra_secrets],
-    )
-    if sources:
-        decisions = [replace(d, source=sources[d.name]) if d.name in sources and d.forwarded else d for d in decisions]
-    decisions, absent_optional = _final_decisions(decisions, scope, notices)
+    decisions, scope, absent_optional = _scoped_decisions(
+        config, resolution.decisions, extra_env, [host_env, env_file.values], extra_secrets, sources, notices)
     unset = [d.name for d in decisions if d.skip_reason == "unset" and d.reason == "allowlist" and not from_defaults(d.where)]
-    problems += _names_holding_secrets(scope, job=job_name, run=trackers.run_name or "")
-    problems += _flags_holding_secrets(scope, flags)
+    problems += [*_names_holding_secrets(scope, job=job_name, run=trackers.run_name or ""), *_flags_holding_secrets(scope, flags)]
     if not command:
         problems.append(Problem("no command given", hint="put the job's command after --, e.g. primus-runner up -- python train.py"))
-
     plan = LaunchPlan(
         command=tuple(command) + trackers.overrides,
         name=job_name,
@@ -371,6 +347,40 @@ def build_plan(
         plan = _with_gpu_selection(plan, config, flags, host_env, gpu_holders, gpu_mode == "node", problems)
     problems += _image_problems(plan.image, config)
     return Planned(plan, problems, warnings, scope, absent_optional, unset)
+
+
+def _decide_env(config: Config, command, host_env: Mapping[str, str], env_file: EnvFile, flags: LaunchFlags, job_name: str,
+                references, extra_secrets, sources):
+    """The trackers' analysis and the env policy's decisions, with the values of the secret
+    references those decisions consider (resolved once, then decided again with them).
+    Returns them with the environment, secrets and sources the references extend."""
+    trackers, resolution = _env_decisions(config, command, host_env, env_file, flags, job_name)
+    if references is not None:
+        values, found, found_sources = references({d.name for d in resolution.decisions})
+        if values:
+            host_env = {**host_env, **values}
+            extra_secrets = [*extra_secrets, *found]
+            sources = {**(sources or {}), **found_sources}
+            trackers, resolution = _env_decisions(config, command, host_env, env_file, flags, job_name)
+    return trackers, resolution, host_env, extra_secrets, sources
+
+
+def _scoped_decisions(config: Config, decided: Sequence[EnvDecision], extra_env, envs: list, extra_secrets, sources,
+                      notices: list[str]) -> tuple[list[EnvDecision], SecretScope, list[str]]:
+    """The env decisions with the runner's computed values, the secret scope over every value
+    in play (``envs``: the host's and the env file's), and the optional names simply absent."""
+    computed = {key for key, _ in extra_env}
+    decisions = [d for d in decided if d.name not in computed]
+    decisions += [EnvDecision(key, True, False, "computed", "runner", value) for key, value in extra_env]
+    scope = secret_scope(
+        envs, Classifier.from_config(config).is_secret,
+        public=[(d.name, d.value) for d in decisions if isinstance(d.value, str)],
+        extra=[*((d.name, d.value) for d in decisions if isinstance(d.value, Secret)), *extra_secrets],
+    )
+    if sources:
+        decisions = [replace(d, source=sources[d.name]) if d.name in sources and d.forwarded else d for d in decisions]
+    decisions, absent_optional = _final_decisions(decisions, scope, notices)
+    return decisions, scope, absent_optional
 
 
 def _with_gpu_selection(plan: LaunchPlan, config: Config, flags: LaunchFlags, host_env: Mapping[str, str],

@@ -25,6 +25,7 @@ from typing import Callable
 from runner.errors import Problem
 from runner.plan import LaunchPlan, Mount
 from runner.runs.paths import CONTAINER_ROOT
+from runner.trackers.job_paths import covering
 
 MODES = ("mount", "refuse")
 WANDB_DEFAULT = f"{CONTAINER_ROOT}/wandb"
@@ -60,17 +61,6 @@ def wanted_paths(plan: LaunchPlan) -> list[tuple[str, str, str]]:
         path = uri[len("file:"):] if uri.startswith("file:") else uri
         found.append(("mlflow", "MLFLOW_TRACKING_URI", "/" + path.lstrip("/") if path.startswith("//") else path))
     return found
-
-
-def covering(mounts, path: str) -> Mount | None:
-    """The mount whose target holds ``path`` (the deepest one wins, as in the container)."""
-    best = None
-    for m in mounts:
-        target = m.target.rstrip("/") or "/"
-        if path == target or path.startswith(target.rstrip("/") + "/"):
-            if best is None or len(target) > len(best.target):
-                best = m
-    return best
 
 
 def plan_outputs(plan: LaunchPlan, mode: str, outputs_dir: Path, slurm: bool,

@@ -232,5 +232,20 @@ def test_example_runs(lab, where, command):
         return
     if words[1] == "build" and "rocm" in words and "--dry-run" not in words:
         command += " --dry-run"  # the rocm base image is on a registry this machine cannot reach
-    result = lab.run(command)
+    result = on_a_terminal(lab, command) if words[1] == "shell" or "-it" in words else lab.run(command)
     expect(lab, where, command, result)
+
+
+def on_a_terminal(lab: Lab, command: str) -> subprocess.CompletedProcess:
+    """An interactive example (`shell`, `up -it`) as a user runs it: on a pseudo-terminal, typing `exit`."""
+    from pty_session import PtySession
+
+    argv = lab.argv(command)
+    session = PtySession(argv, lab.project, lab.env, timeout=120)
+    try:
+        session.expect(r"# ", r"\$ ")
+        session.sendline("exit")
+        code = session.finish()
+    finally:
+        session.close()
+    return subprocess.CompletedProcess(argv, code, session.transcript.decode(errors="replace"), "")

@@ -55,9 +55,9 @@ def await_ready(sock: socket.socket, leftover: bytes) -> tuple[bool, bytes]:
 class _Forwarder(threading.Thread):
     """The user's stdin to the job's (``forward``), window-size changes to the engine."""
 
-    def __init__(self, sock: socket.socket, forward: bool, resize):
+    def __init__(self, sock: socket.socket, forward: bool, resize, tty: bool):
         super().__init__(name="primus-stdin", daemon=True)
-        self._sock, self._forward, self._resize = sock, forward, resize
+        self._sock, self._forward, self._resize, self._tty = sock, forward, resize, tty
         self.wake_r, self.wake_w = os.pipe()
 
     def run(self) -> None:
@@ -78,7 +78,8 @@ class _Forwarder(threading.Thread):
             if data:
                 self._sock.sendall(data)
                 return True
-            self._sock.shutdown(socket.SHUT_WR)  # the user's EOF is the job's
+            if not self._tty:  # with a terminal Docker would end the job's output too: only stop reading
+                self._sock.shutdown(socket.SHUT_WR)  # the user's EOF is the job's
         except OSError:
             pass  # the job is gone; the pump sees the end
         return False
@@ -98,7 +99,7 @@ def attached(eng, cid: str, sock: socket.socket, *, interactive: bool, tty: bool
     fd = sys.stdin.fileno()
     saved = None
     resize = (lambda: _resize(eng, cid)) if tty else (lambda: None)
-    forwarder = _Forwarder(sock, interactive, resize)
+    forwarder = _Forwarder(sock, interactive, resize, tty)
     old_winch = None
     try:
         if tty and os.isatty(fd):

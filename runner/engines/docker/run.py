@@ -324,7 +324,8 @@ def launch(eng: Engine, request: DockerRequest, masker: Masker, out: Output, *, 
 
 def _hand_over(sock: socket.socket, leftover: bytes, request: DockerRequest, guard: _SignalGuard) -> bytes:
     """The secrets into the shim's stdin; with a terminal only once the shim has turned its echo
-    off. Then the job's stdin EOF (StdinOnce), unless ``-i`` gives it the user's stdin."""
+    off. Then the job's stdin EOF (StdinOnce), unless ``-i`` gives it the user's stdin or it has a
+    terminal (whose stdin stays open: at its EOF Docker would end the job's output too)."""
     if request.config.get("Tty"):
         from runner.engines.docker.interactive import await_ready
 
@@ -334,7 +335,7 @@ def _hand_over(sock: socket.socket, leftover: bytes, request: DockerRequest, gua
         if not ready:
             return leftover  # the shim refused and exits: nothing is written to its terminal
     sock.sendall(shim.encode_payload(request.plan.secret_env()))
-    if not request.interactive:
+    if not request.interactive and not request.config.get("Tty"):  # Docker ends a terminal's output at its stdin's EOF
         sock.shutdown(socket.SHUT_WR)
     return leftover
 

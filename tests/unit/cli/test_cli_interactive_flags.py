@@ -70,3 +70,18 @@ def test_completion_knows_shell_and_the_new_flags(tmp_path):
     fish = cli(tmp_path, "completion", "fish").stdout
     assert "-a shell -d 'an interactive shell in the job\\'s image" in fish
     assert "__fish_seen_subcommand_from up' -s t -l tty" in fish and "__fish_seen_subcommand_from up' -s i -l interactive" in fish
+
+
+def test_the_launchers_container_mode_takes_entrypoint_and_platform_as_up_does(tmp_path):
+    (tmp_path / ".primus.yaml").write_text(PROJECT)
+    result = _no_tty(tmp_path, "--json", "--dry-run", "container", "--entrypoint", "/bin/echo", "--platform", "linux/arm64",
+                     "--", "train", "pretrain")
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["entrypoint"] == "/bin/echo" and doc["platform"] == "linux/arm64"
+    argv = doc["request"]["argv"]
+    assert argv[argv.index("--platform") + 1] == "linux/arm64" and argv[argv.index("--entrypoint") + 1] == "/bin/echo"
+    image = argv.index(doc["image"])
+    assert argv[image + 1:image + 3] == ["primus-cli", "direct"]  # the direct launcher is the entrypoint's arguments
+    tty = _no_tty(tmp_path, "--dry-run", "container", "--tty", "--", "train")
+    assert tty.returncode == 2 and "primus-runner shell" in tty.stderr
