@@ -233,6 +233,7 @@ def begin(options, engine, plan, ctx, out, config) -> Run:
     run.job_dir = _job_dir(engine.name, config, run.id, plan.name)
     uncached = _plan_mounts(run, engine.name, config)
     if dry:
+        ctx.run = run  # the dry run renders the job directory a launch would use
         return run
     recording = bool(_setting(config, "record", True))  # runs.record: false: no record, run directory or log
     if recording:
