@@ -18,13 +18,16 @@ import re
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runner.errors import ConfigError
 from runner.runs import cache, liveness, outputs, paths, record
-from runner.runs.logdir import DEFAULT_LIMIT_MB, LOG_NAME, RunLog
-from runner.runs.store import StoreError
 from runner.runs.writer import Writer
+
+# The store (sqlite3, the writer thread's) and the log are imported where a launch uses them:
+# a dry run (`plan`) decides the run's mounts and writes nothing.
+if TYPE_CHECKING:
+    from runner.runs.logdir import RunLog
 
 
 class Run:
@@ -53,6 +56,8 @@ class Run:
         if self._warned:
             return
         self._warned = True
+        from runner.runs.store import StoreError  # the store (sqlite3) is the writer thread's: `plan` never imports it
+
         if isinstance(problem, str):
             self.out.warn(problem)
         elif isinstance(problem, StoreError):
@@ -243,6 +248,8 @@ def begin(options, engine, plan, ctx, out, config) -> Run:
     _make_cache_dir(run, out, uncached)
     slurm = engine.name == "slurm"
     if run.dir is not None and not slurm and not options.detach:  # a detached job's output is the engine's until it ends
+        from runner.runs.logdir import DEFAULT_LIMIT_MB, LOG_NAME, RunLog
+
         limit = int(_setting(config, "log_limit_mb", DEFAULT_LIMIT_MB)) << 20
         run.log = RunLog(run.dir / LOG_NAME, limit, run._warn_once)
         ctx.tail = run.log
@@ -306,6 +313,8 @@ def _make_cache_dir(run: Run, out, uncached) -> None:
 
 
 def _initial_record(run: Run, engine_name: str, options, config, slurm: bool) -> dict:
+    from runner.runs.logdir import LOG_NAME
+
     if run.cache_dir:
         where = {"host": str(run.cache_dir), "target": cache.TARGET}
     elif run.node_cache:

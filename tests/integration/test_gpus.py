@@ -143,7 +143,7 @@ def test_the_cuda_request_names_exactly_the_chosen_devices(project, engine_host,
     if engine_host.kind == "docker":
         # The runner's own request, created (not started: no NVIDIA toolkit here) on the real daemon.
         from runner.clients.engine_api import Engine
-        from runner.engines.docker.run import make_request, resolve
+        from runner.engines.docker.request import make_request, resolve
         from runner.options import LaunchFlags, Sources
         from runner.session.prepare import prepare
         from runner.ui import Output
