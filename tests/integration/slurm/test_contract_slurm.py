@@ -6,21 +6,17 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from engine_fixtures import assert_no_leak
 from runs_helpers import slurm_job_files
+from test_slurm_jobs import runner
 
 pytestmark = [pytest.mark.slurm, pytest.mark.docker]
 
 
-def runner(work: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "runner", *args], cwd=work, env=env, capture_output=True, text=True, timeout=300)
 
 
 def test_submit_json_status_json_and_launch_options_on_every_node(tmp_path_factory, slurm_cluster, busybox_image, canary):
