@@ -103,21 +103,26 @@ prepared = prepare(out, opts.sources, opts.command, opts.flags)
 ctx = RunContext(opts, prepared.scope, out, None, lookup=prepared.lookup)
 class Engine: name = "docker"
 class Handshake: env, links = {}, {}
-start = time.perf_counter()
+print(time.time(), flush=True)  # the parent's clock stops when this process has exited: shutdown counts
 from runner.runs import recorder
 run = recorder.begin(opts, Engine(), prepared.plan, ctx, out, prepared.config)
-time.sleep(0.1)  # the engine's create and start (more than 100 ms for `docker run`): the record's first write overlaps them
+time.sleep(0.1)  # the engine creates and starts the container (more than 100 ms for `docker run`)
 run.started(Launched("cid", run.plan.name), Handshake(), detached=False)
+time.sleep(0.1)  # the job runs and the engine reports its end (`up -- true`: 100-300 ms)
 run.end(0)
-print((time.perf_counter() - start) * 1000 - 100)
 """
+
+
+def _spread(values: list[float], scale: float = 1.0) -> str:
+    return f"median {statistics.median(values) * scale:.1f} ms (min {min(values) * scale:.1f}, max {max(values) * scale:.1f})"
 
 
 def bench_runs() -> None:
     """Runs: what a run's record (the store, run directory, log and lock; imports included) adds to a launch,
-    against the same launch with `runs.record: false`: (a) end to end, `up -- true`, interleaved; (b) the
-    recorder's own calls (begin, started, end; 100 ms of engine work between begin and started, as a
-    launch has) in a fresh process each, which (a)'s noise on a busy host hides. Median of 10 each with min/max; target: under 10 ms."""
+    against the same launch with `runs.record: false`, measured in the same run, interleaved, median of 10
+    with min/max (target: under 10 ms): (a) end to end, `up -- true`; (b) the recorder's own calls in a fresh
+    process each, from `begin` to the process's exit (a connection's close at exit counts), with 200 ms of
+    engine time simulated around `started`; (a)'s spread on a busy host is larger than the figure."""
     runs = 10
     with _bench_dir() as cwd, tempfile.TemporaryDirectory() as state:
         env = dict(os.environ, NO_COLOR="1", XDG_STATE_HOME=state)
@@ -126,26 +131,37 @@ def bench_runs() -> None:
         Path(cwd, "off.yaml").write_text("runs:\n  record: false\ncache:\n  enabled: false\n")
         up = lambda cfg: RUNNER + ["--config", cfg, "up", "--gpu", "none", "--image", BUSYBOX, "--", "true"]  # noqa: E731
         timed(up("on.yaml"), 2, env=env, cwd=cwd), timed(up("off.yaml"), 2, env=env, cwd=cwd)  # warm caches; the store exists
-        ons, offs = [], []
-        for _ in range(runs):
-            ons += timed(up("on.yaml"), 1, env=env, cwd=cwd)
-            offs += timed(up("off.yaml"), 1, env=env, cwd=cwd)
+        ups: dict[str, list[float]] = {"on.yaml": [], "off.yaml": []}
         costs: dict[str, list[float]] = {"on.yaml": [], "off.yaml": []}
+        cpu: dict[str, list[float]] = {"on.yaml": [], "off.yaml": []}
+        for _ in range(runs):
+            for cfg in ups:
+                ups[cfg] += timed(up(cfg), 1, env=env, cwd=cwd)
         for _ in range(runs + 1):
             for cfg in costs:
-                done = subprocess.run([sys.executable, "-c", _RECORD_COST, cfg], cwd=cwd, env=env, capture_output=True, text=True, check=True)
-                costs[cfg].append(float(done.stdout.strip().splitlines()[-1]))
+                before = _children_cpu()
+                child = subprocess.run([sys.executable, "-c", _RECORD_COST, cfg], cwd=cwd, env=env, capture_output=True, text=True, check=True)
+                costs[cfg].append(time.time() - float(child.stdout.split()[0]) - 0.2)
+                cpu[cfg].append(_children_cpu() - before)
         costs = {cfg: values[1:] for cfg, values in costs.items()}  # the first wrote the bytecode
-
-    def show(values: list[float], scale: float = 1.0) -> str:
-        return f"{statistics.median(values) * scale:.1f} ms (min {min(values) * scale:.1f}, max {max(values) * scale:.1f})"
-
-    on, no = statistics.median(ons) * 1000, statistics.median(offs) * 1000
-    print(f"runs (a): up -- true with the record {show(ons, 1000)}, without {show(offs, 1000)}; "
-          f"ratio {on / no:.3f}x ({on - no:+.1f} ms)", flush=True)
+        cpu = {cfg: values[1:] for cfg, values in cpu.items()}
+    on, off = statistics.median(ups["on.yaml"]), statistics.median(ups["off.yaml"])
+    print(f"runs (a): up -- true with the record {_spread(ups['on.yaml'], 1000)}, without {_spread(ups['off.yaml'], 1000)}; "
+          f"ratio {on / off:.3f}x, the record adds {(on - off) * 1000:+.1f} ms (target < 10 ms)", flush=True)
     rec, bare = statistics.median(costs["on.yaml"]), statistics.median(costs["off.yaml"])
-    print(f"runs (b): the recorder's calls with the record {show(costs['on.yaml'])}, without {show(costs['off.yaml'])}; "
-          f"the record adds {rec - bare:+.1f} ms (target < 10 ms)", flush=True)
+    print(f"runs (b): begin to exit with the record {_spread(costs['on.yaml'], 1000)}, without {_spread(costs['off.yaml'], 1000)}; "
+          f"ratio {rec / bare:.3f}x, the record adds {(rec - bare) * 1000:+.1f} ms (target < 10 ms)", flush=True)
+    rec, bare = statistics.median(cpu["on.yaml"]), statistics.median(cpu["off.yaml"])
+    print(f"runs (c): (b)'s processes' CPU time (all threads, the writer's too; a busy host stretches wall time, "
+          f"not work) with the record {_spread(cpu['on.yaml'], 1000)}, without {_spread(cpu['off.yaml'], 1000)}; "
+          f"the record adds {(rec - bare) * 1000:+.1f} ms of CPU", flush=True)
+
+
+def _children_cpu() -> float:
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 PODMAN_SOCKET = "/run/podman/podman.sock"
@@ -444,20 +460,23 @@ def bench_pull() -> None:
         print(f"up --pull always: not measured ({up_error}); docker pull + docker run --rm median {statistics.median(raws):.2f} s", flush=True)
 
 
-def _mlflow_server(workdir: str, proxied: bool = True) -> tuple[str, subprocess.Popen]:
-    """A throw-away MLflow server (the suite's /opt/primus-mlflow) on a free loopback port; proxied artifacts,
-    or a local directory the client writes to."""
+def _mlflow_server(workdir: str, artifacts: str = "proxied", env: dict | None = None) -> tuple[str, subprocess.Popen]:
+    """A throw-away MLflow server (the suite's /opt/primus-mlflow) on a free loopback port; ``artifacts``:
+    "proxied" (served by the server), or a root the client writes to itself (a directory, s3://...)."""
     import socket
     import urllib.request
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "AWS_"))}, **(env or {})}
     env.update(MLFLOW_DISABLE_TELEMETRY="true", MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false", PYTHONWARNINGS="ignore")
     cmd = ["/opt/primus-mlflow/bin/mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
            "--backend-store-uri", f"sqlite:///{workdir}/mlflow.db", "--allowed-hosts", f"127.0.0.1:{port},127.0.0.1"]
-    cmd += ["--serve-artifacts", "--artifacts-destination", f"{workdir}/artifacts"] if proxied else ["--no-serve-artifacts", "--default-artifact-root", f"{workdir}/artifacts"]
+    if artifacts == "proxied":
+        cmd += ["--serve-artifacts", "--artifacts-destination", f"{workdir}/artifacts"]
+    else:
+        cmd += ["--no-serve-artifacts", "--default-artifact-root", artifacts]
     proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     uri = f"http://127.0.0.1:{port}"
     for _ in range(360):
@@ -470,41 +489,104 @@ def _mlflow_server(workdir: str, proxied: bool = True) -> tuple[str, subprocess.
     raise OSError("the MLflow server did not start")
 
 
-def bench_mlflow() -> None:
-    """Issue 15: `plan` and `up -- true` with MLflow on (the `mlflow` extra installed, log upload on) beside MLflow off,
-    interleaved, median of 5: the difference is the cost of the handshake. Two servers: proxied artifacts (REST only)
-    and a local artifact directory (the log goes through MlflowClient, whose import a `true` job cannot hide)."""
-    import importlib.util
+def _on_off(label: str, off: list[str], on: list[str], off_env: dict, on_env: dict, cwd: str, runs: int = 5) -> None:
+    """``on`` beside ``off``, interleaved (load changes hit both alike), after one warm-up run of each."""
+    timed(off, 1, env=off_env, cwd=cwd), timed(on, 1, env=on_env, cwd=cwd)
+    offs, ons = [], []
+    for _ in range(runs):
+        offs += timed(off, 1, env=off_env, cwd=cwd)
+        ons += timed(on, 1, env=on_env, cwd=cwd)
+    diff = (statistics.median(ons) - statistics.median(offs)) * 1000
+    print(f"{label}: on {spread(ons)}; off {spread(offs)}; on - off {diff:+.0f} ms, "
+          f"ratio {statistics.median(ons) / statistics.median(offs):.2f}x", flush=True)
+
+
+_S3_FLOOR = """
+import os, sys, time
+import boto3
+s3 = boto3.client("s3", endpoint_url=os.environ["MLFLOW_S3_ENDPOINT_URL"])
+s3.put_object(Bucket=sys.argv[1], Key="floor/job-output.log", Body=b"x\n")
+"""
+
+
+def _mlflow_stores(stack, work: Path, off_env: dict) -> list[tuple[str, dict]]:
+    """(store, the environment of `up` with MLflow on) for every store, servers started on ``stack``."""
+    sys.path.insert(0, str(REPO / "tests"))
+    from secret_stores import isolated_aws_env, start_moto_server
+
     import signal
 
-    runs = 5
+    def server(name: str, artifacts: str, env: dict | None = None) -> str:
+        (work / name).mkdir()
+        uri, proc = _mlflow_server(str(work / name), artifacts, env)
+        stack.callback(lambda: (os.killpg(proc.pid, signal.SIGTERM), proc.wait(10)))
+        return uri
+
+    proxied = server("proxied", "proxied")
+    local = server("local", str(work / "local" / "artifacts"))
+    (work / "mlruns").mkdir()
+    moto = start_moto_server(work / "moto")
+    stack.callback(moto.stop)
+    bucket = "bench-artifacts"
+    aws = {"MLFLOW_S3_ENDPOINT_URL": moto.url, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+           "AWS_DEFAULT_REGION": "us-east-1", **isolated_aws_env(work)}
+    subprocess.run([sys.executable, "-c", f"import boto3; boto3.client('s3', endpoint_url='{moto.url}').create_bucket(Bucket='{bucket}')"],
+                   env={**off_env, **aws}, check=True)
+    s3 = server("s3", f"s3://{bucket}/mlflow", aws)
+    return [
+        ("proxied server", {"MLFLOW_TRACKING_URI": proxied}),
+        ("server, artifacts in a local directory", {"MLFLOW_TRACKING_URI": local}),
+        ("file: tracking URI", {"MLFLOW_TRACKING_URI": (work / "mlruns").as_uri()}),
+        # Databricks' MLflow REST API under the same paths, answered by the MLflow server
+        ("Databricks REST (token)", {"MLFLOW_TRACKING_URI": "databricks", "DATABRICKS_HOST": proxied, "DATABRICKS_TOKEN": "dapi-bench"}),
+        ("server, artifacts in S3 (moto)", {"MLFLOW_TRACKING_URI": s3, **aws, "_bucket": bucket}),
+    ]
+
+
+def bench_mlflow() -> None:
+    """`up -- true` with MLflow on (log upload on; the `mlflow` extra installed) beside MLflow off, interleaved,
+    median of 5 (min, max), on every store: a proxied server, a server whose artifacts are a local directory, a
+    `file:` tracking URI, Databricks' REST API (token), a server with S3 artifacts; and the S3 floor (boto3's own
+    import and one put_object in a fresh interpreter, beside `python -c pass`). Also `plan -- true` on the proxied server."""
+    import contextlib
+    import importlib.util
+
     extra = "installed" if importlib.util.find_spec("mlflow") is not None else "missing"
+    print(f"(the mlflow extra is {extra}; differences are on - off of the medians)", flush=True)
     off_env = dict(os.environ, NO_COLOR="1")
-    with _bench_dir() as cwd:
+    for name in [k for k in off_env if k.startswith(("MLFLOW_", "DATABRICKS_", "AWS_"))]:
+        off_env.pop(name)
+    with _bench_dir() as cwd, tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         on_cfg = Path(cwd, "on.yaml")
         on_cfg.write_text(_BENCH_CONFIG + "trackers:\n  framework: generic\n  disable_mlflow: false\n  mlflow_upload_logs: true\n")
-        sides = {
-            "plan -- true": (RUNNER + ["plan", "--", "true"], RUNNER + ["--config", str(on_cfg), "plan", "--", "true"]),
-            "up -- true": (RUNNER + ["up", "--image", BUSYBOX, "--", "true"], RUNNER + ["--config", str(on_cfg), "up", "--image", BUSYBOX, "--", "true"]),
-        }
-        for store, proxied in (("proxied store", True), ("local store", False)):
-            with tempfile.TemporaryDirectory() as server_dir:
-                uri, server = _mlflow_server(server_dir, proxied)
-                on_env = dict(off_env, MLFLOW_TRACKING_URI=uri)
-                try:
-                    for label, (off, on) in sides.items():
-                        if label.startswith("plan") and not proxied:
-                            continue  # plan contacts no server: once is enough
-                        timed(off, 1, env=off_env, cwd=cwd), timed(on, 1, env=on_env, cwd=cwd)  # warm caches
-                        offs, ons = [], []
-                        for _ in range(runs):
-                            offs += timed(off, 1, env=off_env, cwd=cwd)
-                            ons += timed(on, 1, env=on_env, cwd=cwd)
-                        report(f"{label} MLflow on ({store}, extra {extra}) median of {runs}", statistics.median(ons) * 1000, "ms",
-                               statistics.median(offs) * 1000, "MLflow off")
-                finally:
-                    os.killpg(server.pid, signal.SIGTERM)
-                    server.wait(10)
+        up_off = RUNNER + ["up", "--image", BUSYBOX, "--", "true"]
+        up_on = RUNNER + ["--config", str(on_cfg), "up", "--image", BUSYBOX, "--", "true"]
+        stores = _mlflow_stores(stack, Path(tmp), off_env)
+        for store, env in stores:
+            bucket = env.pop("_bucket", None)
+            on_env = {**off_env, **env}
+            if store == "proxied server":
+                _on_off("plan -- true, MLflow on (proxied server)", RUNNER + ["plan", "--", "true"],
+                        RUNNER + ["--config", str(on_cfg), "plan", "--", "true"], off_env, on_env, cwd)
+            _on_off(f"up -- true, MLflow on ({store})", up_off, up_on, off_env, on_env, cwd)
+            if bucket:
+                _on_off("S3 floor: python with boto3 import + client + one put_object vs python -c pass",
+                        [sys.executable, "-c", "pass"], [sys.executable, "-c", _S3_FLOOR, bucket], off_env, on_env, cwd)
+
+
+def bench_wandb() -> None:
+    """`up -- true` with W&B on (online with a key, and offline) beside W&B off, median of 5 (min, max): the
+    handshake is a run id chosen locally, so the difference is the runner's own work for it."""
+    off_env = dict(os.environ, NO_COLOR="1")
+    for name in [k for k in off_env if k.startswith(("WANDB_", "MLFLOW_"))]:
+        off_env.pop(name)
+    with _bench_dir() as cwd:
+        on_cfg = Path(cwd, "on.yaml")
+        on_cfg.write_text(_BENCH_CONFIG + "trackers:\n  framework: generic\n  disable_wandb: false\n  wandb_project: bench\n")
+        up_off = RUNNER + ["up", "--image", BUSYBOX, "--", "true"]
+        up_on = RUNNER + ["--config", str(on_cfg), "up", "--image", BUSYBOX, "--", "true"]
+        for mode, env in (("online", {"WANDB_API_KEY": "bench-wandb-key"}), ("offline", {"WANDB_MODE": "offline"})):
+            _on_off(f"up -- true, W&B on ({mode})", up_off, up_on, off_env, {**off_env, **env}, cwd)
 
 
 def bench_masker_long() -> None:
@@ -536,13 +618,22 @@ def bench_masker_long() -> None:
               f"{rate:,.0f} line writes/s ({len(masker._patterns)} patterns, longest {masker.max_len} B)", flush=True)
 
 
+_SM_RAW = """
+import os, sys
+import boto3
+boto3.client("secretsmanager", endpoint_url=os.environ["AWS_ENDPOINT_URL"], region_name="us-east-1").get_secret_value(SecretId=sys.argv[1])
+"""
+
+
 def bench_secret_refs() -> None:
-    """Issue 18: `plan` with five secret references (env:, file:, cmd:, pass:, aws-sm: on moto) beside
-    `plan` with the same five names in the environment, median of 10 each, same run."""
+    """`plan` with `secrets:` references beside `plan` with the same names in the environment, interleaved,
+    median of 7 (min, max): one reference of each store alone, then all five together (resolved side by side:
+    the cost should be the slowest store's). Beside each, the store's own cost measured raw in the same run
+    (`pass show`, the `cmd:` command, boto3's import and one GetSecretValue in a fresh python against
+    `python -c pass`)."""
     sys.path.insert(0, str(REPO / "tests"))
     from secret_stores import isolated_aws_env, make_pass_store, remove_pass_store, start_moto_server
 
-    runs = 10
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         store = make_pass_store()
@@ -554,20 +645,43 @@ def bench_secret_refs() -> None:
             (work / "token").chmod(0o600)
             names = {"HF_TOKEN": "pass:ml/hf", "WANDB_API_KEY": "aws-sm:bench/wandb", "DATABRICKS_TOKEN": "cmd:echo bench-cmd-value",
                      "MLFLOW_TRACKING_TOKEN": f"file:{work / 'token'}", "GH_TOKEN": "env:OTHER_GH"}
-            options = _BENCH_CONFIG + f"    env: [{', '.join(names)}]\n"
-            refs_dir, env_dir = work / "refs", work / "env"
-            refs_dir.mkdir()
-            env_dir.mkdir()
-            (refs_dir / ".primus.yaml").write_text("secrets:\n" + "".join(f"  {n}: {r}\n" for n, r in names.items()) + options)
-            (env_dir / ".primus.yaml").write_text(options)
             env = dict(os.environ, NO_COLOR="1", OTHER_GH="bench-gh-value", **store.env, **moto.env, **isolated_aws_env(work))
             plain_env = dict(env, **{n: f"bench-{n.lower()}-value" for n in names})
-            with_refs = statistics.median(timed(RUNNER + ["plan", "--", "true"], runs, env=env, cwd=refs_dir)) * 1000
-            with_env = statistics.median(timed(RUNNER + ["plan", "--", "true"], runs, env=plain_env, cwd=env_dir)) * 1000
+            plan = RUNNER + ["plan", "--", "true"]
+
+            def project(label: str, refs: dict[str, str]) -> str:
+                directory = work / label
+                directory.mkdir()
+                options = _BENCH_CONFIG + f"    env: [{', '.join(names)}]\n"
+                (directory / ".primus.yaml").write_text(("secrets:\n" + "".join(f"  {n}: {r}\n" for n, r in refs.items()) if refs else "") + options)
+                return str(directory)
+
+            plain = project("env", {})
+            raw = {"pass": ["pass", "show", "ml/hf"], "cmd": ["sh", "-c", "echo bench-cmd-value"], "file": ["cat", str(work / "token")],
+                   "aws-sm": [sys.executable, "-c", _SM_RAW, "bench/wandb"]}
+            for name, ref in names.items():
+                kind = ref.split(":", 1)[0]
+                _refs_beside(f"plan, one {kind}: reference", plan, env, project(kind, {name: ref}), plain_env, plain)
+                if kind in raw:
+                    base = [sys.executable, "-c", "pass"] if kind == "aws-sm" else ["true"]
+                    _refs_beside(f"  the store's own cost raw: {' '.join(raw[kind][:2])}", raw[kind], env, plain, env, plain, base=base)
+            _refs_beside("plan, all five references", plan, env, project("all", names), plain_env, plain)
         finally:
             moto.stop()
             remove_pass_store(store)
-    report("plan with 5 references (one per source), median of 10", with_refs, "ms", with_env, "the same names in the environment")
+
+
+def _refs_beside(label: str, cmd: list[str], env: dict, cwd: str, plain_env: dict, plain_cwd: str, base: list[str] | None = None,
+                 runs: int = 7) -> None:
+    """``cmd`` in ``cwd`` beside ``base`` (default: the same command in the project without references)."""
+    base = base or cmd
+    timed(cmd, 1, env=env, cwd=cwd), timed(base, 1, env=plain_env, cwd=plain_cwd)
+    ons, offs = [], []
+    for _ in range(runs):
+        ons += timed(cmd, 1, env=env, cwd=cwd)
+        offs += timed(base, 1, env=plain_env, cwd=plain_cwd)
+    diff = (statistics.median(ons) - statistics.median(offs)) * 1000
+    print(f"{label}: {spread(ons)}; beside {spread(offs)}; difference {diff:+.0f} ms", flush=True)
 
 
 def spread(times: list[float], unit_scale: float = 1000) -> str:

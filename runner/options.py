@@ -55,6 +55,9 @@ class LaunchFlags:
     ipc: str | None = None
     user: str | None = None
     pull: str | None = None  # --pull missing|always|never
+    entrypoint: str | None = None  # --entrypoint PROGRAM ("" resets the image's)
+    labels: tuple[str, ...] = ()  # --label KEY=VALUE, as given (the plan checks them)
+    platform: str | None = None  # --platform OS/ARCH[/VARIANT]
     # The launcher's container options the runner models (docker run's own names in the config).
     privileged: bool | None = None
     cap_add: tuple[str, ...] = ()
@@ -154,6 +157,8 @@ class RunOptions:
     slurm: SlurmFlags = SlurmFlags()
     pull: str | None = None  # missing | always | never; None: container.pull from config (default missing)
     debug: bool = False  # the launcher's --debug: PRIMUS_LOG_LEVEL=DEBUG for the job
+    interactive: bool = False  # up -i: the user's stdin goes to the job
+    tty: bool = False  # up -t: the job gets a terminal (the user's, in raw mode)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from typing import Callable, Mapping, Sequence
 
 from runner import __version__
 from runner.config import Config
-from runner.config.container_values import parse_bytes, parse_device, parse_ulimit
+from runner.config.container_values import parse_bytes, parse_device, parse_entrypoint, parse_label, parse_platform, parse_ulimit
 from runner.config.envfile import EnvFile, env_lookup
 from runner.errors import ConfigError, Problem
 from runner.gpus import Gpu, host_root
@@ -91,7 +91,9 @@ class LaunchPlan:
     stop_timeout: float = 10.0
     pull: str = "missing"  # when the engine pulls the image: missing | always | never
     container_engine: str = "auto"  # container.engine: auto | docker | podman (every Slurm node uses it too)
-    labels: tuple[tuple[str, str], ...] = ()
+    labels: tuple[tuple[str, str], ...] = ()  # the user's (--label), then the runner's own
+    entrypoint: str | None = None  # --entrypoint: replaces the image's ("" clears it); None: the image's
+    platform: str | None = None  # --platform: the image variant the engine must run (OS/ARCH[/VARIANT])
     notices: tuple[str, ...] = ()
     config_files: tuple[str, ...] = ()
 
@@ -316,44 +318,21 @@ def build_plan(
     secret references (plain, for the policy), the same as secrets (for the scope) and where
     each comes from; the env policy then decides with them (the plan is built once).
     """
-    problems: list[Problem] = []
-    warnings: list[str] = list(env_file.warnings)
-    notices: list[str] = []
     options = config.get("container", "options", default={}) or {}
     job_name = str(name or flags.name or _per_job(options.get("name"), host_env) or default_name())
-
-    trackers, resolution = _env_decisions(config, command, host_env, env_file, flags, job_name)
-    if references is not None:  # secret references of the names this launch considers: resolved once, then decided
-        values, found, found_sources = references({d.name for d in resolution.decisions})
-        if values:
-            host_env = {**host_env, **values}
-            extra_secrets = [*extra_secrets, *found]
-            sources = {**(sources or {}), **found_sources}
-            trackers, resolution = _env_decisions(config, command, host_env, env_file, flags, job_name)
-    problems += trackers.problems
-    warnings += trackers.warnings
-    notices += trackers.notices
-    problems += resolution.problems
-    warnings += resolution.warnings
-    computed = {key for key, _ in extra_env}
-    decisions = [d for d in resolution.decisions if d.name not in computed]
-    decisions += [EnvDecision(key, True, False, "computed", "runner", value) for key, value in extra_env]
-
+    trackers, resolution, host_env, extra_secrets, sources = _decide_env(
+        config, command, host_env, env_file, flags, job_name, references, extra_secrets, sources)
+    problems: list[Problem] = [*trackers.problems, *resolution.problems]
+    warnings: list[str] = [*env_file.warnings, *trackers.warnings, *resolution.warnings]
+    notices: list[str] = list(trackers.notices)
     settings = _container_settings(config, flags, notices, problems)
     problems += _engine_value_problems(config, settings)
-    scope = secret_scope(
-        [host_env, env_file.values], Classifier.from_config(config).is_secret,
-        public=[(d.name, d.value) for d in decisions if isinstance(d.value, str)],
-        extra=[*((d.name, d.value) for d in decisions if isinstance(d.value, Secret)), *extra_secrets],
-    )
-    if sources:
-        decisions = [replace(d, source=sources[d.name]) if d.name in sources and d.forwarded else d for d in decisions]
-    decisions, absent_optional = _final_decisions(decisions, scope, notices)
+    decisions, scope, absent_optional = _scoped_decisions(
+        config, resolution.decisions, extra_env, [host_env, env_file.values], extra_secrets, sources, notices)
     unset = [d.name for d in decisions if d.skip_reason == "unset" and d.reason == "allowlist" and not from_defaults(d.where)]
-    problems += _names_holding_secrets(scope, job=job_name, run=trackers.run_name or "")
+    problems += [*_names_holding_secrets(scope, job=job_name, run=trackers.run_name or ""), *_flags_holding_secrets(scope, flags)]
     if not command:
         problems.append(Problem("no command given", hint="put the job's command after --, e.g. primus-runner up -- python train.py"))
-
     plan = LaunchPlan(
         command=tuple(command) + trackers.overrides,
         name=job_name,
@@ -361,13 +340,48 @@ def build_plan(
         trackers=trackers,
         notices=tuple(notices),
         config_files=tuple(config.files),
-        labels=((LABEL, "true"), (LABEL_JOB, job_name), (LABEL_VERSION, __version__), (LABEL_OWNER, str(os.getuid()))),
+        labels=(*_user_labels(flags, problems), (LABEL, "true"), (LABEL_JOB, job_name), (LABEL_VERSION, __version__),
+                (LABEL_OWNER, str(os.getuid()))),
         **settings,
     )
     if gpu_mode != "off":
         plan = _with_gpu_selection(plan, config, flags, host_env, gpu_holders, gpu_mode == "node", problems)
     problems += _image_problems(plan.image, config)
     return Planned(plan, problems, warnings, scope, absent_optional, unset)
+
+
+def _decide_env(config: Config, command, host_env: Mapping[str, str], env_file: EnvFile, flags: LaunchFlags, job_name: str,
+                references, extra_secrets, sources):
+    """The trackers' analysis and the env policy's decisions, with the values of the secret
+    references those decisions consider (resolved once, then decided again with them).
+    Returns them with the environment, secrets and sources the references extend."""
+    trackers, resolution = _env_decisions(config, command, host_env, env_file, flags, job_name)
+    if references is not None:
+        values, found, found_sources = references({d.name for d in resolution.decisions})
+        if values:
+            host_env = {**host_env, **values}
+            extra_secrets = [*extra_secrets, *found]
+            sources = {**(sources or {}), **found_sources}
+            trackers, resolution = _env_decisions(config, command, host_env, env_file, flags, job_name)
+    return trackers, resolution, host_env, extra_secrets, sources
+
+
+def _scoped_decisions(config: Config, decided: Sequence[EnvDecision], extra_env, envs: list, extra_secrets, sources,
+                      notices: list[str]) -> tuple[list[EnvDecision], SecretScope, list[str]]:
+    """The env decisions with the runner's computed values, the secret scope over every value
+    in play (``envs``: the host's and the env file's), and the optional names simply absent."""
+    computed = {key for key, _ in extra_env}
+    decisions = [d for d in decided if d.name not in computed]
+    decisions += [EnvDecision(key, True, False, "computed", "runner", value) for key, value in extra_env]
+    scope = secret_scope(
+        envs, Classifier.from_config(config).is_secret,
+        public=[(d.name, d.value) for d in decisions if isinstance(d.value, str)],
+        extra=[*((d.name, d.value) for d in decisions if isinstance(d.value, Secret)), *extra_secrets],
+    )
+    if sources:
+        decisions = [replace(d, source=sources[d.name]) if d.name in sources and d.forwarded else d for d in decisions]
+    decisions, absent_optional = _final_decisions(decisions, scope, notices)
+    return decisions, scope, absent_optional
 
 
 def _with_gpu_selection(plan: LaunchPlan, config: Config, flags: LaunchFlags, host_env: Mapping[str, str],
@@ -401,6 +415,41 @@ def _names_holding_secrets(scope: SecretScope, **names: str) -> list[Problem]:
     shown = {"job": "the job name (--name or container.options.name)", "run": "the tracker run name (trackers.mlflow_run_name)"}
     return [Problem(f"{shown[key]} holds a secret value", hint="choose a name that is not a secret")
             for key, value in names.items() if value and scope.masker.contains_secret(value.encode("utf-8", "surrogateescape"))]
+
+
+def _user_labels(flags: LaunchFlags, problems: list[Problem]) -> tuple[tuple[str, str], ...]:
+    """``--label KEY=VALUE`` checked (never one of the runner's own); later wins, as in docker."""
+    labels: dict[str, str] = {}
+    for spec in flags.labels:
+        try:
+            key, value = parse_label(spec)
+        except ValueError as exc:
+            problems.append(Problem(f"--label: {exc}", where="command line", hint="pass --label KEY=VALUE with a key of your own"))
+            continue
+        labels[key] = value
+    return tuple(labels.items())
+
+
+def _docker_run_flags(flags: LaunchFlags, problems: list[Problem]) -> dict:
+    """``--entrypoint`` and ``--platform`` as plan fields, checked here (``plan`` reports a bad one)."""
+    found: dict = {"entrypoint": None, "platform": None}
+    for key, parse in (("entrypoint", parse_entrypoint), ("platform", parse_platform)):
+        value = getattr(flags, key)
+        if value is None:
+            continue
+        try:
+            found[key] = parse(value)
+        except ValueError as exc:
+            problems.append(Problem(f"--{key}: {exc}", where="command line"))
+    return found
+
+
+def _flags_holding_secrets(scope: SecretScope, flags: LaunchFlags) -> list[Problem]:
+    """A label, entrypoint or platform would be in ``docker inspect`` as it is: never a secret value."""
+    given = [("--label", v) for v in flags.labels] + [(f"--{k}", getattr(flags, k)) for k in ("entrypoint", "platform")]
+    return [Problem(f"{flag} holds a secret value (it would be in docker inspect)", where="command line",
+                    hint="pass the secret by name in the job's environment (--env NAME) instead")
+            for flag, value in given if value and scope.masker.contains_secret(value.encode("utf-8", "surrogateescape"))]
 
 
 def _env_decisions(config: Config, command, host_env: Mapping[str, str], env_file: EnvFile, flags: LaunchFlags, job_name: str):
@@ -469,6 +518,7 @@ def _container_settings(config: Config, flags: LaunchFlags, notices: list[str], 
         privileged=_as_bool(options.get("privileged", False)),
         hostname=text("hostname"),
         run_options=tuple(flags.run_options),
+        **_docker_run_flags(flags, problems),
         ipc=options.get("ipc"),
         network=options.get("network"),
         user=text("user"),

@@ -80,7 +80,19 @@ def _launch_options(p: argparse.ArgumentParser, docker_short: bool = True) -> No
     g.add_argument("--network", metavar="NET", help="container network: host, bridge, none or a network name")
     g.add_argument("--ipc", metavar="MODE", help="IPC namespace: host, private or shareable")
     g.add_argument("--user", *short("-u"), metavar="UID[:GID]", help="user the job runs as inside the container")
+    g.add_argument("--entrypoint", metavar="PROGRAM", help="run PROGRAM instead of the image's entrypoint, the command after -- "
+                   "as its arguments (\"\" clears it), as docker run does")
+    g.add_argument("--label", action="append", default=[], metavar="KEY=VALUE", help="a label on the container; repeatable "
+                   "(io.primus-runner.* are the runner's own)")
+    g.add_argument("--platform", metavar="OS/ARCH", help="the image's platform to run, e.g. linux/arm64 (pulled when the "
+                   "local image is another one, as docker run does)")
     p.add_argument("command", nargs="*", metavar="-- CMD", help="the job's command, after --")
+
+
+def _terminal_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-i", "--interactive", action="store_true", help="keep stdin open: what you type or pipe goes to the job")
+    p.add_argument("-t", "--tty", action="store_true", help="give the job a terminal (yours, in raw mode; stdin must be "
+                   "one); -it for a shell")
 
 
 def _flags(args):
@@ -90,6 +102,7 @@ def _flags(args):
         image=args.image, env=tuple(args.env), volume=tuple(args.volume), device=tuple(args.device), gpu=args.gpu,
         gpus=args.gpus, name=args.name, workdir=args.workdir, shm_size=args.shm_size, memory=args.memory, cpus=args.cpus,
         network=args.network, ipc=args.ipc, user=args.user, pull=getattr(args, "pull", None),
+        entrypoint=args.entrypoint, labels=tuple(args.label), platform=args.platform,
     )
 
 
@@ -222,6 +235,15 @@ def _local_commands(cmd) -> None:
     p.add_argument("--build", action="store_true", help="build the image from images/ first when it is missing")
     p.add_argument("--audit", action="store_true", help="audit the container for leaked secrets after launch (exit 4 on a leak)")
     p.add_argument("--report", metavar="FILE", help="write a JSON report of the run (no secret values)")
+    _terminal_options(p)
+    _pull_option(p)
+
+    p = cmd("shell", "an interactive shell in the job's image, with the job's env, mounts, GPUs and secrets (up -it, the "
+                     "image's bash, else sh)", "primus-runner shell --gpu none")
+    _launch_options(p)
+    p.add_argument("--dry-run", action="store_true", help="print the plan and the docker run request instead")
+    p.add_argument("--keep", action="store_true", help="keep the container after the shell exits")
+    p.add_argument("--build", action="store_true", help="build the image from images/ first when it is missing")
     _pull_option(p)
 
 
@@ -462,6 +484,7 @@ def _run_options(args, sources):
         detach=args.detach if args.cmd == "up" else (args.cmd == "submit" and not args.wait),
         keep=getattr(args, "keep", False), build=getattr(args, "build", False), audit=getattr(args, "audit", False),
         report=getattr(args, "report", None), slurm=slurm, pull=getattr(args, "pull", None), debug=args.global_debug,
+        interactive=getattr(args, "interactive", False), tty=getattr(args, "tty", False),
     )
 
 
@@ -546,7 +569,27 @@ def _launch(args, sources, out, parser) -> int:
     from runner.session import pipeline
     from runner.engines import engine_for
 
-    return pipeline.run(_run_options(args, sources), engine_for("docker" if args.cmd == "up" else "slurm"), out)
+    options = _run_options(args, sources)
+    if args.cmd == "up":
+        from runner.engines.docker.interactive import check_terminal_options
+
+        check_terminal_options(options.interactive, options.tty, options.detach, options.dry_run)
+    return pipeline.run(options, engine_for("docker" if args.cmd == "up" else "slurm"), out)
+
+
+def _shell(args, sources, out, parser) -> int:
+    from dataclasses import replace
+
+    from runner.engines import engine_for
+    from runner.engines.docker.interactive import SHELL_COMMAND, check_terminal_options
+    from runner.errors import UsageError
+    from runner.session import pipeline
+
+    if args.command:
+        raise UsageError("shell takes no command (it runs the image's shell)", f"run a command with: primus-runner up -it -- {' '.join(args.command)}")
+    options = replace(_run_options(args, sources), command=SHELL_COMMAND, interactive=True, tty=True)
+    check_terminal_options(True, True, False, options.dry_run)
+    return pipeline.run(options, engine_for("docker"), out)
 
 
 def _verb(args, sources, out, parser) -> int:
@@ -648,7 +691,7 @@ def _demo(args, sources, out, parser) -> int:
 
 
 _HANDLERS = {
-    "check": _check, "plan": _plan, "up": _launch, "submit": _launch,
+    "check": _check, "plan": _plan, "up": _launch, "submit": _launch, "shell": _shell,
     "ps": _verb, "logs": _verb, "down": _verb, "runs": _runs, "build": _build,
     "status": _verb, "cancel": _verb, "node-agent": _node_agent, "audit": _audit,
     "completion": _completion, "__complete": _complete, "exec": _verb, "container": _mode, "direct": _mode, "slurm": _mode, "demo": _demo,

@@ -20,7 +20,8 @@ from runner.errors import ConfigError, UsageError
 from runner.options import LaunchFlags, ModeOptions, SlurmFlags, Sources
 
 _SCALAR = {"image": "image", "name": "name", "user": "user", "workdir": "workdir", "network": "network", "ipc": "ipc",
-           "shm-size": "shm_size", "memory": "memory", "cpus": "cpus", "hostname": "hostname"}
+           "shm-size": "shm_size", "memory": "memory", "cpus": "cpus", "hostname": "hostname", "entrypoint": "entrypoint",
+           "platform": "platform"}
 _LIST = {"volume": "volume", "device": "device", "cap-add": "cap_add", "security-opt": "security_opt",
          "group-add": "group_add", "ulimit": "ulimit"}
 

@@ -57,6 +57,10 @@ def run_check(opts: CheckOptions, out: Output) -> int:
         if prepared.planned.unset:
             found.warnings.append(unset_notice(prepared.planned.unset))
         _check_devices(plan, prepared.config, found)
+        if engine.name != "process":  # a container's tracker outputs, refused as the launch would refuse them
+            from runner.runs.outputs import refusals
+
+            found.problems += refusals(plan, prepared.config)
     _check_engine(engine, prepared, found)
     # An engine that pulls and builds on this host: its registry login and builder are checked
     # here (a plan with problems has no image to ask for).

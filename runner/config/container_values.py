@@ -78,3 +78,35 @@ def parse_device(spec) -> DeviceMapping:
     if len(parts) > 3 or not host or (host.startswith("/") and not inner.startswith("/")) or not _DEVICE_PERMS.match(perms):
         raise ValueError(f"device '{spec}' is not HOST[:CONTAINER[:PERMS]] with an absolute container path and PERMS of r, w, m")
     return DeviceMapping(host, inner, perms)
+
+
+RUNNER_LABEL_PREFIX = "io.primus-runner."  # the runner's own labels: ps, logs, down and GPU leases find jobs by them
+_LABEL_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")
+_PLATFORM = re.compile(r"^[a-z0-9_]+(/[a-z0-9_]+){0,2}$")
+
+
+def parse_label(spec) -> tuple[str, str]:
+    """``--label KEY=VALUE`` (``KEY`` alone: an empty value, as docker takes it) as (key, value)."""
+    key, _, value = str(spec).partition("=")
+    if not _LABEL_KEY.match(key):
+        raise ValueError(f"label '{spec}' is not KEY=VALUE with a key of letters, digits, '.', '-', '_' or '/'")
+    if key.startswith(RUNNER_LABEL_PREFIX):
+        raise ValueError(f"label '{key}': {RUNNER_LABEL_PREFIX}* are the runner's own labels (how ps, logs and down "
+                         "find its jobs) and cannot be set or overridden")
+    return key, value
+
+
+def parse_platform(spec) -> str:
+    """``--platform OS[/ARCH[/VARIANT]]`` (``linux/arm64``, ``linux/arm/v7``), lower case, as the engine takes it."""
+    text = str(spec).strip()
+    if not _PLATFORM.match(text):
+        raise ValueError(f"platform '{spec}' is not OS[/ARCH[/VARIANT]] in lower case, e.g. linux/amd64 or linux/arm64")
+    return text
+
+
+def parse_entrypoint(spec) -> str:
+    """``--entrypoint PROGRAM`` as docker takes it: one program (its arguments are the command); empty resets it."""
+    text = str(spec)
+    if "\0" in text or "\n" in text:
+        raise ValueError("the entrypoint is one program path or name (no NUL or newline); its arguments go after --")
+    return text

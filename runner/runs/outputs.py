@@ -20,10 +20,12 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Callable
 
 from runner.errors import Problem
 from runner.plan import LaunchPlan, Mount
 from runner.runs.paths import CONTAINER_ROOT
+from runner.trackers.job_paths import covering
 
 MODES = ("mount", "refuse")
 WANDB_DEFAULT = f"{CONTAINER_ROOT}/wandb"
@@ -61,19 +63,10 @@ def wanted_paths(plan: LaunchPlan) -> list[tuple[str, str, str]]:
     return found
 
 
-def covering(mounts, path: str) -> Mount | None:
-    """The mount whose target holds ``path`` (the deepest one wins, as in the container)."""
-    best = None
-    for m in mounts:
-        target = m.target.rstrip("/") or "/"
-        if path == target or path.startswith(target.rstrip("/") + "/"):
-            if best is None or len(target) > len(best.target):
-                best = m
-    return best
-
-
-def plan_outputs(plan: LaunchPlan, mode: str, outputs_dir: Path, slurm: bool) -> tuple[LaunchPlan, list[TrackerOutput], list[Problem]]:
-    """Pure: the plan with the mounts the outputs need, where each output is on the host, and the refusals."""
+def plan_outputs(plan: LaunchPlan, mode: str, outputs_dir: Path, slurm: bool,
+                 where: Callable[[tuple], str | None] | None = None) -> tuple[LaunchPlan, list[TrackerOutput], list[Problem]]:
+    """Pure: the plan with the mounts the outputs need, where each output is on the host, and the refusals
+    (``where``: the config's ``file:line`` of a setting, for them)."""
     outputs: list[TrackerOutput] = []
     problems: list[Problem] = []
     if plan.trackers.is_on("wandb") and not plan.public_env().get("WANDB_DIR"):
@@ -104,6 +97,7 @@ def plan_outputs(plan: LaunchPlan, mode: str, outputs_dir: Path, slurm: bool) ->
                 "lost when the container is removed",
                 hint=f"mount a host directory there (--volume HOST_DIR:{path}), point {setting} at a mounted path, "
                      "or set runs.tracker_outputs: mount to mount it from the run's directory",
+                where=where(tuple(setting.split("."))) if where is not None and "." in setting else None,
             ))
             continue
         host = outputs_dir / path.lstrip("/")
@@ -154,3 +148,11 @@ def after(outputs: list[TrackerOutput], wandb_run_id: str | None, wandb_mode: st
             else:
                 lines.append(f"W&B files: {host}")
     return lines
+
+
+def refusals(plan: LaunchPlan | None, config) -> list[Problem]:
+    """The tracker outputs a launch of ``plan`` would refuse (``runs.tracker_outputs: refuse``), for
+    ``check``: the same problems the launch raises."""
+    if plan is None or config is None or config.get("runs", "tracker_outputs", default="mount") != "refuse":
+        return []
+    return plan_outputs(plan, "refuse", Path("/"), False, where=config.where)[2]

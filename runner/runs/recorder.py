@@ -12,6 +12,7 @@ record that says so, written at exit.
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import re
 import tempfile
@@ -22,7 +23,8 @@ from typing import Any
 from runner.errors import ConfigError
 from runner.runs import cache, liveness, outputs, paths, record
 from runner.runs.logdir import DEFAULT_LIMIT_MB, LOG_NAME, RunLog
-from runner.runs.store import Store, StoreError
+from runner.runs.store import StoreError
+from runner.runs.writer import Writer
 
 
 class Run:
@@ -34,53 +36,36 @@ class Run:
         self.outputs: list = []
         self.cache_dir: Path | None = None
         self.log: RunLog | None = None
-        self.store: Store | None = None
         self.record: dict | None = None
         self.masker = None
         self.scope = None
         self.launched = None
         self.audit = False
+        self.writer: Writer | None = None  # the store's writes, on their own thread
         self._lock: int | None = None
         self._ended = False
         self._warned = False
-        self._opener = None  # the thread that opens the store and writes the first record
-
-    def _save_soon(self) -> None:
-        """The first write in the background: importing sqlite3 and opening the store overlap the
-        engine's create and start; every later write waits for it."""
-        import threading
-
-        if self.record is None:
-            return
-        doc = record.masked(self.record, self.masker)  # a snapshot: the main thread goes on changing the record
-        self._opener = threading.Thread(target=self._write, args=(doc,), name="primus-runner-record", daemon=True)
-        self._opener.start()
 
     # ---------------------------------------------------------------- writes that never stop a launch
-    def _warn_once(self, problem: StoreError) -> None:
-        if not self._warned:
-            self._warned = True
+    def _warn_once(self, problem) -> None:
+        if self._warned:
+            return
+        self._warned = True
+        if isinstance(problem, StoreError):
             self.out.warn(f"{problem.message}: this run is not recorded (the job runs all the same); fix: {problem.hint}")
+        else:
+            self.out.warn(f"this run's record could not be written ({type(problem).__name__}: {problem}); the job runs all the same")
 
     def _save(self) -> None:
-        if self._opener is not None:  # the first write, still on its way
-            self._opener.join()
-            self._opener = None
+        """Hand the record's current state to the writer (a snapshot: the record goes on changing)."""
         if self.record is not None:
-            self._write(record.masked(self.record, self.masker))
+            if self.writer is None:
+                self.writer = Writer(self._warn_once, self.masker)
+            self.writer.put(json.dumps(self.record, sort_keys=True))  # a Secret refuses to serialise, here
 
-    def _write(self, doc: dict) -> None:
-        if self.store is None:
-            try:
-                self.store = Store.open()
-            except StoreError as exc:
-                self._warn_once(exc)
-                self.record = None  # one warning, then nothing more is tried
-                return
-        try:
-            self.store.put(doc)
-        except StoreError as exc:
-            self._warn_once(exc)
+    def _flush(self) -> None:
+        if self.writer is not None:
+            self.writer.flush()
 
     # ---------------------------------------------------------------- the pipeline's calls
     def started(self, launched, handshake, detached: bool) -> None:
@@ -96,22 +81,31 @@ class Run:
         if eng is not None:  # a container: Docker or Podman, and the socket that knows it
             rec.update(engine=getattr(eng, "kind", None) or rec["engine"], engine_host=getattr(eng, "host", None), container=launched.name)
             rec["container_id"] = launched.id
-            if detached:
-                rec["image_digest"] = _image_digest(eng, self.plan.image)
+            self._digest_soon(getattr(eng, "host", None))
         elif rec["engine"] == "slurm":
-            rec["job_id"] = launched.id
-            request = (launched.state or {}).get("request")
-            job_dir = getattr(request, "job_dir", None) or self.job_dir
-            if job_dir is not None:
-                rec["job_dir"] = paths.stored(job_dir)
-                rec["log"] = paths.stored(Path(job_dir) / f"slurm-{launched.id}.out")
-            rec["nodes"] = getattr(getattr(request, "settings", None), "nodes", None)
+            _slurm_started(rec, launched, self.job_dir)
         else:
             rec["job_id"] = launched.id  # the process's pid
         self._save()
+        if self.writer is not None:
+            self.writer.go()
         if detached:  # the runner's part ends here; `runs` and `logs` ask the engine for the rest
             self._ended = True
+            self._flush()
             liveness.release(self._lock)
+
+    def _digest_soon(self, host: str | None) -> None:
+        """The image's digest, asked on the writer's thread (its own engine client) while the job runs."""
+        if self.writer is None:
+            self.writer = Writer(self._warn_once, self.masker)
+        writer, image = self.writer, self.plan.image
+
+        def ask() -> None:
+            digest = _image_digest(host, image)
+            if digest:
+                writer.fill["image_digest"] = digest
+
+        writer.submit(ask)
 
     def end(self, code: int) -> list:
         """The job ended with ``code``: close the log, finish the record, say where the outputs are;
@@ -120,11 +114,9 @@ class Run:
         if self.log is not None:
             self.log.close()
         if self.record is not None:
-            eng = getattr(getattr(self.launched, "state", None), "eng", None)
-            if eng is not None and not self.record.get("image_digest"):
-                self.record["image_digest"] = _image_digest(eng, self.plan.image)
             record.finish(self.record, code, time.time())
             self._save()
+            self._flush()
         liveness.release(self._lock)
         wandb_id = (self.record or {}).get("trackers", {}).get("run_ids", {}).get("wandb") or self.plan.public_env().get("WANDB_RUN_ID")
         for line in outputs.after(self.outputs, wandb_id, self.plan.trackers.wandb_mode):
@@ -154,12 +146,27 @@ class Run:
             record.finish(self.record, None, time.time(), "unknown")
             self.record["note"] = "the runner stopped following the job before it ended; its exit code is unknown"
         self._save()
+        self._flush()
         liveness.release(self._lock)
 
 
-def _image_digest(eng, image: str) -> str | None:
+def _slurm_started(rec: dict, launched, job_dir: Path | None) -> None:
+    rec["job_id"] = launched.id
+    request = (launched.state or {}).get("request")
+    job_dir = getattr(request, "job_dir", None) or job_dir
+    if job_dir is not None:
+        rec["job_dir"] = paths.stored(job_dir)
+        rec["log"] = paths.stored(Path(job_dir) / f"slurm-{launched.id}.out")
+    rec["nodes"] = getattr(getattr(request, "settings", None), "nodes", None)
+
+
+def _image_digest(host: str | None, image: str) -> str | None:
+    from runner.clients.engine_api.shared import thread_client
+
+    if not host:
+        return None
     try:
-        info = eng.image_config(image)
+        info = thread_client(host).image_config(image)
     except Exception:  # the record goes without it; the job already ran
         return None
     if info is None:
@@ -187,54 +194,19 @@ def begin(options, engine, plan, ctx, out, config) -> Run:
     nothing written) only for a tracker output the settings say to refuse. ``config``: the merged config."""
     from runner.config.switches import launcher_switch
 
-    run_id = paths.new_run_id()
     dry = bool(options.dry_run or launcher_switch(config, "dry_run"))
-    run = Run(plan, run_id, out, dry=dry)
+    run = Run(plan, paths.new_run_id(), out, dry=dry)
     run.masker, run.scope, run.audit = ctx.scope.masker, ctx.scope, bool(options.audit)
-    slurm = engine.name == "slurm"
-    run_dir = paths.runs_dir() / run_id
-    run.job_dir = _job_dir(engine.name, config, run_id, plan.name)
-    outputs_dir = (run.job_dir or run_dir) / "outputs"
-
-    # A process on the host (direct mode) writes where its paths say, into the host's own caches:
-    # no container, so nothing to mount and nothing to redirect.
-    in_container = engine.name != "process"
-    found = []
-    if in_container:
-        mode = _setting(config, "tracker_outputs", "mount")
-        plan, found, problems = outputs.plan_outputs(plan, mode, outputs_dir, slurm)
-        if problems:
-            raise ConfigError(problems)
-    settings = cache.settings(config)
-    uncached = plan
-    if settings.enabled and plan.image and in_container:
-        if slurm:
-            run.node_cache = {"dir": settings.node_dir, "key": cache.image_key(plan.image)}
-        else:
-            run.cache_dir = cache.host_dir(settings.dir, plan.image)
-            plan = cache.apply(plan, run.cache_dir)
-    run.plan, run.outputs = plan, found
+    run.job_dir = _job_dir(engine.name, config, run.id, plan.name)
+    uncached = _plan_mounts(run, engine.name, config)
     if dry:
         return run
-
     recording = bool(_setting(config, "record", True))  # runs.record: false: no record, run directory or log
     if recording:
-        try:
-            run_dir.mkdir(parents=True, mode=0o700)
-            paths.state_dir().chmod(0o700)
-            run.dir = run_dir
-        except OSError as exc:
-            out.warn(f"the state directory {paths.state_dir()} is not writable ({exc.strerror or exc}): this run is not recorded "
-                     "and its output is not kept (the job runs all the same); fix its permissions, or set XDG_STATE_HOME")
-            run._warned = True
+        _make_run_dir(run, out)
     _make_output_dirs(run, out)
-    if run.cache_dir is not None:
-        try:
-            cache.make_dir(run.cache_dir)
-        except OSError as exc:
-            out.warn(f"the job cache {run.cache_dir} cannot be created ({exc.strerror or exc}); it is not mounted and "
-                     "the job compiles from scratch (set cache.dir to a writable place, or cache.enabled: false)")
-            run.cache_dir, run.plan = None, uncached  # a bind mount of a missing directory would fail the launch
+    _make_cache_dir(run, out, uncached)
+    slurm = engine.name == "slurm"
     if run.dir is not None and not slurm and not options.detach:  # a detached job's output is the engine's until it ends
         limit = int(_setting(config, "log_limit_mb", DEFAULT_LIMIT_MB)) << 20
         run.log = RunLog(run.dir / LOG_NAME, limit, out.warn)
@@ -242,18 +214,73 @@ def begin(options, engine, plan, ctx, out, config) -> Run:
     if run.dir is not None:
         run._lock = liveness.hold(run.dir)
     ctx.run = run
-    for line in outputs.before(found):
+    for line in outputs.before(run.outputs):
         out.info(line)
     if recording and run.dir is not None:
-        log = run.dir / LOG_NAME if not slurm else None
-        run.record = record.initial(run_id, plan, engine.name, started=time.time(), run_dir=run.dir, log=log, outputs=found,
-                                    cache={"host": str(run.cache_dir), "target": cache.TARGET} if run.cache_dir else
-                                    ({"node_dir": settings.node_dir, "target": cache.TARGET} if run.node_cache else None),
-                                    sources=options.sources, detached=bool(options.detach),
-                                    pid_start=liveness.process_start(os.getpid()), job_dir=run.job_dir)
-        run._save_soon()
+        run.record = _initial_record(run, engine.name, options, config, slurm)
+        run._save()  # the first write: on the writer's thread, once the job runs (runner.runs.writer)
         atexit.register(run._at_exit)
     return run
+
+
+def _plan_mounts(run: Run, engine_name: str, config):
+    """Pure: the tracker outputs' and the cache's mounts into ``run.plan`` (a dry run shows them);
+    the plan without the cache, should the cache directory not be made."""
+    plan, slurm = run.plan, engine_name == "slurm"
+    # A process on the host (direct mode) writes where its paths say, into the host's own caches:
+    # no container, so nothing to mount and nothing to redirect.
+    if engine_name == "process":
+        return plan
+    outputs_dir = (run.job_dir or paths.runs_dir() / run.id) / "outputs"
+    plan, run.outputs, problems = outputs.plan_outputs(plan, _setting(config, "tracker_outputs", "mount"), outputs_dir, slurm,
+                                                       where=config.where if config is not None else None)
+    if problems:
+        raise ConfigError(problems)
+    uncached, settings = plan, cache.settings(config)
+    if settings.enabled and plan.image:
+        if slurm:
+            run.node_cache = {"dir": settings.node_dir, "key": cache.image_key(plan.image)}
+        else:
+            run.cache_dir = cache.host_dir(settings.dir, plan.image)
+            plan = cache.apply(plan, run.cache_dir)
+    run.plan = plan
+    return uncached
+
+
+def _make_run_dir(run: Run, out) -> None:
+    run_dir = paths.runs_dir() / run.id
+    try:
+        run_dir.mkdir(parents=True, mode=0o700)
+        paths.state_dir().chmod(0o700)
+        run.dir = run_dir
+    except OSError as exc:
+        out.warn(f"the state directory {paths.state_dir()} is not writable ({exc.strerror or exc}): this run is not recorded "
+                 "and its output is not kept (the job runs all the same); fix its permissions, or set XDG_STATE_HOME")
+        run._warned = True
+
+
+def _make_cache_dir(run: Run, out, uncached) -> None:
+    if run.cache_dir is None:
+        return
+    try:
+        cache.make_dir(run.cache_dir)
+    except OSError as exc:
+        out.warn(f"the job cache {run.cache_dir} cannot be created ({exc.strerror or exc}); it is not mounted and "
+                 "the job compiles from scratch (set cache.dir to a writable place, or cache.enabled: false)")
+        run.cache_dir, run.plan = None, uncached  # a bind mount of a missing directory would fail the launch
+
+
+def _initial_record(run: Run, engine_name: str, options, config, slurm: bool) -> dict:
+    if run.cache_dir:
+        where = {"host": str(run.cache_dir), "target": cache.TARGET}
+    elif run.node_cache:
+        where = {"node_dir": run.node_cache["dir"], "target": cache.TARGET}
+    else:
+        where = None
+    return record.initial(run.id, run.plan, engine_name, started=time.time(), run_dir=run.dir,
+                          log=None if slurm else run.dir / LOG_NAME, outputs=run.outputs, cache=where,
+                          sources=options.sources, detached=bool(options.detach),
+                          pid_start=liveness.process_start(os.getpid()), job_dir=run.job_dir)
 
 
 def _make_output_dirs(run: Run, out) -> None:

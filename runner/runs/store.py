@@ -34,6 +34,7 @@ CREATE INDEX IF NOT EXISTS runs_name ON runs(name);
 CREATE INDEX IF NOT EXISTS runs_job ON runs(job_id);
 """
 COLUMNS = ("uid", "user", "host", "engine", "name", "state", "exit_code", "started", "ended", "job_id")
+_CHANGING = ("engine", "state", "exit_code", "ended", "job_id", "record")  # what a later write of a run may change
 
 
 class StoreError(Exception):
@@ -67,7 +68,9 @@ class Store:
         self.conn, self.path = conn, path
 
     @classmethod
-    def open(cls, path: Path | None = None, create: bool = True) -> "Store":
+    def open(cls, path: Path | None = None, create: bool = True, launch: bool = False) -> "Store":
+        """``launch``: a launch's connection (``runner.runs.writer``), which never checkpoints on its
+        own: not on a commit, not at close (where Python lets it say so)."""
         path = path or paths.db_path()
         try:
             if create:
@@ -83,6 +86,10 @@ class Store:
             conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: a commit survives a crash of the process
             if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
                 conn.executescript("BEGIN IMMEDIATE;" + _SCHEMA + f"PRAGMA user_version={SCHEMA_VERSION}; COMMIT;")
+            if launch:
+                conn.execute("PRAGMA wal_autocheckpoint=0")
+                if hasattr(sqlite3, "SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE"):  # Python 3.12+
+                    conn.setconfig(sqlite3.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, True)
             return cls(conn, path)
         except StoreError:
             raise
@@ -92,16 +99,26 @@ class Store:
     def close(self) -> None:
         self.conn.close()
 
+    def checkpoint_if_over(self, wal_bytes: int) -> None:
+        """A passive checkpoint (it waits for no reader or writer) once the WAL has passed ``wal_bytes``."""
+        try:
+            if os.path.getsize(f"{self.path}-wal") > wal_bytes:
+                self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        except (OSError, sqlite3.Error):
+            pass  # the next one, or `runs` closing the store, checkpoints it
+
     # ---------------------------------------------------------------- writes
     def put(self, record: dict) -> None:
-        """Insert or replace one record (one atomic statement)."""
+        """Insert or update one record (one atomic statement)."""
         row = {k: record.get(k) for k in COLUMNS}
         row["started"], row["ended"] = record.get("started_ts"), record.get("ended_ts")
         text = json.dumps(record, sort_keys=True)  # a Secret refuses to serialise: none can slip in
         cols = ("id", *COLUMNS, "record")
         try:
-            self.conn.execute(f"INSERT OR REPLACE INTO runs ({','.join(cols)}) VALUES ({','.join('?' * len(cols))})",
-                              (record["id"], *(row[k] for k in COLUMNS), text))
+            # An upsert, not INSERT OR REPLACE (a delete and an insert): a later write of a run changes its
+            # row in place and leaves the indexes alone unless what they index changed.
+            self.conn.execute(f"INSERT INTO runs ({','.join(cols)}) VALUES ({','.join('?' * len(cols))}) ON CONFLICT(id) DO UPDATE SET "
+                              + ", ".join(f"{c} = excluded.{c}" for c in _CHANGING), (record["id"], *(row[k] for k in COLUMNS), text))
         except sqlite3.Error as exc:
             raise explain(exc, self.path) from None
 

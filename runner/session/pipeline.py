@@ -28,7 +28,6 @@ def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None 
 
     ``layer`` is a command's own config layer below the flags (the demo's), ``user_files``
     whether ~/.primus.yaml and ./.primus.yaml are read."""
-    from runner.ui import ci
     from runner.runs import recorder as runs
     from runner.trackers import runs as tracker_runs
 
@@ -36,12 +35,7 @@ def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None 
         from runner.session import report
 
         report.check_path(options.report)  # fail before launch, not after a long run
-    per_engine = [(name, "(per node)") for name in engine.computed_env]
-    flags = options.flags if options.pull is None else replace(options.flags, pull=options.pull)
-    prepared = prepare(out, options.sources, options.command, flags, extra_layer=layer, extra_env=per_engine, user_files=user_files,
-                       resolve_refs=False if options.dry_run else None,  # a dry run (flag or config) runs no secret reference
-                       report_unset=not (options.dry_run and getattr(engine, "dry_run_lists_unset", False)),
-                       gpu_mode=getattr(engine, "gpu_mode", "off"))  # host | node (each Slurm node) | off (no container)
+    prepared = _prepare(options, engine, out, layer, user_files)
     plan = prepared.plan
     if options.debug or launcher_switch(prepared.config, "debug"):  # the launcher's --debug / debug: true
         plan = plan.with_env({"PRIMUS_LOG_LEVEL": "DEBUG"}, "debug")
@@ -55,14 +49,7 @@ def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None 
             out.notice(f"dry run: dry_run is set at {where_set(prepared.config, 'dry_run')}; nothing is launched")
         engine.dry_run(engine.resolve(request, ctx, dry_run=True), ctx)
         return 0
-    tracker_runs.prefetch(plan)  # a tracker client that must be imported starts loading now, beside the preflight
-    engine.preflight(plan, ctx)  # before a tracker run is created for a launch that cannot happen
-    claim = getattr(engine, "claim", None)
-    if claim is not None:  # the GPUs the plan chose, taken for real (free ones, under a lock)
-        claimed = claim(plan, ctx)
-        if claimed is not plan:
-            plan, request = claimed, engine.request(claimed, ctx)
-    request = engine.resolve(request, ctx)  # the image and the engine's facts, still before any tracker run
+    plan, request = _ready(engine, plan, request, ctx)
     handshake = tracker_runs.begin(plan, out)  # tracker runs exist before the job: every rank logs to the same run
     request = request.with_run_env(handshake.env)  # the run ids, by name
     plan = request.plan
@@ -76,6 +63,44 @@ def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None 
     run_record.started(launched, handshake, detached=options.detach)
     if options.detach:  # the job's own tracker client closes the run (MLFLOW_RUN_ID / WANDB_RUN_ID)
         return 0
+    code, leaks = _watch(options, engine, launched, ctx, request, handshake)
+    if launched.still_running:
+        return code
+    handshake.finish(code, ctx.tail.bytes())
+    leaks.extend(run_record.end(code))
+    _after_run(options, engine, launched, ctx, plan, code, began, handshake.links, leaks)
+    return code
+
+
+def _prepare(options: RunOptions, engine: Engine, out: Output, layer: dict | None, user_files: bool):
+    """Config, environment, plan and secret scope for this engine, decided once."""
+    per_engine = [(name, "(per node)") for name in engine.computed_env]
+    flags = options.flags if options.pull is None else replace(options.flags, pull=options.pull)
+    return prepare(out, options.sources, options.command, flags, extra_layer=layer, extra_env=per_engine, user_files=user_files,
+                   resolve_refs=False if options.dry_run else None,  # a dry run (flag or config) runs no secret reference
+                   report_unset=not (options.dry_run and getattr(engine, "dry_run_lists_unset", False)),
+                   gpu_mode=getattr(engine, "gpu_mode", "off"))  # host | node (each Slurm node) | off (no container)
+
+
+def _ready(engine: Engine, plan, request, ctx: RunContext):
+    """Everything that can refuse a launch, before a tracker run is created for it: the
+    preflight, the GPUs claimed, the image resolved. The plan and request to launch."""
+    from runner.trackers import runs as tracker_runs
+
+    tracker_runs.prefetch(plan)  # a tracker client that must be imported starts loading now, beside the preflight
+    engine.preflight(plan, ctx)  # before a tracker run is created for a launch that cannot happen
+    claim = getattr(engine, "claim", None)
+    if claim is not None:  # the GPUs the plan chose, taken for real (free ones, under a lock)
+        claimed = claim(plan, ctx)
+        if claimed is not plan:
+            plan, request = claimed, engine.request(claimed, ctx)
+    return plan, engine.resolve(request, ctx)  # the image and the engine's facts, still before any tracker run
+
+
+def _watch(options: RunOptions, engine: Engine, launched: Launched, ctx: RunContext, request, handshake) -> tuple[int, list]:
+    """Follow the launched job to its end, in a CI log group; its exit code and the leaks an
+    audit while it ran found. The tracker run is finished if watching itself fails."""
+    from runner.ui import ci
 
     leaks: list = []
     on_running = None
@@ -87,12 +112,7 @@ def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None 
         except BaseException:
             handshake.finish(3, ctx.tail.bytes())
             raise
-    if launched.still_running:
-        return code
-    handshake.finish(code, ctx.tail.bytes())
-    leaks.extend(run_record.end(code))
-    _after_run(options, engine, launched, ctx, plan, code, began, handshake.links, leaks)
-    return code
+    return code, leaks
 
 
 def _after_run(options: RunOptions, engine: Engine, launched: Launched, ctx: RunContext, plan, code: int,

@@ -9,7 +9,7 @@ structural type: trackers sit below the plan, whose settings they provide).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
 
 if TYPE_CHECKING:
     from runner.policy import EnvDecision
@@ -26,6 +26,7 @@ class TrackedPlan(Protocol):
     name: str
     image: str
     trackers: "TrackerPlan"
+    mounts: "Sequence[Any]"  # runner.plan.Mount: where a path the job writes is on the host
 
     @property
     def forwarded(self) -> "Sequence[EnvDecision]": ...

@@ -1,16 +1,21 @@
 """MLflow as a tracker: the online check and the run-identity handshake.
 
-Two ways to speak MLflow, one flow (``_Rest`` and ``_Client`` answer the same
-calls):
+Three ways to speak MLflow, one flow (``_Rest``, ``FileStore`` and ``_Client``
+answer the same calls). Importing the MLflow client costs seconds, more than
+the job ``true`` takes, so the launch path uses it only where nothing lighter
+speaks the store's protocol:
 
-- ``_Rest``: the REST API over ``urllib``. No optional extra, no import cost;
-  everything a plain HTTP(S) tracking server with a proxied artifact store
-  needs (experiment, run, tags, status, the log through the proxy).
-- ``_Client``: ``mlflow.MlflowClient`` (the ``mlflow`` extra), for what REST
-  cannot reach: every other artifact store (filesystem, S3, GCS, Azure) and
-  every Databricks sign-in. Importing it costs seconds, so for a store it
-  starts in a background thread as soon as the run exists (``prefetch``) and
-  is joined after the job; only Databricks waits for it before launch.
+- ``_Rest``: the REST API over ``urllib``, no import cost: every HTTP(S)
+  tracking server, and Databricks signed in with a token (the same API).
+- ``FileStore`` (``mlflow_filestore``): a ``file:`` tracking URI, the run
+  created in the directory as MLflow lays it out, so ranks and requeues share it.
+- The log: through the server's proxy (REST), or written straight into a
+  directory store (local or shared) or S3 (boto3 alone, imported in a thread
+  while the job runs) by ``mlflow_artifacts``.
+- ``_Client``: ``mlflow.MlflowClient`` (the ``mlflow`` extra), for the rest:
+  Databricks OAuth and profile sign-ins (imported beside the preflight,
+  ``prefetch``), and GCS, Azure and DBFS artifact stores (imported in a
+  thread from the run's start, joined after the job).
 
 Credentials are ``Secret``s from the plan. They are unwrapped where they are
 used (grep ``reveal``): ``_authorization`` builds the ``Authorization`` header,
@@ -33,7 +38,6 @@ import threading
 import time
 import urllib.parse
 import uuid
-from dataclasses import dataclass
 from typing import Callable, Iterator
 
 from runner import __version__
@@ -45,13 +49,14 @@ from runner.trackers.artifact_origin import artifact_refusal
 from runner.trackers.base import Handshake, TrackedPlan
 from runner.trackers.config import CLIENT_NAMES, databricks_profile, is_databricks_uri
 from runner.trackers.httpapi import BEGIN_TIMEOUT, UPLOAD_TIMEOUT
+from runner.trackers import mlflow_artifacts
+from runner.trackers.mlflow_api import LOG_ARTIFACT, Experiment as _Experiment
+from runner.trackers.job_paths import host_path
+from runner.trackers.mlflow_filestore import FileStore, store_root
 from runner.ui import Output
 
 NAME = "mlflow"
 RUN_ENV = ("MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_ID", "MLFLOW_EXPERIMENT_NAME")  # what begin() hands the job
-
-
-LOG_ARTIFACT = "primus-runner/job-output.log"
 
 
 KILLED_CODES = {130, 143}  # SIGINT / SIGTERM: the run was stopped, not broken
@@ -200,13 +205,6 @@ def _client_failure(exc: BaseException) -> httpapi.HTTPFailure:
     return httpapi.HTTPFailure(status, f"{type(exc).__name__}: {text}" if text else type(exc).__name__, code)
 
 
-@dataclass(frozen=True)
-class _Experiment:
-    id: str
-    deleted: bool
-    location: str  # the experiment's artifact root
-
-
 class _Rest:
     """The MLflow REST API over urllib: no extra needed; artifacts only through the server's proxy."""
 
@@ -352,9 +350,9 @@ def _mlflow_display(plan: TrackedPlan) -> str:
     return host or uri
 
 
-def _get_or_create_experiment(api, name: str) -> str:
+def _get_or_create_experiment(api, name: str, lookup=None) -> str:
     for _ in range(2):  # create can race with another launch creating the same experiment
-        found = api.experiment(name)
+        found = (lookup or api.experiment)(name)
         if found is not None:
             if found.deleted:
                 raise EngineUnavailable(
@@ -369,13 +367,18 @@ def _get_or_create_experiment(api, name: str) -> str:
 
 
 def _handshake_api(plan: TrackedPlan, *, timeout: float = BEGIN_TIMEOUT):
-    """REST for plain HTTP servers (no import on the launch path), the client for Databricks; None: no handshake."""
+    """REST for HTTP servers and Databricks tokens, the file store for a ``file:`` URI (no import on the launch
+    path), the client for the other Databricks sign-ins; None: no handshake."""
     uri = _tracking_uri(plan)
+    job_root = store_root(uri)
+    if job_root is not None:  # a store that is not on this host (only inside the job) gets no handshake
+        root = host_path(plan.mounts, job_root)
+        return FileStore(root, job_root) if root is not None and os.path.isdir(root) else None
     if not _is_http(uri) and not is_databricks_uri(uri):
         return None
-    if is_databricks_uri(uri) and _client_available():
-        return _Client(plan, timeout)
     ep = _mlflow_endpoint(plan)
+    if ep is None and is_databricks_uri(uri) and _client_available():
+        return _Client(plan, timeout)
     if ep is None:  # Databricks OAuth or a profile, without the extra
         raise EngineUnavailable(
             f"MLflow on Databricks ({uri}) with OAuth or a ~/.databrickscfg profile needs the MLflow client, which is not installed; "
@@ -385,21 +388,45 @@ def _handshake_api(plan: TrackedPlan, *, timeout: float = BEGIN_TIMEOUT):
     return _Rest(ep, timeout)
 
 
-def _needs_client(artifact_uri: str, upload: bool) -> bool:
-    """The REST path reaches the tracking server and its artifact proxy; any other store needs the client."""
-    return upload and urllib.parse.urlsplit(artifact_uri).scheme != "mlflow-artifacts"
+class _Direct:
+    """The log written into a directory or S3 store without the MLflow client (``mlflow_artifacts``)."""
+
+    def __init__(self, plan: TrackedPlan):
+        self.plan = plan
+
+    def _call(self, fn, location: str) -> None:
+        try:
+            with _client_env(self.plan, {"AWS_MAX_ATTEMPTS": "3"}):
+                fn(location)
+        except httpapi.HTTPFailure:
+            raise
+        except Exception as exc:  # OSError, botocore's errors, boto3 missing: one shape
+            raise _client_failure(exc) from None
+
+    def upload(self, run_id: str, artifact_uri: str, data: bytes) -> None:
+        self._call(lambda location: mlflow_artifacts.upload(location, data), artifact_uri)
+
+    def probe(self, location: str) -> None:
+        self._call(mlflow_artifacts.probe, location)
 
 
-def _closing_api(plan: TrackedPlan, opened, needs_client: bool, out: Output):
-    """The API that closes the run: the one that opened it, or the client when the log goes to a store REST cannot reach."""
-    if isinstance(opened, _Client) or not needs_client or not _client_available():
-        return opened
-    try:
-        _LOADER.client_class()
-    except EngineUnavailable as exc:
-        out.warn(f"MLflow: {exc.message}; closing the run over REST")
-        return opened
-    return _Client(plan, max(BEGIN_TIMEOUT, UPLOAD_TIMEOUT))
+def _writer(plan: TrackedPlan, opened, location: str):
+    """What writes to the artifact store at ``location``: the API that opened the run when it reaches the store
+    (the server's proxy, the client), ``_Direct`` for a directory or S3, else the client (None: not installed)."""
+    proxied = urllib.parse.urlsplit(location).scheme == "mlflow-artifacts"
+    if isinstance(opened, (_Client, FileStore)) or (proxied and isinstance(opened, _Rest)):
+        return opened  # a file store maps the job's paths to the host's
+    if mlflow_artifacts.writes_directly(location):
+        return _Direct(plan)
+    return _Client(plan, max(BEGIN_TIMEOUT, UPLOAD_TIMEOUT)) if _client_available() else None
+
+
+def _load_writer(writer, location: str) -> None:
+    """Start importing what the writer needs, so the job's run time hides it."""
+    if isinstance(writer, _Direct):
+        mlflow_artifacts.preload(location)
+    elif isinstance(writer, _Client):
+        _LOADER.start()
 
 
 def _check_store(plan: TrackedPlan, api, timeout: float) -> tuple[str, str]:
@@ -411,11 +438,10 @@ def _check_store(plan: TrackedPlan, api, timeout: float) -> tuple[str, str]:
     refusal = artifact_refusal(api.display, found.location)
     if refusal:
         return "unreachable", f"artifact store of experiment '{name}' not probed: {refusal}"
-    scheme = urllib.parse.urlsplit(found.location).scheme or "file"
-    prober = api
-    if scheme != "mlflow-artifacts" and isinstance(api, _Rest) and _client_available():
+    prober = _writer(plan, api, found.location)
+    if isinstance(prober, _Client) and prober is not api:
         prober = _Client(plan, timeout, retries=0)
-    elif scheme != "mlflow-artifacts" and isinstance(api, _Rest):
+    elif prober is None:
         upload = bool(plan.trackers.settings.get("mlflow_upload_logs"))
         detail = f"artifact store {found.location} is not served by the tracking server; checking it needs the MLflow client ({EXTRA_HINT})"
         return ("not-installed" if upload else "reachable"), detail
@@ -453,8 +479,8 @@ def _check_mlflow(plan: TrackedPlan, timeout: float) -> dict:
     return httpapi.status("mlflow", status, f"{tracking}; {detail}")
 
 
-def run_tags(plan: TrackedPlan) -> dict[str, str]:
-    """The tags the runner puts on a run it creates: facts and NAMES, never a value."""
+def run_tags(plan: TrackedPlan, git_facts: dict[str, str] | None = None) -> dict[str, str]:
+    """The tags the runner puts on a run it creates: facts and NAMES, never a value (``git_facts``: ``_git_tags()``)."""
     tags = {
         "primus-runner.version": __version__,
         "primus-runner.image": plan.image,
@@ -469,6 +495,13 @@ def run_tags(plan: TrackedPlan) -> dict[str, str]:
         tags["mlflow.user"] = getpass.getuser()
     except Exception:  # no passwd entry in some containers
         pass
+    tags.update(_git_tags() if git_facts is None else git_facts)
+    return tags
+
+
+def _git_tags() -> dict[str, str]:
+    """The commit of the working directory and whether it is dirty: two git processes."""
+    tags: dict[str, str] = {}
     commit = git(os.getcwd(), "rev-parse", "HEAD")
     if commit:
         tags["primus-runner.git_commit"] = commit
@@ -477,6 +510,60 @@ def run_tags(plan: TrackedPlan) -> dict[str, str]:
         if dirty is not None:
             tags["primus-runner.git_dirty"] = "true" if dirty else "false"
     return tags
+
+
+class _Early:
+    """The handshake's steps that change nothing, started beside the preflight (``prefetch``): the git facts
+    for the run's tags, and the experiment looked up over REST or in the file store. ``begin`` takes them
+    when they were made for the same store and directory, and does them itself otherwise."""
+
+    def __init__(self) -> None:
+        self._key: tuple | None = None
+        self._thread: threading.Thread | None = None
+        self._git: dict[str, str] | None = None
+        self._found: tuple | None = None  # (experiment name, Experiment | None | HTTPFailure)
+
+    @staticmethod
+    def _key_of(plan: TrackedPlan) -> tuple:
+        return _tracking_uri(plan), os.getcwd(), _experiment_name(plan), tuple(str(m) for m in getattr(plan, "mounts", ()))
+
+    def start(self, plan: TrackedPlan) -> None:
+        if self._thread is not None and self._key == self._key_of(plan):
+            return
+        self._key, self._git, self._found = self._key_of(plan), None, None
+        api, name = _handshake_api(plan), _experiment_name(plan)
+
+        def work() -> None:
+            self._git = _git_tags()
+            if name and isinstance(api, (_Rest, FileStore)):  # the client reads os.environ: not beside the preflight
+                try:
+                    self._found = (name, api.experiment(name))
+                except httpapi.HTTPFailure as exc:
+                    self._found = (name, exc)
+
+        self._thread = threading.Thread(target=work, name="primus-runner-mlflow-early", daemon=True)
+        self._thread.start()
+
+    def _ready(self, plan: TrackedPlan) -> bool:
+        if self._thread is None or self._key != self._key_of(plan):
+            return False
+        self._thread.join()
+        return True
+
+    def tags(self, plan: TrackedPlan) -> dict[str, str]:
+        return run_tags(plan, self._git if self._ready(plan) else None)
+
+    def experiment(self, plan: TrackedPlan, api, name: str):
+        """The early lookup, once (a second look, after a lost create race, asks again); else a lookup now."""
+        if self._ready(plan) and self._found is not None and self._found[0] == name:
+            found, self._found = self._found[1], None
+            if isinstance(found, httpapi.HTTPFailure):
+                raise found
+            return found
+        return api.experiment(name)
+
+
+_EARLY = _Early()
 
 
 def _unreachable(display: str, exc: httpapi.HTTPFailure) -> EngineUnavailable | CredentialRefused:
@@ -512,57 +599,80 @@ def final_status(exit_code: int) -> str:
     return "KILLED" if exit_code in KILLED_CODES else "FAILED"
 
 
+def _experiment_name(plan: TrackedPlan) -> str | None:
+    """The experiment the run goes into, by name; None when the plan names it by id."""
+    public = plan.public_env()
+    return public.get("MLFLOW_EXPERIMENT_NAME") or (None if public.get("MLFLOW_EXPERIMENT_ID") else "Default")
+
+
 def _open_run(plan: TrackedPlan, api, tags: dict[str, str]) -> tuple[str | None, str, str, str]:
     """(experiment name, experiment id, run id, artifact URI) of the run created for this launch."""
-    public = plan.public_env()
-    experiment_name = public.get("MLFLOW_EXPERIMENT_NAME")
+    experiment_name = _experiment_name(plan)
     try:
         if experiment_name:
-            experiment_id = _get_or_create_experiment(api, experiment_name)
-        elif public.get("MLFLOW_EXPERIMENT_ID"):
-            experiment_id = public["MLFLOW_EXPERIMENT_ID"]
+            experiment_id = _get_or_create_experiment(api, experiment_name, lambda name: _EARLY.experiment(plan, api, name))
         else:
-            experiment_name = "Default"
-            experiment_id = _get_or_create_experiment(api, experiment_name)
+            experiment_id = plan.public_env()["MLFLOW_EXPERIMENT_ID"]
         run_id, artifact_uri = api.create_run(experiment_id, plan.trackers.run_name or plan.name, tags)
     except httpapi.HTTPFailure as exc:
         raise _unreachable(api.display, exc) from None
     return experiment_name, experiment_id, run_id, artifact_uri
 
 
+def _no_handshake(plan: TrackedPlan) -> str:
+    uri = _tracking_uri(plan)
+    root = store_root(uri)
+    if root is not None:
+        return (f"MLflow: the file store {root} is not a directory on this host (nor mounted from one); the job creates its own run there "
+                "(no run handshake: create the directory, and mount it into the job, for one run shared by every rank)")
+    return "MLflow: the tracking URI is not a server or a directory on this host; the job creates its own run (no run handshake)"
+
+
 def _mlflow_begin(plan: TrackedPlan, out: Output, hs: Handshake) -> Callable[[int, bytes], None] | None:
     api = _handshake_api(plan)
     if api is None:
-        out.notice("MLflow: the tracking URI is not an HTTP server; the job creates its own run (no run handshake)")
+        out.notice(_no_handshake(plan))
         return None
-    tags = {k: out.masker.mask(v) for k, v in run_tags(plan).items()}  # names only; masked all the same
+    tags = {k: out.masker.mask(v) for k, v in _EARLY.tags(plan).items()}  # names only; masked all the same
     experiment_name, experiment_id, run_id, artifact_uri = _open_run(plan, api, tags)
     hs.env["MLFLOW_RUN_ID"] = run_id
     hs.env["MLFLOW_EXPERIMENT_ID"] = experiment_id
     if experiment_name:
         hs.env["MLFLOW_EXPERIMENT_NAME"] = experiment_name
-    hs.links["mlflow"] = url = _run_url(plan, api.display, experiment_id, run_id)
+    url = api.run_path(experiment_id, run_id) if isinstance(api, FileStore) else _run_url(plan, api.display, experiment_id, run_id)
+    hs.links["mlflow"] = url
     out.info(f"MLflow run '{plan.trackers.run_name or plan.name}': {url}")
     upload = bool(plan.trackers.settings.get("mlflow_upload_logs"))
     refusal = artifact_refusal(api.display, artifact_uri) if upload else None
     if refusal:
         upload = False
         out.warn(f"MLflow: the job output will not be uploaded: {refusal}")
-    needs_client = _needs_client(artifact_uri, upload)
-    if needs_client and _client_available():
-        _LOADER.start()  # the log goes to a store only the client writes to: import it while the job starts and runs
+    writer = _writer(plan, api, artifact_uri) if upload else None
+    if upload and writer is None:
+        out.warn(f"MLflow: the job output will not be uploaded: the artifact store {artifact_uri} needs the MLflow client ({EXTRA_HINT})")
+    _load_writer(writer, artifact_uri)  # while the job starts and runs
 
     def finish(exit_code: int, masked_output: bytes) -> None:
-        """Close the run from the exit code, upload the (masked) output; never raises: the job already ran."""
-        closer = _closing_api(plan, api, needs_client, out)
-        _close_run(closer, run_id, final_status(exit_code), out)
-        if upload:
-            try:
-                closer.upload(run_id, artifact_uri, out.masker.mask_bytes(masked_output))
-            except httpapi.HTTPFailure as exc:
-                out.warn(f"MLflow: the job output was not uploaded to {artifact_uri}: {exc.detail}")
+        """Close the run from the exit code and upload the (masked) output, side by side; never raises: the job already ran."""
+        uploading = None
+        if writer is not None:
+            data = out.masker.mask_bytes(masked_output)
+            uploading = threading.Thread(target=_upload_log, args=(writer, run_id, artifact_uri, data, out), daemon=True)
+            uploading.start()
+        _close_run(api, run_id, final_status(exit_code), out)
+        if uploading is not None:
+            uploading.join()
 
     return finish
+
+
+def _upload_log(writer, run_id: str, artifact_uri: str, data: bytes, out: Output) -> None:
+    try:
+        writer.upload(run_id, artifact_uri, data)
+    except httpapi.HTTPFailure as exc:
+        out.warn(f"MLflow: the job output was not uploaded to {artifact_uri}: {exc.detail}")
+    except EngineUnavailable as exc:  # the client's import failed
+        out.warn(f"MLflow: the job output was not uploaded to {artifact_uri}: {exc.message}")
 
 
 def _close_run(api, run_id: str, status: str, out: Output) -> None:
@@ -577,10 +687,15 @@ def _close_run(api, run_id: str, status: str, out: Output) -> None:
 
 
 def prefetch(plan: TrackedPlan) -> None:
-    """Start importing the MLflow client now when the handshake itself needs it (Databricks), so that the
-    import overlaps whatever the launch does before ``begin()`` (call it as soon as the plan exists)."""
-    if plan.trackers.is_on("mlflow") and is_databricks_uri(_tracking_uri(plan)) and _client_available():
+    """Start, beside the preflight, what the handshake waits for and what changes nothing: the run's tags (git)
+    and, for a Databricks sign-in only the client speaks, the client's import."""
+    if not plan.trackers.is_on("mlflow"):
+        return
+    uri = _tracking_uri(plan)
+    if is_databricks_uri(uri) and _mlflow_endpoint(plan) is None and _client_available():
         _LOADER.start()
+    if _handshake_api(plan) is not None:
+        _EARLY.start(plan)
 
 
 def check(plan: TrackedPlan, timeout: float) -> dict:

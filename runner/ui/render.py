@@ -25,6 +25,10 @@ def plan_text(plan: LaunchPlan) -> str:
         ("trackers", f"{plan.trackers.framework}: {', '.join(plan.trackers.enabled) or 'none enabled'}"),
         ("config files", ", ".join(plan.config_files) or "-"),  # every layer read, lowest first
     ]
+    own_labels = [f"{k}={v}" for k, v in plan.labels if not k.startswith("io.primus-runner.")]
+    for key, value in (("entrypoint", plan.entrypoint), ("platform", plan.platform), ("labels", ", ".join(own_labels) or None)):
+        if value is not None:  # only when asked for (--entrypoint, --platform, --label)
+            rows.insert(2, (key, _quote(value) if key == "entrypoint" else value))
     width = max(len(k) for k, _ in rows)
     lines = [f"{k.ljust(width)}  {v}" for k, v in rows]
     lines.append("")

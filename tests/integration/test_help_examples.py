@@ -232,5 +232,18 @@ def test_example_runs(lab, where, command):
         return
     if words[1] == "build" and "rocm" in words and "--dry-run" not in words:
         command += " --dry-run"  # the rocm base image is on a registry this machine cannot reach
-    result = lab.run(command)
+    result = on_a_terminal(lab, command) if words[1] == "shell" or "-it" in words else lab.run(command)
     expect(lab, where, command, result)
+
+
+def on_a_terminal(lab: Lab, command: str) -> subprocess.CompletedProcess:
+    """An interactive example (`shell`, `up -it`) as a user runs it: on a pseudo-terminal, typing `exit`."""
+    import pexpect
+
+    argv = lab.argv(command)
+    child = pexpect.spawn(argv[0], argv[1:], cwd=str(lab.project), env=lab.env, timeout=120)
+    child.expect([r"# ", r"\$ "])
+    child.sendline("exit")
+    child.expect(pexpect.EOF)
+    child.close()
+    return subprocess.CompletedProcess(argv, child.exitstatus, child.before.decode(errors="replace"), "")

@@ -308,7 +308,8 @@ def home(tmp_path, monkeypatch):
 
 
 @pytest.mark.mlflow
-def test_without_the_extra_a_local_store_says_which_extra_to_install(home, local_store_server, monkeypatch, capsys):
+def test_without_the_extra_a_local_store_still_gets_the_log(home, local_store_server, monkeypatch, capsys):
+    """A directory store needs no MLflow client: the log is copied into it (it needed the extra before)."""
     from runner.trackers import runs as tracker_runs
 
     monkeypatch.setattr(importlib.import_module("runner.trackers.mlflow"), "_client_available", lambda: False)
@@ -316,11 +317,14 @@ def test_without_the_extra_a_local_store_says_which_extra_to_install(home, local
     planned = _planned(home, {"MLFLOW_TRACKING_URI": uri})
     hs = tracker_runs.begin(planned.plan, _output(planned))
     hs.finish(0, b"job output\n")
-    err = capsys.readouterr().err
-    assert "not uploaded" in err and "pip install 'primus-runner[mlflow]'" in err, err
+    assert "warning" not in capsys.readouterr().err.lower()
     from mlflow.tracking import MlflowClient
 
-    assert MlflowClient(tracking_uri=uri).get_run(hs.env["MLFLOW_RUN_ID"]).info.status == "FINISHED"  # the run itself works over REST
+    client = MlflowClient(tracking_uri=uri)
+    run_id = hs.env["MLFLOW_RUN_ID"]
+    assert client.get_run(run_id).info.status == "FINISHED"  # the run itself works over REST
+    [log] = list(root.rglob(f"{run_id}/artifacts/primus-runner/job-output.log"))
+    assert log.read_bytes() == b"job output\n"
 
 
 @pytest.mark.mlflow
@@ -561,3 +565,128 @@ def test_the_jobs_own_client_logs_artifacts_to_s3_with_the_forwarded_keys(tmp_pa
     assert sorted(a.path for a in client.list_artifacts(run_id)) == ["job", "primus-runner"]
     assert_no_leak(_everything(client, run_id, tmp_path / "all"), secrets, "the MLflow run on the S3 store (job's artifacts)")
     assert_no_leak(_s3_objects(s3_endpoint, secrets), secrets, "the S3 bucket")
+
+
+# ------------------------------------------------------------------ the handshake's own work: what it imports, per store
+
+# A fresh interpreter (pytest itself has imported mlflow) runs the handshake of one launch and says which
+# heavy clients it loaded: the MLflow client costs seconds, more than a short job.
+HANDSHAKE = r"""
+import json, os, sys
+from runner.config import load_config
+from runner.config.envfile import EnvFile
+from runner.plan import LaunchFlags, build_plan
+from runner.trackers import runs
+from runner.ui import Output
+
+planned = build_plan(load_config(), ["true"], dict(os.environ), EnvFile(None), LaunchFlags(gpu="none"), name=sys.argv[1])
+assert not planned.problems, planned.problems
+runs.prefetch(planned.plan)
+hs = runs.begin(planned.plan, Output(masker=planned.scope.masker))
+hs.finish(int(sys.argv[2]), b"handshake log line\n")
+heavy = sorted({m.split(".")[0] for m in sys.modules} & {"mlflow", "boto3", "botocore", "databricks"})
+print(json.dumps({"env": hs.env, "link": hs.links.get("mlflow"), "heavy": heavy}))
+"""
+
+
+@pytest.fixture(params=["proxied", "local", "file", "databricks-token", "s3"])
+def light_store(request, tmp_path):
+    """(kind, tracking URI the runner reads, env, the URI to read the run back with, heavy modules allowed)."""
+    kind = request.param
+    if kind == "proxied":
+        uri = str(request.getfixturevalue("mlflow_server"))
+        return kind, {"MLFLOW_TRACKING_URI": uri}, uri, []
+    if kind == "local":
+        uri = request.getfixturevalue("local_store_server")[0]
+        return kind, {"MLFLOW_TRACKING_URI": uri}, uri, []
+    if kind == "file":
+        root = tmp_path / "mlruns"
+        root.mkdir()
+        return kind, {"MLFLOW_TRACKING_URI": root.as_uri()}, root.as_uri(), []
+    if kind == "databricks-token":  # an MLflow server answers Databricks' MLflow REST API under the same paths
+        uri = str(request.getfixturevalue("mlflow_server"))
+        env = {"MLFLOW_TRACKING_URI": "databricks", "DATABRICKS_HOST": uri, "DATABRICKS_TOKEN": "dapi-canary-" + uuid.uuid4().hex}
+        return kind, env, uri, []
+    uri = request.getfixturevalue("s3_store_server")
+    env = {"MLFLOW_TRACKING_URI": uri, "MLFLOW_S3_ENDPOINT_URL": request.getfixturevalue("s3_endpoint"),
+           "AWS_ACCESS_KEY_ID": "primus-test-key-id", "AWS_SECRET_ACCESS_KEY": "canary-aws-" + uuid.uuid4().hex, "AWS_DEFAULT_REGION": "us-east-1"}
+    return kind, env, uri, ["boto3", "botocore"]  # the floor on S3: its own client, and nothing of MLflow
+
+
+@pytest.mark.mlflow
+@pytest.mark.parametrize("code,status", [(0, "FINISHED"), (143, "KILLED")])
+def test_the_handshake_and_log_upload_load_no_mlflow_client(tmp_path, monkeypatch, light_store, code, status):
+    import sys
+
+    kind, env, read_uri, allowed = light_store
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / ".primus.yaml").write_text("container:\n  options:\n    image: img\ntrackers:\n  framework: generic\n"
+                                       "  disable_mlflow: false\n  mlflow_upload_logs: true\n")
+    run_env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "AWS_", "DATABRICKS_"))}
+    run_env.update(HOME=str(work), NO_COLOR="1", **env)
+    done = subprocess.run([sys.executable, "-c", HANDSHAKE, unique("light"), str(code)], cwd=work, env=run_env,
+                          capture_output=True, timeout=180)
+    assert done.returncode == 0, done.stderr.decode()
+    assert b"warning" not in done.stderr.lower(), done.stderr.decode()  # the log was written, not degraded
+    result = json.loads(done.stdout.decode().splitlines()[-1])
+    assert result["heavy"] == allowed, f"{kind}: the handshake imported {result['heavy']}"
+
+    reader_env = {k: v for k, v in env.items() if k != "MLFLOW_TRACKING_URI" and not k.startswith("DATABRICKS_")}
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow's own client reads a file store only when asked to
+    client = _reader(monkeypatch, read_uri, reader_env, {k: v for k, v in env.items() if k.startswith("AWS_SECRET")})
+    run_id = result["env"]["MLFLOW_RUN_ID"]
+    run = client.get_run(run_id)
+    assert run.info.status == status and run.info.experiment_id == result["env"]["MLFLOW_EXPERIMENT_ID"]
+    assert run.data.tags["primus-runner.job"].startswith("light")
+    log = Path(client.download_artifacts(run_id, "primus-runner/job-output.log", str(tmp_path))).read_bytes()
+    assert log == b"handshake log line\n"
+
+
+# ------------------------------------------------------------------ a file: store gets the handshake too
+
+FILE_JOB = """
+import os, mlflow
+given = os.environ["MLFLOW_RUN_ID"]  # start_run takes it out of the environment
+mlflow.log_metric("loss", 0.25)
+print("job-run", given, mlflow.active_run().info.run_id)
+"""
+
+
+@pytest.mark.docker
+@pytest.mark.mlflow
+@pytest.mark.parametrize("mount", ["same-path", "run-directory"])
+def test_a_file_store_job_logs_into_the_run_the_runner_created(tmp_path, monkeypatch, job_image, canary, mount):
+    """The job's own client (mlflow in the image) takes MLFLOW_RUN_ID: its metric lands in the runner's run, in
+    the directory mounted at the same path, or (under no mount of the user's) mounted from the run's directory;
+    the runner closes the run and writes the masked log beside it."""
+    experiment, run_name, name = unique("exp"), unique("run"), unique("fs")
+    if mount == "same-path":
+        root = tmp_path / "mlruns"
+        root.mkdir()
+        uri, volume = root.as_uri(), ["--volume", f"{root}:{root}"]
+    else:
+        uri, volume = f"file:///primus-test-mlruns-{uuid.uuid4().hex[:8]}", []
+    ws = _workspace(tmp_path, canary, {"MLFLOW_TRACKING_URI": uri}, experiment, run_name)
+    try:
+        done = ws.run("up", "--image", job_image, "--name", name, *volume, "--env", "MLFLOW_ALLOW_FILE_STORE=true",
+                      "--", "python3", "-c", FILE_JOB + "print('hf', os.environ['HF_TOKEN'])", timeout=300)
+    finally:
+        force_remove(name)
+    assert done.returncode == 0, done.stderr.decode()
+    if mount == "run-directory":
+        root = Path(re.search(rb"is on the host at (\S+) \(mounted from the run's directory\)", done.stderr).group(1).decode())
+    given, active = re.search(rb"job-run ([0-9a-f]{32}) ([0-9a-f]{32})", done.stdout).groups()
+    assert given == active  # the job's client took the run it was given
+    [meta] = list(root.glob("*/*/meta.yaml"))  # one run in the store: the runner's, not a second one of the job's
+    assert meta.parent.name == given.decode() and str(meta.parent).encode() in done.stderr  # the link the runner printed
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    client = _reader(monkeypatch, root.as_uri(), {}, {})  # the host's side: the paths it records are the job's
+    run = client.get_run(given.decode())
+    assert run.info.status == "FINISHED" and run.info.run_name == run_name and run.data.metrics == {"loss": 0.25}
+    assert client.get_experiment(run.info.experiment_id).name == experiment
+    assert run.info.artifact_uri == f"{uri}/{run.info.experiment_id}/{given.decode()}/artifacts"  # the job's view
+    log = (meta.parent / "artifacts" / "primus-runner" / "job-output.log").read_bytes()
+    assert b"job-run " + given in log and b"hf ***" in log
+    blob = b"".join(p.read_bytes() for p in meta.parent.rglob("*") if p.is_file())  # meta, tags, metrics, the log
+    assert_no_leak(blob, canary, "the MLflow run in the file store")

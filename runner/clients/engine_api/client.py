@@ -380,6 +380,18 @@ class Engine:
         """Start an exec instance attached (no TTY): the raw stream socket, as ``attach``."""
         return self._hijack(self.path(f"/exec/{quote(exec_id)}/start"), b'{"Detach": false, "Tty": false}', "application/json")
 
+    def resize(self, cid: str, rows: int, cols: int) -> None:
+        """The job's terminal to the user's window size. Its own connection: called beside a
+        pump or a wait on the shared one; a refusal (the job just ended) is not an error."""
+        conn = self._new_conn(5.0)
+        try:
+            conn.request("POST", self.path(f"/containers/{quote(cid)}/resize", {"h": rows, "w": cols}))
+            conn.getresponse().read()
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
     def _hijack(self, url: str, body: bytes, content_type: str) -> tuple[socket.socket, bytes]:
         try:
             if self._unix is not None:
@@ -418,7 +430,7 @@ class Engine:
         if not fresh or api.source == "DOCKER_API_VERSION":  # the negotiation's own _ping was this ping
             self.request("GET", "/_ping", timeout=5.0)
 
-    def create(self, name: str, config: dict) -> str:
+    def create(self, name: str, config: dict, platform: str | None = None) -> str:
         from runner.clients.engine_api import libpod
 
         if self.is_podman:
@@ -433,7 +445,7 @@ class Engine:
                     if exc.status == 500 and "image not known" in exc.message:
                         raise ApiError(404, f"no such image: {exc.message}") from None  # Docker's answer, which callers act on
                     raise
-        return self.request("POST", "/containers/create", {"name": name}, config)["Id"]
+        return self.request("POST", "/containers/create", {"name": name, "platform": platform}, config)["Id"]
 
     def has_path(self, cid: str, path: str) -> bool:
         """Does ``path`` exist in the container's filesystem (``HEAD …/archive``)."""

@@ -68,7 +68,7 @@ def _present_enough(engine: "Engine", image: str, policy: str, present: bool | N
 
 
 def pull_as_needed(engine: "Engine", image: str, *, policy: str, lookup, out=None, progress: "PullProgress | None" = None,
-                 env_names: tuple[str, str, str] | None = None, present: bool | None = None) -> bool:
+                 env_names: tuple[str, str, str] | None = None, present: bool | None = None, platform: str | None = None) -> bool:
     """The one call for ``up``/``submit``/``build`` and the Slurm node agent: the image as the policy wants it.
 
     The credential is looked up (Docker config, credential helper, env names)
@@ -87,12 +87,13 @@ def pull_as_needed(engine: "Engine", image: str, *, policy: str, lookup, out=Non
         from runner.ui.pull_progress import progress_for
 
         progress = progress_for(out, credential)
-    return pull(engine, image, policy="always", credential=credential, progress=progress)
+    return pull(engine, image, policy="always", credential=credential, progress=progress, platform=platform)
 
 
 def pull(engine: "Engine", image: str, *, policy: str = "missing", credential: "RegistryCredential | None" = None,
-         progress: "PullProgress | None" = None) -> bool:
+         progress: "PullProgress | None" = None, platform: str | None = None) -> bool:
     """Make ``image`` available under ``policy``; returns True when it was pulled.
+    ``platform`` (``linux/arm64``): that platform's image of a multi-platform tag.
 
     ``missing`` pulls only when the image is not local (like ``docker run``),
     ``always`` pulls every time (a no-op download when it is up to date),
@@ -112,7 +113,8 @@ def pull(engine: "Engine", image: str, *, policy: str = "missing", credential: "
     try:
         error = None
         try:
-            for message in json_messages(engine.stream("/images/create", {"fromImage": repo, "tag": tag}, method="POST", headers=headers)):
+            for message in json_messages(engine.stream("/images/create", {"fromImage": repo, "tag": tag, "platform": platform},
+                                                       method="POST", headers=headers)):
                 if "error" in message:
                     error = str(message.get("error") or (message.get("errorDetail") or {}).get("message") or "unknown error")
                     break

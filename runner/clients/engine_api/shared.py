@@ -28,3 +28,9 @@ def engine_at(host: str | None) -> Engine:
     if not host or host == shared.host:
         return shared
     return Engine(host=host)
+
+
+def thread_client(host: str) -> Engine:
+    """A client of its own for a background thread (the shared one's keep-alive connection is not
+    for two threads at once), at the engine the shared one found: ``host``."""
+    return Engine(host=host)

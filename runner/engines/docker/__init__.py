@@ -100,7 +100,8 @@ class DockerEngine:
         keep_logs = ctx.options.keep or ctx.options.detach
         preference = self._settings(ctx).engine
         return make_request(plan, self.extra_labels, daemon_log=keep_logs, kind="podman" if preference == "podman" else "docker",
-                            remove=not ctx.options.keep, detach=ctx.options.detach)
+                            remove=not ctx.options.keep, detach=ctx.options.detach, interactive=ctx.options.interactive,
+                            tty=ctx.options.tty)
 
     def resolve(self, request: DockerRequest, ctx: RunContext, dry_run: bool = False) -> DockerRequest:
         """The engine's and the image's facts, before anything is created. A dry run only reads
@@ -114,10 +115,17 @@ class DockerEngine:
             except EngineUnavailable:  # no engine answers: the request says what it could not know
                 return request
         eng = engine_client(self._settings(ctx).engine)
-        policy = request.plan.pull
+        plan = request.plan
+        policy = plan.pull
+        if plan.platform:  # checked here for both engines: Podman's compatible create ignores the platform
+            from runner.engines.docker.platform import ensure_platform
+
+            image = ensure_platform(plan.image, plan.platform, policy, lambda: inspect_local(eng, plan.image),
+                                    lambda: self._pull(ctx, plan.image, "missing", present=False, platform=plan.platform))
+            return resolve(request, eng, image)
         if policy == "always":  # before create, like `docker run --pull always`
-            self._pull(ctx, request.plan.image, policy, present=None)
-        image = inspect_or_fetch(eng, request.plan.image, self._ensure_image(ctx, policy, request.plan.gpu)) if request.use_shim else None
+            self._pull(ctx, plan.image, policy, present=None)
+        image = inspect_or_fetch(eng, plan.image, self._ensure_image(ctx, policy, plan.gpu)) if request.use_shim else None
         return resolve(request, eng, image)
 
     def dry_run(self, request: DockerRequest, ctx: RunContext) -> None:
@@ -150,10 +158,10 @@ class DockerEngine:
         return build if ctx.options.build else pull
 
     @staticmethod
-    def _pull(ctx: RunContext, image: str, policy: str, present: bool | None) -> None:
+    def _pull(ctx: RunContext, image: str, policy: str, present: bool | None, platform: str | None = None) -> None:
         from runner.clients.engine_api.pull import pull_as_needed
 
-        pull_as_needed(engine_client(), image, policy=policy, lookup=ctx.lookup, out=ctx.out, present=present)
+        pull_as_needed(engine_client(), image, policy=policy, lookup=ctx.lookup, out=ctx.out, present=present, platform=platform)
 
     def announce(self, launched: Launched, ctx: RunContext, detached: bool) -> None:
         if detached:

@@ -33,8 +33,9 @@ def parse_bytes(text: str) -> int:
 
 
 def container_config(plan: LaunchPlan, labels: dict[str, str], entrypoint: list[str] | None, secret_env: list[str], stdin: bool,
-                     daemon_log: bool = True) -> dict:
-    """The Engine API create body. ``secret_env`` is non-empty only in the env fallback.
+                     daemon_log: bool = True, tty: bool = False) -> dict:
+    """The Engine API create body. ``secret_env`` is non-empty only in the env fallback;
+    ``stdin``: attached (the shim's secrets, ``-i``); ``tty``: the job gets a terminal (``-t``).
 
     ``daemon_log=False`` (an attached run that removes its container): the daemon keeps
     no copy of the job's raw, unmasked output on disk; the runner streams it masked.
@@ -73,7 +74,7 @@ def container_config(plan: LaunchPlan, labels: dict[str, str], entrypoint: list[
         "StdinOnce": stdin,
         "AttachStdout": True,
         "AttachStderr": True,
-        "Tty": False,
+        "Tty": tty,
         "StopTimeout": int(plan.stop_timeout),
         "HostConfig": {k: v for k, v in host.items() if v is not None},
     }
@@ -120,6 +121,7 @@ class DockerRequest:
     kind: str = "docker"  # docker | podman: which engine the body is for (the CLI the dry run names)
     remove: bool = True  # removed after it ends (docker run --rm), unless kept or detached
     detach: bool = False
+    interactive: bool = False  # -i: the user's stdin is the job's (after the shim's secrets)
     decisions: tuple[str, ...] = ()  # what was decided and from what (shown by the dry run)
     pending: tuple[str, ...] = ()  # what only the engine or the image can tell (filled by resolve)
 
@@ -142,6 +144,7 @@ class DockerRequest:
         from runner.engines.docker.render import shim_note
 
         return {"engine": self.kind, "name": self.plan.name, "argv": self.argv(), "create": self.config,
+                "platform": self.plan.platform,
                 "libpod_create": self.libpod_create() if self.kind == "podman" else None,
                 "secrets": list(self.secret_names), "secrets_via": "stdin shim" if self.use_shim else "env",
                 "shim": shim_note(self) if self.use_shim else None,

@@ -18,9 +18,10 @@ SHIM_TOKEN = "<stdin-shim>"
 
 def shim_note(request: "DockerRequest") -> str:
     names = ", ".join(request.secret_names)
-    return (f"{SHIM_TOKEN}: the runner's /bin/sh script (runner/engines/docker/shim.py) reads {names} from the "
-            "attached stdin, exports them and execs the command; their values are in no argument, "
-            "no Env and no label (docker inspect shows none)")
+    tty = (request.config.get("Tty") and "turns the terminal's echo off, says it is ready, ") or ""
+    then = "restores the terminal and execs the command" if tty else "exports them and execs the command"
+    return (f"{SHIM_TOKEN}: the runner's /bin/sh script (runner/engines/docker/shim.py) {tty}reads {names} from the "
+            f"attached stdin, {then}; their values are in no argument, no Env and no label (docker inspect shows none)")
 
 
 def _host_flags(host: dict) -> list[str]:
@@ -71,6 +72,10 @@ def _split(request: "DockerRequest") -> tuple[list[str], list[str]]:
         argv.append("--detach")
     if body.get("OpenStdin"):
         argv.append("--interactive")
+    if body.get("Tty"):
+        argv.append("--tty")
+    if request.plan.platform:
+        argv += ["--platform", request.plan.platform]
     for key, value in (body.get("Labels") or {}).items():
         argv += ["--label", f"{key}={value}"]
     secret = set(request.secret_names)
@@ -104,6 +109,8 @@ def _split(request: "DockerRequest") -> tuple[list[str], list[str]]:
     elif entrypoint:
         argv += ["--entrypoint", entrypoint[0]]
         rest = entrypoint[1:]
+    elif "Entrypoint" in body:  # --entrypoint "": the image's is cleared
+        argv += ["--entrypoint", ""]
     return argv, [body["Image"], *rest, *body.get("Cmd", [])]
 
 

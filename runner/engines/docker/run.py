@@ -126,12 +126,13 @@ class Sink:
             view = view[written:]
 
 
-def pump(sock: socket.socket, leftover: bytes, out: Sink, err: Sink) -> None:
-    """Read the attach stream until EOF, demultiplex, mask and write as bytes arrive."""
+def pump(sock: socket.socket, leftover: bytes, out: Sink, err: Sink, raw: bool = False) -> None:
+    """Read the attach stream until EOF, demultiplex, mask and write as bytes arrive.
+    ``raw``: a job with a terminal (one stream, as the terminal wrote it)."""
     demux = Demux()
     sinks = {1: out, 2: err}
     if leftover:
-        for stream, data in demux.feed(leftover):
+        for stream, data in ([(1, leftover)] if raw else demux.feed(leftover)):
             sinks[stream].write(data)
     buf = bytearray(READ_SIZE)
     view = memoryview(buf)
@@ -140,27 +141,36 @@ def pump(sock: socket.socket, leftover: bytes, out: Sink, err: Sink) -> None:
         n = recv_into(view)
         if not n:
             return
+        if raw:
+            out.write(bytes(view[:n]))
+            continue
         for stream, data in demux.feed(view[:n]):
             sinks[stream].write(data)
 
 
 # ---------------------------------------------------------------- requests
 def make_request(plan: LaunchPlan, extra_labels: dict[str, str], daemon_log: bool, *, kind: str = "docker",
-                 remove: bool = True, detach: bool = False) -> DockerRequest:
+                 remove: bool = True, detach: bool = False, interactive: bool = False, tty: bool = False) -> DockerRequest:
     """The create body for ``plan`` (pure, validated: a bad value raises ``ConfigError``). With
-    the shim, the image's entrypoint (which the shim ``exec``s) and, for a GPU device request,
-    the engine's own fields are left to ``resolve``, named in ``pending``."""
+    the shim, the image's entrypoint (which the shim ``exec``s) unless ``--entrypoint`` named one
+    and, for a GPU device request, the engine's own fields are left to ``resolve``, named in
+    ``pending``. ``interactive``/``tty``: ``-i``/``-t`` (the user's stdin, a terminal)."""
     secrets = plan.secret_env()
     use_shim = bool(secrets) and plan.secrets_via == "stdin"
-    entrypoint = shim.shim_entrypoint() if use_shim else None
+    own = None if plan.entrypoint is None else [plan.entrypoint] if plan.entrypoint else []  # [] clears the image's
+    entrypoint = shim.shim_entrypoint(interactive, tty) + (own or []) if use_shim else own
     secret_env = [] if use_shim or not secrets else shim.env_fallback(secrets)
     labels = labels_for(plan, extra_labels, _random.token_hex(8))
-    config = container_config(plan, labels, entrypoint, secret_env, use_shim, daemon_log)
+    config = container_config(plan, labels, entrypoint, secret_env, use_shim or interactive, daemon_log, tty=tty)
     config["HostConfig"].pop("DeviceRequests", None)  # the engine's own form: resolve decides it
-    pending = (("image entrypoint",) if use_shim else ()) + (("the engine's GPU request form",) if plan.gpu_request else ())
+    pending = (("image entrypoint",) if use_shim and own is None else ()) + (("the engine's GPU request form",) if plan.gpu_request else ())
     decisions = [f"pull: {plan.pull}", f"engine: {kind}"]
+    if own is not None:
+        decisions.append(f"entrypoint: {plan.entrypoint or '(none)'} instead of the image's (--entrypoint)")
+    if plan.platform:
+        decisions.append(f"platform: {plan.platform} (--platform; the local image must be that platform, else it is pulled)")
     return DockerRequest(plan, config, use_shim, tuple(sorted(secrets)), labels, kind=kind, remove=remove, detach=detach,
-                         decisions=tuple(decisions), pending=pending)
+                         interactive=interactive, decisions=tuple(decisions), pending=pending)
 
 
 def resolve(request: DockerRequest, eng: Engine | None, image_config: dict | None) -> DockerRequest:
@@ -184,7 +194,7 @@ def resolve(request: DockerRequest, eng: Engine | None, image_config: dict | Non
             decisions.append(f"GPU request ({request.plan.gpu_request}{', devices ' + ','.join(ids) if ids else ''}) in {kind}'s form")
     if image_config is not None and "image entrypoint" in pending:
         image_entrypoint = list((image_config.get("Config") or {}).get("Entrypoint") or [])
-        config["Entrypoint"] = shim.shim_entrypoint() + image_entrypoint
+        config["Entrypoint"] = list(config["Entrypoint"]) + image_entrypoint  # after the shim make_request chose
         pending.remove("image entrypoint")
         decisions.append(f"the shim execs the image's entrypoint {image_entrypoint or '(none)'} (from the image's inspect)")
     return replace(request, config=config, kind=kind, decisions=tuple(decisions), pending=tuple(pending))
@@ -224,7 +234,7 @@ def _create(eng: Engine, request: DockerRequest, masker: Masker, ensure_image: C
     check_clean(request.config if request.use_shim or not request.secret_names else _public_part(request.config), masker)
     for attempt in (0, 1):
         try:
-            cid = eng.create(plan.name, request.config)
+            cid = eng.create(plan.name, request.config, platform=plan.platform)
             break
         except ApiError as exc:
             if exc.status == 404 and attempt == 0 and "image" in exc.message.lower():
@@ -280,7 +290,7 @@ def launch(eng: Engine, request: DockerRequest, masker: Masker, out: Output, *, 
         cid = _create(eng, request, masker, ensure_image)
         guard.check()
         if request.use_shim or not detach:
-            sock, leftover = eng.attach(cid, stdin=request.use_shim)
+            sock, leftover = eng.attach(cid, stdin=bool(request.config.get("OpenStdin")))  # the shim's secrets, -i
         else:
             leftover = b""
         try:
@@ -289,8 +299,7 @@ def launch(eng: Engine, request: DockerRequest, masker: Masker, out: Output, *, 
             raise RuntimeFailure(f"the container could not be started: {exc.message}",
                                  hint=daemon_hint(exc.message) or "check the command, devices and mounts with `primus-runner plan`") from None
         if request.use_shim:
-            sock.sendall(shim.encode_payload(request.plan.secret_env()))
-            sock.shutdown(socket.SHUT_WR)  # the job's stdin EOF (StdinOnce)
+            leftover = _hand_over(sock, leftover, request, guard)
         if detach:
             if sock is not None:
                 sock.close()  # the daemon still reads what was sent, then the EOF
@@ -313,6 +322,24 @@ def launch(eng: Engine, request: DockerRequest, masker: Masker, out: Output, *, 
         raise
 
 
+def _hand_over(sock: socket.socket, leftover: bytes, request: DockerRequest, guard: _SignalGuard) -> bytes:
+    """The secrets into the shim's stdin; with a terminal only once the shim has turned its echo
+    off. Then the job's stdin EOF (StdinOnce), unless ``-i`` gives it the user's stdin or it has a
+    terminal (whose stdin stays open: at its EOF Docker would end the job's output too)."""
+    if request.config.get("Tty"):
+        from runner.engines.docker.interactive import await_ready
+
+        guard.arm()  # Ctrl-C while the job starts: stopped and removed, as ever
+        ready, leftover = await_ready(sock, leftover)
+        guard.disarm()
+        if not ready:
+            return leftover  # the shim refused and exits: nothing is written to its terminal
+    sock.sendall(shim.encode_payload(request.plan.secret_env()))
+    if not request.interactive and not request.config.get("Tty"):  # Docker ends a terminal's output at its stdin's EOF
+        sock.shutdown(socket.SHUT_WR)
+    return leftover
+
+
 def watch(run: Attached, masker: Masker, out: Output, *, keep: bool, tail: Tail | None,
           on_running: Callable[[], None] | None = None, stdout: BinaryIO | None = None) -> int:
     """Stream (masked) until the job ends, wait, clean up; the job's exit code.
@@ -331,7 +358,14 @@ def watch(run: Attached, masker: Masker, out: Output, *, keep: bool, tail: Tail 
         if on_running is not None:
             on_running()
         guard.arm()
-        pump(sock, run.leftover, out_sink, err_sink)
+        raw = bool(run.request.config.get("Tty"))
+        if run.request.interactive or raw:
+            from runner.engines.docker.interactive import attached
+
+            with attached(eng, cid, sock, interactive=run.request.interactive, tty=raw):
+                pump(sock, run.leftover, out_sink, err_sink, raw=raw)
+        else:
+            pump(sock, run.leftover, out_sink, err_sink)
         code = eng.wait(cid)
         guard.disarm()
         _explain_137(eng, cid, plan, code, out)
@@ -340,7 +374,7 @@ def watch(run: Attached, masker: Masker, out: Output, *, keep: bool, tail: Tail 
         code = EXIT_SIGNAL[exc.signum]
         eng.reset()  # the interrupted request may have left the connection mid-response
         _stop(eng, cid, plan)
-        _drain(sock, out_sink, err_sink)
+        _drain(sock, out_sink, err_sink, raw=bool(run.request.config.get("Tty")))
         out.error(f"interrupted ({signal.Signals(exc.signum).name}): container {plan.name} stopped and {'kept' if keep else 'removed'}")
     except (EngineUnavailable, ConnectionError) as exc:
         gone = True  # dockerd died or restarted under a running job: exit 1 (engine unavailable), not a traceback
@@ -397,13 +431,13 @@ def _stop(eng: Engine, cid: str, plan: LaunchPlan) -> None:
             pass
 
 
-def _drain(sock: socket.socket | None, stdout: Sink, stderr: Sink) -> None:
+def _drain(sock: socket.socket | None, stdout: Sink, stderr: Sink, raw: bool = False) -> None:
     """The job's last words after a stop (the stream ends when it exits)."""
     if sock is None:
         return
     try:
         sock.settimeout(2.0)
-        pump(sock, b"", stdout, stderr)
+        pump(sock, b"", stdout, stderr, raw=raw)
     except (OSError, socket.timeout):
         pass
 

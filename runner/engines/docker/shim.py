@@ -2,7 +2,11 @@
 
 The container is started as ``/bin/sh -c SHIM primus-shim <entrypoint> <cmd>``:
 the shim reads ``NAME=<octal-escaped value>`` lines from stdin until an empty
-line, exports each, closes stdin and ``exec``s the job. The runner writes the
+line, exports each, closes stdin and ``exec``s the job. With ``-i`` stdin stays
+open for the job (``STDIN_SHIM``). With a terminal (``-t``) stdin is the container's
+tty, which would echo the payload back to the user's screen: ``TTY_SHIM`` first turns
+echo (and line editing) off, then prints ``READY``; the runner writes the payload only
+after it has seen ``READY``, and the shim restores the terminal before it ``exec``s. The runner writes the
 lines into the attached stdin and closes it. Values are decoded with the
 ``printf '%b'`` builtin, so any byte survives, no external binary is run (no
 value ever lands in a process's command line), and the shim refuses to run if
@@ -22,8 +26,9 @@ SHIM_ARGV0 = "primus-shim"
 
 # $0 is primus-shim, "$@" the job's argv. Command substitution strips trailing
 # newlines, hence the 'x' sentinel. The name is validated (defence in depth).
-SHIM = r"""case $(command -v printf) in printf) ;; *) echo "primus-shim: printf is not a shell builtin in this image; set container.secrets_via: env" >&2; exit 127;; esac
-while IFS= read -r l; do
+_CHECK = r"""case $(command -v printf) in printf) ;; *) echo "primus-shim: printf is not a shell builtin in this image; set container.secrets_via: env" >&2; exit 127;; esac
+"""
+_READ = r"""while IFS= read -r l; do
   [ -z "$l" ] && break
   n=${l%%=*}
   case $n in ''|[0-9]*|*[!A-Za-z0-9_]*) echo "primus-shim: bad variable name" >&2; exit 127;; esac
@@ -31,13 +36,21 @@ while IFS= read -r l; do
   export "$n=${v%x}"
 done
 unset l n v
-exec </dev/null
-exec "$@"
 """
+SHIM = _CHECK + _READ + "exec </dev/null\nexec \"$@\"\n"
+STDIN_SHIM = _CHECK + _READ + "exec \"$@\"\n"
+# An OSC sequence: a terminal shows nothing should it ever reach one. The runner strips it.
+READY = b"\x1b]primus-shim-ready\x07"
+TTY_SHIM = _CHECK + r"""t=$(stty -g 2>/dev/null) && stty -echo -echonl -icanon min 1 time 0 2>/dev/null || {
+  echo "primus-shim: this image has no working stty, which a terminal (-t) with secrets needs to keep them off the screen; drop -t (-i alone works) or add stty (coreutils, busybox)" >&2; exit 127; }
+printf '\033]primus-shim-ready\007'
+""" + _READ + "stty \"$t\"\nunset t\nexec \"$@\"\n"
 
 
-def shim_entrypoint() -> list[str]:
-    return ["/bin/sh", "-c", SHIM, SHIM_ARGV0]
+def shim_entrypoint(interactive: bool = False, tty: bool = False) -> list[str]:
+    """The shim for a batch job (stdin closed after the secrets), ``-i`` (stdin stays the
+    job's) or ``-t`` (the terminal's echo off while the secrets pass)."""
+    return ["/bin/sh", "-c", TTY_SHIM if tty else STDIN_SHIM if interactive else SHIM, SHIM_ARGV0]
 
 
 def _revealed(secrets: Mapping[str, Secret]) -> Iterator[tuple[str, str]]:

@@ -104,18 +104,29 @@ def test_time_limit_is_timeout_with_its_documented_code(project, docker_client):
     _nothing_left(docker_client, job_id)
 
 
-def test_requeue_runs_again_with_the_same_tracker_run(project, docker_client, mlflow_server):
+@pytest.mark.parametrize("store", ["server", "file"])
+def test_requeue_runs_again_with_the_same_tracker_run(project, docker_client, request, store):
     """The tracker handshake's run ids are in the job's saved environment: a requeued run logs to the same
-    MLflow run and resumes the same W&B run (WANDB_RESUME=allow, added by the agent)."""
+    MLflow run and resumes the same W&B run (WANDB_RESUME=allow, added by the agent). A ``file:`` store
+    gets the same handshake: the runner creates the run in the directory (mounted into both ranks)."""
     import urllib.request
 
     work, env = project
+    volume: list[str] = []
+    if store == "server":
+        tracking = str(request.getfixturevalue("mlflow_server"))
+    else:
+        root = work / "mlruns"
+        root.mkdir()
+        tracking, volume = root.as_uri(), ["--volume", f"{root}:{root}"]
     (work / ".primus.yaml").write_text((work / ".primus.yaml").read_text() + (
         "trackers:\n  framework: generic\n  disable_mlflow: false\n"
         f"  mlflow_experiment_name: requeue-{uuid.uuid4().hex[:8]}\n  disable_wandb: false\n"))
-    env = {**env, "MLFLOW_TRACKING_URI": str(mlflow_server)}
-    job = 'echo "run=${MLFLOW_RUN_ID:-none} wandb=${WANDB_RUN_ID:-none} resume=${WANDB_RESUME:-none}"; sleep 300'
-    sub = runner(work, env, "--json", "submit", "--gpu", "none", "--requeue", "--env", "WANDB_MODE=offline", "--", "sh", "-c", job)
+    env = {**env, "MLFLOW_TRACKING_URI": tracking}
+    # found: the run's directory is there, in the store the job writes to (a file store only)
+    job = ('found=no; test -f "${MLFLOW_TRACKING_URI#file://}/$MLFLOW_EXPERIMENT_ID/$MLFLOW_RUN_ID/meta.yaml" && found=yes; '
+           'echo "run=${MLFLOW_RUN_ID:-none} wandb=${WANDB_RUN_ID:-none} resume=${WANDB_RESUME:-none} found=$found"; sleep 300')
+    sub = runner(work, env, "--json", "submit", "--gpu", "none", "--requeue", "--env", "WANDB_MODE=offline", *volume, "--", "sh", "-c", job)
     assert sub.returncode == 0, sub.stderr
     job_id = json.loads(sub.stdout)["job_id"]
     try:
@@ -137,8 +148,11 @@ def test_requeue_runs_again_with_the_same_tracker_run(project, docker_client, ml
         assert len(set(lines)) == 1, f"both runs, both nodes: the same tracker runs: {lines}"
         fields = dict(item.split("=", 1) for item in lines[0].split())
         assert len(fields["run"]) == 32 and len(fields["wandb"]) == 8 and fields["resume"] == "allow", fields
-        with urllib.request.urlopen(f"{mlflow_server}/api/2.0/mlflow/runs/get?run_id={fields['run']}", timeout=10) as answer:
-            assert json.load(answer)["run"]["info"]["run_id"] == fields["run"], "the run the handshake created"
+        if store == "server":
+            with urllib.request.urlopen(f"{tracking}/api/2.0/mlflow/runs/get?run_id={fields['run']}", timeout=10) as answer:
+                assert json.load(answer)["run"]["info"]["run_id"] == fields["run"], "the run the handshake created"
+        else:  # the one run in the store is the one every rank of both runs was given, and it found it
+            assert [p.parent.name for p in root.glob("*/*/meta.yaml")] == [fields["run"]] and fields["found"] == "yes", lines
     finally:
         runner(work, env, "cancel", job_id)
     _nothing_left(docker_client, job_id)

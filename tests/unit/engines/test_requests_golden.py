@@ -209,3 +209,90 @@ def test_process_request_is_the_golden_one(work):
     assert request.render().splitlines() == ["command  python train.py --lr 0.1", "workdir  /w", "environment (only these):",
                                              "  HF_TOKEN=*** [secret]", "  LIT=one", f"  PATH={DEFAULT_PATH}   (default)"]
     assert request.with_run_env({"WANDB_RUN_ID": "w1"}).plan.public_env()["WANDB_RUN_ID"] == "w1"
+
+
+# ---------------------------------------------------------------- docker run's --entrypoint, --label, --platform, -i, -t
+
+
+def _flagged(work, secrets_via="stdin", **flags):
+    layer = {**LAYER, "container": {**LAYER["container"], "secrets_via": secrets_via}}
+    config = load_config(None, layer, user_files=False)
+    planned = build_plan(config, ["python", "train.py"], {"HF_TOKEN": CANARY, "PATH": "/usr/bin"}, EnvFile(None, {}),
+                         LaunchFlags(name="golden-job", **flags))
+    return config, planned
+
+
+def _docker_request(work, secrets_via="stdin", options=None, **flags):
+    from runner.engines.docker import DockerEngine
+
+    config, planned = _flagged(work, secrets_via, **flags)
+    engine = DockerEngine()
+    return engine.request(planned.require(), _ctx(engine, config, planned.scope, **(options or {})))
+
+
+def test_entrypoint_label_and_platform_are_in_the_body_the_argv_and_the_text(work):
+    from runner.engines.docker.shim import shim_entrypoint
+
+    request = _docker_request(work, entrypoint="/usr/bin/env", labels=("team=ml", "empty", "team=vision"), platform="linux/arm64")
+    body = _body(request)
+    assert body["Entrypoint"] == shim_entrypoint() + ["/usr/bin/env"]  # the shim execs the user's entrypoint, not the image's
+    assert request.pending == ()  # nothing to learn from the image: the entrypoint is known
+    assert {k: v for k, v in body["Labels"].items() if not k.startswith("io.primus-runner.")} == {"team": "vision", "empty": ""}
+    assert body["Labels"]["io.primus-runner.job"] == "golden-job"  # the runner's own labels are all still there
+    argv = _normal(request.argv())
+    assert argv[argv.index("--platform") + 1] == "linux/arm64"
+    assert ["--label", "team=vision"] == argv[argv.index("team=vision") - 1:argv.index("team=vision") + 1]
+    assert argv[-7:] == ["primus-test/busybox:latest", "-c", "<stdin-shim>", "primus-shim", "/usr/bin/env", "python", "train.py"]
+    assert request.to_dict()["platform"] == "linux/arm64"
+    text = request.render()
+    assert "--platform linux/arm64" in text and "entrypoint: /usr/bin/env instead of the image's" in text
+    assert CANARY not in text + repr(request.to_dict())
+
+
+def test_entrypoint_without_the_shim_and_the_empty_one(work):
+    request = _docker_request(work, secrets_via="env", entrypoint="/bin/echo")
+    assert request.config["Entrypoint"] == ["/bin/echo"]
+    assert request.argv()[-5:] == ["--entrypoint", "/bin/echo", "primus-test/busybox:latest", "python", "train.py"]
+    cleared = _docker_request(work, secrets_via="env", entrypoint="")
+    assert cleared.config["Entrypoint"] == []  # docker run --entrypoint "": the image's entrypoint is cleared
+    argv = cleared.argv()
+    assert argv[argv.index("--entrypoint") + 1] == "" and argv[-3:] == ["primus-test/busybox:latest", "python", "train.py"]
+    shimmed = _docker_request(work, entrypoint="")
+    assert shimmed.config["Entrypoint"][-1] == "primus-shim" and shimmed.pending == ()  # the shim execs the command itself
+
+
+def test_a_label_may_not_override_the_runners_own_and_bad_values_are_refused_at_plan_time(work):
+    _, planned = _flagged(work, labels=("io.primus-runner.job=other", "=x"), platform="Linux/AMD64", entrypoint="a\nb")
+    messages = [p.message for p in planned.problems]
+    assert any("io.primus-runner.job" in m and "runner's own" in m for m in messages), messages
+    assert any(m.startswith("--label: label '=x'") for m in messages)
+    assert any(m.startswith("--platform:") for m in messages) and any(m.startswith("--entrypoint:") for m in messages)
+    _, secret = _flagged(work, labels=(f"token={CANARY}",))
+    assert any("--label holds a secret value" in p.message for p in secret.problems)
+    assert all(CANARY not in str(p) for p in secret.problems)
+
+
+def test_interactive_and_tty_requests(work):
+    from runner.engines.docker.shim import TTY_SHIM, STDIN_SHIM
+
+    tty = _docker_request(work, options={"interactive": True, "tty": True})
+    assert tty.config["Tty"] is True and tty.config["OpenStdin"] is True and tty.interactive
+    assert tty.config["Entrypoint"][2] == TTY_SHIM
+    argv = tty.argv()
+    assert "--interactive" in argv and "--tty" in argv
+    assert "turns the terminal's echo off" in tty.render()
+    piped = _docker_request(work, options={"interactive": True})
+    assert piped.config["Tty"] is False and piped.config["Entrypoint"][2] == STDIN_SHIM and "--tty" not in piped.argv()
+    plain = _docker_request(work, secrets_via="env", options={"interactive": True})
+    assert plain.config["OpenStdin"] is True and "Entrypoint" not in plain.config  # no secrets in stdin: no shim
+
+
+def test_the_tty_shim_turns_echo_off_and_says_so_before_it_reads_and_restores_before_it_execs():
+    from runner.engines.docker.shim import READY, TTY_SHIM
+
+    off, ready = TTY_SHIM.index("stty -echo"), TTY_SHIM.index("printf '\\033]primus-shim-ready\\007'")
+    read, restore, execs = TTY_SHIM.index("read -r l"), TTY_SHIM.index('stty "$t"'), TTY_SHIM.index('exec "$@"')
+    assert off < ready < read < restore < execs
+    assert "-icanon" in TTY_SHIM[off:ready]  # no line length limit for a long payload
+    assert "exec </dev/null" not in TTY_SHIM  # the job's stdin is the terminal
+    assert READY == b"\x1b]primus-shim-ready\x07"

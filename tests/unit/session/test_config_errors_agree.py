@@ -28,6 +28,8 @@ BAD = {
     "slurm-partition": (BASE + "slurm:\n  partition: \"a b\"\n", "a b"),
     "slurm-export": (BASE + "slurm:\n  sbatch_args: [\"--export=ALL\"]\n", "--export=ALL"),
     "direct-dry-run-type": (BASE + "direct:\n  dry_run: sometimes\n", "sometimes"),
+    "tracker-output-refused": (BASE + "runs:\n  tracker_outputs: refuse\ntrackers:\n  disable_tensorboard: false\n"
+                               "  tensorboard_dir: /unmounted/tb\n", "/unmounted/tb"),
 }
 
 

@@ -385,3 +385,17 @@ def test_https_never_downgrades_to_http_on_a_redirect(work, tmp_path, stand_in):
     for request in plain.requests:
         assert "Authorization" not in request["headers"], "the token followed an https -> http redirect"
     assert result["status"] == "unreachable" and "http://127.0.0.1" in result["detail"], result
+
+
+def test_a_store_only_the_mlflow_client_writes_to_names_the_extra(work, stand_in, monkeypatch, capsys):
+    """Without the extra, a GCS artifact store cannot take the log: the run is closed all the same, and the
+    warning names what to install (a directory or S3 store needs no MLflow client)."""
+    monkeypatch.setattr(importlib.import_module("runner.trackers.mlflow"), "_client_available", lambda: False)
+    server = stand_in(200, {"experiment": {"experiment_id": "1"},
+                            "run": {"info": {"run_id": "r1", "artifact_uri": "gs://bucket/1/r1/artifacts", "status": "RUNNING"}}})
+    planned = planned_for(work, "  disable_mlflow: false\n  mlflow_upload_logs: true\n", {"MLFLOW_TRACKING_URI": server.url})
+    hs = tracker_runs.begin(planned.plan, Output(masker=Masker()))
+    hs.finish(0, b"out\n")
+    err = capsys.readouterr().err
+    assert "not be uploaded" in err and "pip install 'primus-runner[mlflow]'" in err, err
+    assert [r["path"].split("?")[0] for r in server.requests][-2:] == ["/api/2.0/mlflow/runs/get", "/api/2.0/mlflow/runs/update"]

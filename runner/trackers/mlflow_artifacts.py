@@ -1,0 +1,133 @@
+"""The job's log written straight into the run's artifact store where its protocol needs no
+MLflow client: a directory, local or shared (a file copy, as MLflow's local store makes), and
+S3 (one ``put_object``, as MLflow's S3 store makes with the same variables). Importing MLflow
+costs seconds; boto3 alone is what S3 costs, and it loads in a thread while the job runs.
+
+Credentials: boto3 reads them from ``os.environ``, which the caller fills for the call
+(``runner.trackers.mlflow._client_env``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import threading
+import urllib.parse
+import uuid
+
+from runner.trackers.httpapi import UPLOAD_TIMEOUT, truthy
+from runner.trackers.mlflow_api import LOG_ARTIFACT
+
+
+def local_path(uri: str) -> str | None:
+    """The host path of a ``file:`` URI or an absolute path (a directory store); None otherwise."""
+    parts = urllib.parse.urlsplit(uri)
+    if parts.scheme == "file" and parts.netloc in ("", "localhost"):
+        path = urllib.parse.unquote(parts.path)
+    elif not parts.scheme and uri.startswith("/"):
+        path = uri
+    else:
+        return None
+    return os.path.normpath(path) if path.startswith("/") else None
+
+
+def write_artifact(directory: str, relative: str, data: bytes) -> None:
+    """``data`` as ``directory/relative``, as MLflow's local artifact store copies a file there."""
+    target = os.path.join(directory, relative)
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)  # not through a planted symlink
+    fd = os.open(target, flags, 0o666)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+
+
+def writes_directly(location: str) -> bool:
+    """True when this module writes to the store at ``location`` (no MLflow client needed)."""
+    return local_path(location) is not None or urllib.parse.urlsplit(location).scheme == "s3"
+
+
+class _Import:
+    """One module imported in a background thread, once; ``get()`` waits for it (and raises what the import raised)."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._module = None
+        self._error: BaseException | None = None
+
+    def start(self) -> None:
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._load, name=f"primus-runner-import-{self.name}", daemon=True)
+                self._thread.start()
+
+    def _load(self) -> None:
+        try:
+            self._module = importlib.import_module(self.name)
+        except BaseException as exc:  # a broken install must not kill the thread silently
+            self._error = exc
+
+    def get(self):
+        self.start()
+        assert self._thread is not None
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._module
+
+
+_BOTO3 = _Import("boto3")
+
+
+def preload(location: str) -> None:
+    """Start importing what writing to ``location`` needs, so the job's run time hides it."""
+    if urllib.parse.urlsplit(location).scheme == "s3":
+        _BOTO3.start()
+
+
+def _s3_client():
+    import logging
+
+    boto3 = _BOTO3.get()
+    from botocore.config import Config
+
+    for name in ("botocore", "boto3", "s3transfer", "urllib3"):  # library logs go to stderr unmasked
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+    attempts = int(os.environ.get("AWS_MAX_ATTEMPTS") or 3)
+    config = Config(signature_version="s3v4", retries={"max_attempts": attempts, "mode": "standard"},
+                    connect_timeout=UPLOAD_TIMEOUT, read_timeout=UPLOAD_TIMEOUT)
+    verify = False if truthy(os.environ.get("MLFLOW_S3_IGNORE_TLS")) else None  # None: boto3's default, AWS_CA_BUNDLE included
+    return boto3.client("s3", endpoint_url=os.environ.get("MLFLOW_S3_ENDPOINT_URL") or None, verify=verify, config=config)
+
+
+def _s3_key(location: str, relative: str) -> tuple[str, str]:
+    parts = urllib.parse.urlsplit(location)
+    return parts.netloc, "/".join(p for p in (parts.path.strip("/"), relative) if p)
+
+
+def upload(location: str, data: bytes) -> None:
+    """``data`` as the run's log under the artifact ``location``; raises OSError / boto3's errors."""
+    directory = local_path(location)
+    if directory is not None:
+        write_artifact(directory, LOG_ARTIFACT, data)
+        return
+    bucket, key = _s3_key(location, LOG_ARTIFACT)
+    extra = json.loads(os.environ.get("MLFLOW_S3_UPLOAD_EXTRA_ARGS") or "{}")  # e.g. ServerSideEncryption, as MLflow applies it
+    _s3_client().put_object(Bucket=bucket, Key=key, Body=data, ContentType="text/plain", **extra)
+
+
+def probe(location: str) -> None:
+    """Write a small file under ``location`` and remove it again (``check --online``)."""
+    name = f"primus-runner-probe-{uuid.uuid4().hex}"
+    directory = local_path(location)
+    if directory is not None:
+        write_artifact(directory, f"{name}/probe.txt", b"primus-runner write probe\n")
+        os.unlink(os.path.join(directory, name, "probe.txt"))
+        os.rmdir(os.path.join(directory, name))
+        return
+    bucket, key = _s3_key(location, f"{name}/probe.txt")
+    client = _s3_client()
+    client.put_object(Bucket=bucket, Key=key, Body=b"primus-runner write probe\n")
+    client.delete_object(Bucket=bucket, Key=key)
