@@ -43,18 +43,46 @@ def report(name: str, value: float, unit: str, raw: float | None = None, raw_nam
     print(line, flush=True)
 
 
+def _installed_env(**extra: str) -> dict:
+    """The caller's environment as an installed runner sees it: modules load from their compiled
+    bytecode (a shell with PYTHONDONTWRITEBYTECODE=1 would recompile every module on every run)."""
+    env = dict(os.environ, NO_COLOR="1", **extra)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def interleaved(commands: dict[str, list[str]], runs: int, **kwargs) -> dict[str, list[float]]:
+    """Wall times of each command, run in turn ``runs`` times (load changes hit every side alike)."""
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(runs):
+        for name, cmd in commands.items():
+            times[name] += timed(cmd, 1, **kwargs)
+    return times
+
+
+def compare(name: str, ours: list[float], raw: list[float], raw_name: str, scale: float = 1000, unit: str = "ms") -> None:
+    """One figure against its raw path from the same run: both medians with min and max, the ratio, the load."""
+    def spread_of(values: list[float]) -> str:
+        v = sorted(x * scale for x in values)
+        return f"{statistics.median(v):.1f} {unit} (min {v[0]:.1f}, max {v[-1]:.1f})"
+
+    o, r = statistics.median(ours), statistics.median(raw)
+    load = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"{name}: median of {len(ours)} {spread_of(ours)}; {raw_name} {spread_of(raw)}; ratio {o / r:.2f}x "
+          f"({(o - r) * scale:+.1f} {unit}); load {load}", flush=True)
+
+
 def bench_cli() -> None:
-    """Issue 2: `--version` and `plan -- true` on the repository's .primus.yaml vs `python -c pass`."""
-    runs = 20
-    env = dict(os.environ, NO_COLOR="1")
+    """`--version` and `plan -- true` on the repository's .primus.yaml vs `python -c pass`, interleaved."""
+    runs = int(os.environ.get("BENCH_CLI_RUNS", "20"))
+    env = _installed_env()
     with tempfile.TemporaryDirectory() as cache:
         env["XDG_CACHE_HOME"] = cache
         subprocess.run(RUNNER + ["plan", "--gpu", "none", "--", "true"], cwd=REPO, env=env, capture_output=True)  # warm the schema cache
-        python = statistics.median(timed([sys.executable, "-c", "pass"], runs, env=env)) * 1000
-        version = statistics.median(timed(RUNNER + ["--version"], runs, env=env, cwd=REPO)) * 1000
-        plan = statistics.median(timed(RUNNER + ["plan", "--", "true"], runs, env=env, cwd=REPO)) * 1000
-    report("--version median of 20", version, "ms", python, "python -c pass")
-    report("plan -- true median of 20", plan, "ms", python, "python -c pass")
+        times = interleaved({"python": [sys.executable, "-c", "pass"], "version": RUNNER + ["--version"],
+                             "plan": RUNNER + ["plan", "--", "true"]}, runs, env=env, cwd=REPO)
+    compare("--version", times["version"], times["python"], "python -c pass")
+    compare("plan -- true", times["plan"], times["python"], "python -c pass")
 
 
 BUSYBOX = "primus-test/busybox:latest"
@@ -77,18 +105,15 @@ def _bench_dir() -> tempfile.TemporaryDirectory:
 
 
 def bench_up_true() -> None:
-    """Issue 3 (a): `up --gpu none -- true` vs `docker run --rm IMAGE true`, median of 10 each (target <= +100 ms)."""
-    runs = 10
-    env = dict(os.environ, NO_COLOR="1")
+    """`up --gpu none -- true` vs `docker run --rm IMAGE true`, interleaved, median of 10 each (target <= +100 ms)."""
+    runs = int(os.environ.get("BENCH_UP_RUNS", "10"))
+    env = _installed_env()
     with _bench_dir() as cwd:
         up = RUNNER + ["up", "--gpu", "none", "--image", BUSYBOX, "--", "true"]
         raw = ["docker", "run", "--rm", BUSYBOX, "true"]
         timed(up, 1, env=env, cwd=cwd), timed(raw, 1, env=env, cwd=cwd)  # warm caches
-        ups, raws = [], []
-        for _ in range(runs):  # interleaved, so load changes hit both sides alike
-            ups += timed(up, 1, env=env, cwd=cwd)
-            raws += timed(raw, 1, env=env, cwd=cwd)
-    report("up -- true median of 10", statistics.median(ups) * 1000, "ms", statistics.median(raws) * 1000, "docker run --rm")
+        times = interleaved({"up": up, "raw": raw}, runs, env=env, cwd=cwd)
+    compare("up -- true", times["up"], times["raw"], "docker run --rm")
 
 
 _RECORD_COST = r"""
@@ -167,26 +192,47 @@ def _children_cpu() -> float:
 PODMAN_SOCKET = "/run/podman/podman.sock"
 
 
+def _podman_service_cpu() -> float | None:
+    """CPU seconds the rootful Podman API service has used (None: not found): what a launch costs
+    the engine's side, which the client's own time does not show."""
+    found = subprocess.run(["pgrep", "-f", f"podman system service.*{PODMAN_SOCKET}"], capture_output=True, text=True).stdout.split()
+    try:
+        fields = Path(f"/proc/{found[0]}/stat").read_text().rsplit(")", 1)[1].split()
+    except (IndexError, OSError):
+        return None
+    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
 def bench_up_true_podman() -> None:
-    """Issue 13: `up --gpu none -- true` on rootful Podman (its API socket) vs `podman run --rm IMAGE true`,
-    median of 10 each, interleaved (bash .ci/setup-podman.sh)."""
+    """`up --gpu none -- true` on rootful Podman (its API socket) vs `podman run --rm IMAGE true`,
+    median of 10 each with min and max, interleaved (bash .ci/setup-podman.sh); then each side's CPU time per
+    launch, its own processes' and the Podman service's (a busy host stretches wall time, not work)."""
     runs = 10
     env = dict(os.environ, NO_COLOR="1", DOCKER_HOST=f"unix://{PODMAN_SOCKET}")
     with _bench_dir() as cwd:
         up = RUNNER + ["up", "--gpu", "none", "--image", BUSYBOX, "--", "true"]
         raw = ["podman", "run", "--rm", BUSYBOX, "true"]
         timed(up, 1, env=env, cwd=cwd), timed(raw, 1, env=env, cwd=cwd)  # warm caches
-        ups, raws = [], []
+        times: dict[str, list[float]] = {"up": [], "raw": []}
+        own: dict[str, list[float]] = {"up": [], "raw": []}
+        service: dict[str, list[float]] = {"up": [], "raw": []}
         for _ in range(runs):
-            ups += timed(up, 1, env=env, cwd=cwd)
-            raws += timed(raw, 1, env=env, cwd=cwd)
-    up_ms, raw_ms = statistics.median(ups) * 1000, statistics.median(raws) * 1000
-    print(f"up -- true on Podman: {spread(ups)}  (podman run --rm {spread(raws)}; ratio {up_ms / raw_ms:.2f}x, "
+            for side, cmd in (("up", up), ("raw", raw)):
+                cpu, engine = _children_cpu(), _podman_service_cpu()
+                times[side] += timed(cmd, 1, env=env, cwd=cwd)
+                own[side].append(_children_cpu() - cpu)
+                after = _podman_service_cpu()
+                if engine is not None and after is not None:
+                    service[side].append(after - engine)
+    up_ms, raw_ms = statistics.median(times["up"]) * 1000, statistics.median(times["raw"]) * 1000
+    print(f"up -- true on Podman: {spread(times['up'])}  (podman run --rm {spread(times['raw'])}; ratio {up_ms / raw_ms:.2f}x, "
           f"overhead {up_ms - raw_ms:+.1f} ms; load {os.getloadavg()[0]:.2f})", flush=True)
+    print(f"  CPU per launch: up {spread(own['up'])}, podman run {spread(own['raw'])}; the Podman service's during them: "
+          f"up {spread(service['up']) if service['up'] else '?'}, podman run {spread(service['raw']) if service['raw'] else '?'}", flush=True)
 
 
 def bench_up_stream() -> None:
-    """Issue 3 (b): a job writing 256 MiB to stdout, with masking on (a secret in scope);
+    """A job writing 256 MiB to stdout, with masking on (a secret in scope);
     `up` to /dev/null vs `docker run --rm` to /dev/null, median of 3 (target ratio <= 1.3)."""
     runs = 3
     job = ["sh", "-c", "head -c 268435456 /dev/zero | tr '\\0' 'a'"]
@@ -202,8 +248,8 @@ def bench_up_stream() -> None:
 
 
 def bench_build() -> None:
-    """Issue 5: a no-change rebuild with `primus-runner build` vs `docker build` (the same builder) of the same context.
-    Issue 17: a rebuild after one requirement changed, the recipe with and without its pip cache mount."""
+    """A no-change rebuild with `primus-runner build` vs `docker build` (the same builder) of the same context.
+    Also a rebuild after one requirement changed, the recipe with and without its pip cache mount."""
     import io
     import json
     import tarfile
@@ -295,7 +341,7 @@ def _until_both_running(client, label: str, start: float, timeout: float = 300) 
 
 
 def bench_submit() -> None:
-    """Issues 6 and 16: `submit` until all N containers run vs a hand-written `sbatch` + `srun docker run`
+    """`submit` until all N containers run vs a hand-written `sbatch` + `srun docker run`
     of the same job, interleaved, for N = 2, 4, 8 (those the cluster has: `NODES=8 .ci/setup-engines.sh`),
     median of BENCH_SUBMIT_RUNS (default 3); then how each side grows per added node."""
     import json
@@ -363,7 +409,7 @@ def bench_submit() -> None:
 
 
 def bench_masker() -> None:
-    """Issue 7: MaskedStream throughput on a 256 MiB stream in 64 KiB chunks, 20 secrets in scope, vs a plain copy."""
+    """MaskedStream throughput on a 256 MiB stream in 64 KiB chunks, 20 secrets in scope, vs a plain copy."""
     import secrets as _secrets
 
     sys.path.insert(0, str(REPO))
@@ -403,7 +449,7 @@ def bench_masker() -> None:
 
 
 def bench_pull() -> None:
-    """Issue 13: the 220 MB three-layer image from the password-protected local registry (.ci/setup-registry.sh),
+    """The 220 MB three-layer image from the password-protected local registry (.ci/setup-registry.sh),
     removed before every run: `up --pull always -- true` vs `docker pull` + `docker run --rm`, and the runner's
     pull() alone vs `docker pull` alone; interleaved, median of 3."""
     sys.path.insert(0, str(REPO))
@@ -501,7 +547,7 @@ def _on_off(label: str, off: list[str], on: list[str], off_env: dict, on_env: di
           f"ratio {statistics.median(ons) / statistics.median(offs):.2f}x", flush=True)
 
 
-_S3_FLOOR = """
+_S3_FLOOR = r"""
 import os, sys, time
 import boto3
 s3 = boto3.client("s3", endpoint_url=os.environ["MLFLOW_S3_ENDPOINT_URL"])
@@ -570,6 +616,10 @@ def bench_mlflow() -> None:
                         RUNNER + ["--config", str(on_cfg), "plan", "--", "true"], off_env, on_env, cwd)
             _on_off(f"up -- true, MLflow on ({store})", up_off, up_on, off_env, on_env, cwd)
             if bucket:
+                probe = subprocess.run([sys.executable, "-c", _S3_FLOOR, bucket], env=on_env, cwd=cwd, capture_output=True, text=True)
+                if probe.returncode:
+                    print(f"S3 floor: not measured ({probe.stderr.strip().splitlines()[-1:]})", flush=True)
+                    continue
                 _on_off("S3 floor: python with boto3 import + client + one put_object vs python -c pass",
                         [sys.executable, "-c", "pass"], [sys.executable, "-c", _S3_FLOOR, bucket], off_env, on_env, cwd)
 
@@ -590,7 +640,7 @@ def bench_wandb() -> None:
 
 
 def bench_masker_long() -> None:
-    """Issue 12 item 11: building a masker and streaming line-sized writes with one long secret
+    """Building a masker and streaming line-sized writes with one long secret
     in scope (4 KB and 32 KB, e.g. a PEM key); linear, so line rate stays near the short-secret one."""
     import secrets as _secrets
     import tracemalloc
@@ -645,7 +695,8 @@ def bench_secret_refs() -> None:
             (work / "token").chmod(0o600)
             names = {"HF_TOKEN": "pass:ml/hf", "WANDB_API_KEY": "aws-sm:bench/wandb", "DATABRICKS_TOKEN": "cmd:echo bench-cmd-value",
                      "MLFLOW_TRACKING_TOKEN": f"file:{work / 'token'}", "GH_TOKEN": "env:OTHER_GH"}
-            env = dict(os.environ, NO_COLOR="1", OTHER_GH="bench-gh-value", **store.env, **moto.env, **isolated_aws_env(work))
+            env = dict(os.environ, NO_COLOR="1", OTHER_GH="bench-gh-value", PRIMUS_RUNNER_TRUST_PROJECT="1",  # the bench wrote the file
+                       **store.env, **moto.env, **isolated_aws_env(work))
             plain_env = dict(env, **{n: f"bench-{n.lower()}-value" for n in names})
             plan = RUNNER + ["plan", "--", "true"]
 
@@ -675,7 +726,11 @@ def _refs_beside(label: str, cmd: list[str], env: dict, cwd: str, plain_env: dic
                  runs: int = 7) -> None:
     """``cmd`` in ``cwd`` beside ``base`` (default: the same command in the project without references)."""
     base = base or cmd
-    timed(cmd, 1, env=env, cwd=cwd), timed(base, 1, env=plain_env, cwd=plain_cwd)
+    for argv, e, c in ((cmd, env, cwd), (base, plain_env, plain_cwd)):
+        first = subprocess.run(argv, env=e, cwd=c, capture_output=True, text=True)
+        if first.returncode:
+            print(f"{label}: not measured ({' '.join(argv[-3:])} exited {first.returncode}: {first.stderr.strip()[-300:]})", flush=True)
+            return
     ons, offs = [], []
     for _ in range(runs):
         ons += timed(cmd, 1, env=env, cwd=cwd)

@@ -13,7 +13,7 @@ import importlib
 # name -> (module, class); imported on demand so a command loads only its own engine.
 ENGINES: dict[str, tuple[str, str]] = {
     "docker": ("runner.engines.docker", "DockerEngine"),
-    "slurm": ("runner.engines.slurm", "SlurmEngine"),
+    "slurm": ("runner.engines.slurm.engine", "SlurmEngine"),
     "process": ("runner.engines.process", "ProcessEngine"),
 }
 

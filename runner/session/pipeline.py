@@ -29,7 +29,6 @@ def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None 
     ``layer`` is a command's own config layer below the flags (the demo's), ``user_files``
     whether ~/.primus.yaml and ./.primus.yaml are read."""
     from runner.runs import recorder as runs
-    from runner.trackers import runs as tracker_runs
 
     if options.report and not options.dry_run:
         from runner.session import report
@@ -49,6 +48,8 @@ def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None 
             out.notice(f"dry run: dry_run is set at {where_set(prepared.config, 'dry_run')}; nothing is launched")
         engine.dry_run(engine.resolve(request, ctx, dry_run=True), ctx)
         return 0
+    from runner.trackers import runs as tracker_runs  # a launch's only: a dry run starts no tracker run
+
     plan, request = _ready(engine, plan, request, ctx)
     handshake = tracker_runs.begin(plan, out)  # tracker runs exist before the job: every rank logs to the same run
     request = request.with_run_env(handshake.env)  # the run ids, by name

@@ -84,6 +84,19 @@ class Workspace:
         return found
 
 
+def container_pids(cid: str) -> set[int]:
+    """The host pids of the container's processes (its id is in their cgroup path, Docker's and Podman's)."""
+    pids = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if cid in Path(f"/proc/{entry}/cgroup").read_text():
+                    pids.add(int(entry))
+            except OSError:
+                pass
+    return pids
+
+
 def containers(label: str) -> list[str]:
     out = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={label}"], capture_output=True, text=True, check=True).stdout
     return out.split()

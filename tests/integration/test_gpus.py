@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from cli_runner import run_cli
 from engine_fixtures import PYTHON_IMAGE, engine_missing
 from gpu_tree import FAKE_ROOT, SETUP_FAKE_GPUS, amd_uuid, write_tree
 
@@ -60,7 +61,7 @@ def project(tmp_path, fake_host, engine_host):
 
 def runner(project, *args, timeout=180):
     work, env, _ = project
-    return subprocess.run([sys.executable, "-m", "runner", *args], cwd=work, env=env, capture_output=True, text=True, timeout=timeout)
+    return run_cli(work, *args, env=env, timeout=timeout)
 
 
 def start(project, gpus: str, tag: str) -> str:
@@ -143,7 +144,7 @@ def test_the_cuda_request_names_exactly_the_chosen_devices(project, engine_host,
     if engine_host.kind == "docker":
         # The runner's own request, created (not started: no NVIDIA toolkit here) on the real daemon.
         from runner.clients.engine_api import Engine
-        from runner.engines.docker.run import make_request, resolve
+        from runner.engines.docker.request import make_request, resolve
         from runner.options import LaunchFlags, Sources
         from runner.session.prepare import prepare
         from runner.ui import Output

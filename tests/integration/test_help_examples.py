@@ -238,12 +238,14 @@ def test_example_runs(lab, where, command):
 
 def on_a_terminal(lab: Lab, command: str) -> subprocess.CompletedProcess:
     """An interactive example (`shell`, `up -it`) as a user runs it: on a pseudo-terminal, typing `exit`."""
-    import pexpect
+    from pty_session import PtySession
 
     argv = lab.argv(command)
-    child = pexpect.spawn(argv[0], argv[1:], cwd=str(lab.project), env=lab.env, timeout=120)
-    child.expect([r"# ", r"\$ "])
-    child.sendline("exit")
-    child.expect(pexpect.EOF)
-    child.close()
-    return subprocess.CompletedProcess(argv, child.exitstatus, child.before.decode(errors="replace"), "")
+    session = PtySession(argv, lab.project, lab.env, timeout=120)
+    try:
+        session.expect(r"# ", r"\$ ")
+        session.sendline("exit")
+        code = session.finish()
+    finally:
+        session.close()
+    return subprocess.CompletedProcess(argv, code, session.transcript.decode(errors="replace"), "")

@@ -1,5 +1,5 @@
 """`up -it`, `up -i` and `shell` driven as a user drives them: the CLI on a real pseudo-terminal
-(pexpect), against Docker and Podman.
+(`tests/pty_session.py`, the stdlib's pty), against Docker and Podman.
 
 The canary is in the project's `.env` only: not in the runner's environment, not in any
 argument. So the one way it can reach the terminal, the engine's inspect data or another
@@ -18,15 +18,14 @@ from pathlib import Path
 
 import pytest
 
-pexpect = pytest.importorskip("pexpect")
-
 sys.path.insert(0, str(Path(__file__).parent))
-from docker_helpers import RUNNER, Workspace, unique  # noqa: E402
+from docker_helpers import RUNNER, Workspace, container_pids, unique  # noqa: E402
 
 from engine_fixtures import PYTHON_IMAGE, assert_no_leak  # noqa: E402
+from pty_session import PtySession  # noqa: E402
 
 pytestmark = pytest.mark.docker
-PROMPT = [r"# $", r"\$ $", r"# ", r"\$ "]
+PROMPT = (r"# ", r"\$ ")  # root's and a user's shell prompt
 
 
 def _shim_forms(value: str) -> list[str]:
@@ -43,32 +42,18 @@ def ws(tmp_path, canary, busybox_image, engine_host):
     ws.canary = {"HF_TOKEN": canary["HF_TOKEN"]}
     (ws.cwd / ".env").write_text(f"HF_TOKEN={canary['HF_TOKEN']}\n")
     ws.cli = engine_host.cli
+    ws.names, ws.sessions = [], []
     yield ws
-    subprocess.run([*engine_host.cli, "rm", "-f", *getattr(ws, "names", [])], capture_output=True)
+    for session in ws.sessions:
+        session.close()
+    if ws.names:
+        subprocess.run([*engine_host.cli, "rm", "-f", *ws.names], capture_output=True)
 
 
-def _spawn(ws, *args: str) -> "pexpect.spawn":
-    child = pexpect.spawn(RUNNER[0], [*RUNNER[1:], *args], cwd=str(ws.cwd), env=ws.env, timeout=30, dimensions=(33, 101))
-    child.transcript = bytearray()
-    child.logfile_read = _Recorder(child.transcript)
-    return child
-
-
-class _Recorder:
-    def __init__(self, sink: bytearray):
-        self.sink = sink
-
-    def write(self, data: bytes) -> None:
-        self.sink += data
-
-    def flush(self) -> None:
-        pass
-
-
-def _finish(child) -> int:
-    child.expect(pexpect.EOF)
-    child.close()
-    return child.exitstatus if child.exitstatus is not None else 128 + child.signalstatus
+def _spawn(ws, *args: str) -> PtySession:
+    session = PtySession([*RUNNER, *args], ws.cwd, ws.env)
+    ws.sessions.append(session)
+    return session
 
 
 def _no_leak_anywhere(data: bytes, ws, where: str) -> None:
@@ -100,31 +85,19 @@ def _other_processes(job_pids: set[int]) -> bytes:
     return bytes(seen)
 
 
-def _container_pids(cid: str) -> set[int]:
-    pids = set()
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if cid in Path(f"/proc/{entry}/cgroup").read_text():
-                    pids.add(int(entry))
-            except OSError:
-                pass
-    return pids
-
-
 def test_up_it_masks_returns_the_shells_code_and_the_secret_is_nowhere_else(ws):
     name = unique("interactive")
     ws.names = [name]
     child = _spawn(ws, "up", "-it", "--name", name, "--", "sh")
-    child.expect(PROMPT)
+    child.expect(*PROMPT)
     info = _inspect(ws, name)  # while the shell runs
     assert info["Config"]["Tty"] is True and info["Config"]["OpenStdin"] is True
     _no_leak_anywhere(json.dumps(info).encode(), ws, f"{ws.cli[0]} inspect of the running container")
-    job = _container_pids(info["Id"])
+    job = container_pids(info["Id"])
     assert job, "the job's processes were not found"
     _no_leak_anywhere(_other_processes(job), ws, "the process list")
     child.sendline('stty size; echo "token=$HF_TOKEN"; exit 3')
-    assert _finish(child) == 3
+    assert child.finish() == 3
     transcript = bytes(child.transcript)
     assert b"33 101" in transcript  # the user's window size
     assert b"token=***" in transcript  # the job has the secret, the terminal shows the mask
@@ -141,13 +114,13 @@ def test_shell_runs_the_images_bash_ctrl_c_reaches_the_job_and_the_container_goe
     name = unique("interactive")
     ws.names = [name]
     child = _spawn(ws, "shell", "--image", PYTHON_IMAGE, "--name", name)
-    child.expect(PROMPT)
+    child.expect(*PROMPT)
     child.sendline("printf 'sle''eping\\n'; sleep 30")
-    child.expect("sleeping\r\n")  # the job's output, not the echo of what was typed: the sleep has begun
+    child.expect(r"sleeping\r\n")  # the job's output, not the echo of what was typed: the sleep has begun
     child.sendcontrol("c")  # the terminal is raw: Ctrl-C interrupts the shell's sleep, not the runner
-    child.expect(PROMPT)
+    child.expect(*PROMPT)
     child.sendline('echo "shell=$0 ${BASH_VERSION:+bash} $HF_TOKEN"; exit 5')
-    assert _finish(child) == 5
+    assert child.finish() == 5
     assert b"shell=bash bash ***" in bytes(child.transcript)
     _no_leak_anywhere(bytes(child.transcript), ws, "the terminal")
     assert _left(ws, name) == []
@@ -157,9 +130,9 @@ def test_sigterm_to_the_runner_stops_and_removes_the_interactive_job(ws):
     name = unique("interactive")
     ws.names = [name]
     child = _spawn(ws, "up", "-it", "--name", name, "--", "sh")
-    child.expect(PROMPT)
+    child.expect(*PROMPT)
     child.kill(signal.SIGTERM)
-    assert _finish(child) == 143
+    assert child.finish() == 143
     assert _left(ws, name) == []
     _no_leak_anywhere(bytes(child.transcript), ws, "the terminal")
 
@@ -179,7 +152,7 @@ def test_t_alone_gives_the_job_a_terminal_and_shows_all_its_output(ws):
     name = unique("interactive")
     ws.names = [name]
     child = _spawn(ws, "up", "-t", "--name", name, "--", "sh", "-c", 'sleep 0.5; [ -t 0 ] && echo on-a-tty; echo "done $HF_TOKEN"; exit 4')
-    assert _finish(child) == 4
+    assert child.finish() == 4
     assert b"on-a-tty\r\ndone ***\r\n" in bytes(child.transcript)
     _no_leak_anywhere(bytes(child.transcript), ws, "the terminal")
     assert _left(ws, name) == []
@@ -190,9 +163,9 @@ def test_it_without_any_secret_has_no_shim_and_works_the_same(ws):
     name = unique("interactive")
     ws.names = [name]
     child = _spawn(ws, "up", "-it", "--name", name, "--", "sh")
-    child.expect(PROMPT)
+    child.expect(*PROMPT)
     assert "primus-shim" not in json.dumps(_inspect(ws, name)["Config"])  # nothing to hand over: no shim
     child.sendline("echo typed-$((6 * 7)); exit 6")
-    assert _finish(child) == 6
+    assert child.finish() == 6
     assert b"typed-42" in bytes(child.transcript)
     assert _left(ws, name) == []

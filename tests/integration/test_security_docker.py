@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from docker_helpers import Workspace, force_remove, inspect, unique  # noqa: E402
+from docker_helpers import Workspace, container_pids, force_remove, inspect, unique  # noqa: E402
 
 from engine_fixtures import assert_no_leak  # noqa: E402
 
@@ -43,18 +43,6 @@ def _read_until(proc: subprocess.Popen, marker: bytes, timeout: float = 60) -> b
     return seen
 
 
-def _container_pids(cid: str) -> set[int]:
-    pids = set()
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if cid in Path(f"/proc/{entry}/cgroup").read_text():
-                    pids.add(int(entry))
-            except OSError:
-                pass
-    return pids
-
-
 def test_attached_run_leaves_no_raw_output_with_the_daemon_and_no_value_in_any_other_process(ws, canary):
     """The job prints every secret in plain and encoded forms. While it runs: the daemon keeps
     no log of it (`docker logs` has nothing to show, no json log file), and no process other than
@@ -70,7 +58,7 @@ def test_attached_run_leaves_no_raw_output_with_the_daemon_and_no_value_in_any_o
         assert not info.get("LogPath")
         logs = subprocess.run(["docker", "logs", name], capture_output=True)
         assert_no_leak(logs.stdout + logs.stderr, canary, "docker logs of an attached job")
-        job = _container_pids(info["Id"])
+        job = container_pids(info["Id"])
         assert job, "the job's processes were not found"
         for entry in os.listdir("/proc"):
             if not entry.isdigit() or int(entry) in job or int(entry) == proc.pid:

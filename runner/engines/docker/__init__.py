@@ -16,14 +16,24 @@ recorded in the request), ``launch`` sends it as is. The dry run renders it
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from runner.engines.base import Launched, RunContext
-from runner.clients.engine_api.shared import engine_client
 from runner.engines.docker.container import DockerRequest
-from runner.engines.docker.run import Attached, inspect_local, inspect_or_fetch, launch, make_request, resolve, watch
+from runner.engines.docker.request import inspect_local, make_request, resolve
 from runner.errors import EngineUnavailable
 from runner.plan import LaunchPlan
+
+if TYPE_CHECKING:
+    from runner.engines.docker.run import Attached
+
+
+def _shared_client(preference: str | None = None):
+    """The one Engine API client, imported on first use: `plan` that needs no answer from the
+    engine loads no HTTP client."""
+    from runner.clients.engine_api.shared import engine_client
+
+    return engine_client(preference)
 
 
 @dataclass(frozen=True)
@@ -77,7 +87,7 @@ class DockerEngine:
         return ctx.settings if isinstance(ctx.settings, DockerSettings) else DockerSettings()
 
     def preflight(self, plan: LaunchPlan, ctx: RunContext) -> None:
-        eng = engine_client(self._settings(ctx).engine)
+        eng = _shared_client(self._settings(ctx).engine)
         eng.ping()
         if plan.gpu_request == "nvidia" and eng.is_podman:
             _check_cdi_spec(plan)
@@ -90,7 +100,7 @@ class DockerEngine:
         from runner.gpus import discover, holders, planning
         from runner.gpus.selection import parse
 
-        eng = engine_client()
+        eng = _shared_client()
         found = discover(plan.gpu, plan.host_root)
         chosen = holders.claim(parse(plan.gpu_select), found, plan.gpu, plan.name, lambda: holders.container_holders(eng))
         return planning.with_gpus(plan, chosen, plan.host_root)
@@ -109,12 +119,14 @@ class DockerEngine:
         first gets the image the pull policy asks for (a pull or ``--build``)."""
         if dry_run:
             try:
-                eng = engine_client(self._settings(ctx).engine)
+                eng = _shared_client(self._settings(ctx).engine)
                 image = inspect_local(eng, request.plan.image) if request.use_shim else None
                 return resolve(request, eng, image)
             except EngineUnavailable:  # no engine answers: the request says what it could not know
                 return request
-        eng = engine_client(self._settings(ctx).engine)
+        from runner.engines.docker.run import inspect_or_fetch
+
+        eng = _shared_client(self._settings(ctx).engine)
         plan = request.plan
         policy = plan.pull
         if plan.platform:  # checked here for both engines: Podman's compatible create ignores the platform
@@ -139,7 +151,9 @@ class DockerEngine:
                 f"container.secrets_via is 'env': the values of {', '.join(request.secret_names)} go into the container's "
                 "environment, visible to anyone who can run `docker inspect` on it (set it to stdin to avoid this)"
             )
-        run = launch(engine_client(), request, ctx.scope.masker, ctx.out, detach=ctx.options.detach,
+        from runner.engines.docker.run import launch
+
+        run = launch(_shared_client(), request, ctx.scope.masker, ctx.out, detach=ctx.options.detach,
                      ensure_image=self._ensure_image(ctx, request.plan.pull, request.plan.gpu))
         return Launched(run.cid, request.plan.name, run)
 
@@ -161,7 +175,7 @@ class DockerEngine:
     def _pull(ctx: RunContext, image: str, policy: str, present: bool | None, platform: str | None = None) -> None:
         from runner.clients.engine_api.pull import pull_as_needed
 
-        pull_as_needed(engine_client(), image, policy=policy, lookup=ctx.lookup, out=ctx.out, present=present, platform=platform)
+        pull_as_needed(_shared_client(), image, policy=policy, lookup=ctx.lookup, out=ctx.out, present=present, platform=platform)
 
     def announce(self, launched: Launched, ctx: RunContext, detached: bool) -> None:
         if detached:
@@ -171,13 +185,15 @@ class DockerEngine:
         return f"job output: {launched.name} ({request.plan.image})"
 
     def watch(self, launched: Launched, ctx: RunContext, on_running: Callable[[], None] | None = None) -> int:
+        from runner.engines.docker.run import watch
+
         run: Attached = launched.state
         return watch(run, ctx.scope.masker, ctx.out, keep=ctx.options.keep, tail=ctx.tail, on_running=on_running)
 
     def audit(self, launched: Launched, ctx: RunContext) -> list:
         from runner.engines.docker.audit import audit_container
 
-        return audit_container(engine_client(), launched.id, ctx.scope)
+        return audit_container(_shared_client(), launched.id, ctx.scope)
 
     def finished(self, launched: Launched, ctx: RunContext, exit_code: int) -> dict:
         return {}
@@ -186,7 +202,7 @@ class DockerEngine:
     def check_engine(config) -> dict:
         """``check``: which engine answers (container.engine), where, its version and API version."""
         preference = config.get("container", "engine", default="auto") if config is not None else None
-        e = engine_client(preference).describe()
+        e = _shared_client(preference).describe()
         return {"engine": e, "notes": [f"engine: {e['engine']} {e.get('version') or ''} at {e['host']} ({e['source']}), API {e['api_version']}"]}
 
     # The verbs (runner.engines.base.Verbs), on the engine container.engine names.

@@ -8,18 +8,17 @@ is stopped and removed (unless kept) and the exit code is 130/143.
 
 from __future__ import annotations
 
-import copy
 import os
-import secrets as _random
 import signal
 import socket
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import BinaryIO, Callable
 
 from runner.clients.engine_api import ApiError, Demux, Engine
 from runner.engines.base import Tail
 from runner.engines.docker import shim
-from runner.engines.docker.container import DockerRequest, check_clean, container_config, labels_for
+from runner.engines.docker.container import DockerRequest, check_clean
+from runner.engines.docker.request import inspect_local
 from runner.errors import ConfigError, EngineUnavailable, Interrupted, Problem, RuntimeFailure
 from runner.plan import LaunchPlan
 from runner.secrets import Masker
@@ -148,66 +147,7 @@ def pump(sock: socket.socket, leftover: bytes, out: Sink, err: Sink, raw: bool =
             sinks[stream].write(data)
 
 
-# ---------------------------------------------------------------- requests
-def make_request(plan: LaunchPlan, extra_labels: dict[str, str], daemon_log: bool, *, kind: str = "docker",
-                 remove: bool = True, detach: bool = False, interactive: bool = False, tty: bool = False) -> DockerRequest:
-    """The create body for ``plan`` (pure, validated: a bad value raises ``ConfigError``). With
-    the shim, the image's entrypoint (which the shim ``exec``s) unless ``--entrypoint`` named one
-    and, for a GPU device request, the engine's own fields are left to ``resolve``, named in
-    ``pending``. ``interactive``/``tty``: ``-i``/``-t`` (the user's stdin, a terminal)."""
-    secrets = plan.secret_env()
-    use_shim = bool(secrets) and plan.secrets_via == "stdin"
-    own = None if plan.entrypoint is None else [plan.entrypoint] if plan.entrypoint else []  # [] clears the image's
-    entrypoint = shim.shim_entrypoint(interactive, tty) + (own or []) if use_shim else own
-    secret_env = [] if use_shim or not secrets else shim.env_fallback(secrets)
-    labels = labels_for(plan, extra_labels, _random.token_hex(8))
-    config = container_config(plan, labels, entrypoint, secret_env, use_shim or interactive, daemon_log, tty=tty)
-    config["HostConfig"].pop("DeviceRequests", None)  # the engine's own form: resolve decides it
-    pending = (("image entrypoint",) if use_shim and own is None else ()) + (("the engine's GPU request form",) if plan.gpu_request else ())
-    decisions = [f"pull: {plan.pull}", f"engine: {kind}"]
-    if own is not None:
-        decisions.append(f"entrypoint: {plan.entrypoint or '(none)'} instead of the image's (--entrypoint)")
-    if plan.platform:
-        decisions.append(f"platform: {plan.platform} (--platform; the local image must be that platform, else it is pulled)")
-    return DockerRequest(plan, config, use_shim, tuple(sorted(secrets)), labels, kind=kind, remove=remove, detach=detach,
-                         interactive=interactive, decisions=tuple(decisions), pending=pending)
-
-
-def resolve(request: DockerRequest, eng: Engine | None, image_config: dict | None) -> DockerRequest:
-    """The named step between the pure request and the launch: what only the engine (its kind,
-    its API version: the GPU request's form) and the image (the entrypoint the shim execs) can
-    tell, recorded as decisions. ``eng``/``image_config`` None: not known (a dry run with no
-    engine or no local image); it stays pending."""
-    config = copy.deepcopy(request.config)
-    pending = list(request.pending)
-    decisions = list(request.decisions)
-    kind = request.kind
-    if eng is not None:
-        kind = eng.kind
-        decisions = [d for d in decisions if not d.startswith("engine:")] + [f"engine: {kind} at {eng.host}, API {eng.api_version}"]
-        if request.plan.gpu_request and "the engine's GPU request form" in pending:
-            from runner.clients.engine_api.client import gpu_host_config
-
-            ids = [g.device_id for g in request.plan.gpus] or None  # exactly the chosen GPUs, else all
-            config["HostConfig"].update(gpu_host_config(request.plan.gpu_request, kind, eng.api_version, device_ids=ids))
-            pending.remove("the engine's GPU request form")
-            decisions.append(f"GPU request ({request.plan.gpu_request}{', devices ' + ','.join(ids) if ids else ''}) in {kind}'s form")
-    if image_config is not None and "image entrypoint" in pending:
-        image_entrypoint = list((image_config.get("Config") or {}).get("Entrypoint") or [])
-        config["Entrypoint"] = list(config["Entrypoint"]) + image_entrypoint  # after the shim make_request chose
-        pending.remove("image entrypoint")
-        decisions.append(f"the shim execs the image's entrypoint {image_entrypoint or '(none)'} (from the image's inspect)")
-    return replace(request, config=config, kind=kind, decisions=tuple(decisions), pending=tuple(pending))
-
-
-def inspect_local(eng: Engine, image: str) -> dict | None:
-    """The local image's inspect data, or None when it is not here (read-only: never pulls)."""
-    try:
-        return eng.image_config(image)
-    except ApiError as exc:
-        raise RuntimeFailure(f"cannot inspect image {image}: {exc.message}") from None
-
-
+# ---------------------------------------------------------------- the image
 def inspect_or_fetch(eng: Engine, image: str, ensure_image: Callable[[str], None] | None) -> dict:
     for attempt in (0, 1):
         info = inspect_local(eng, image)

@@ -19,8 +19,8 @@ import socket
 from dataclasses import replace
 from pathlib import Path
 
-from runner.engines.slurm.jobs import address_of, master_address, plan_digest, planned_engine, require_job_id
-from runner.engines.slurm.script import LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, PLAN_DIGEST, PLAN_FORMAT
+from runner.engines.slurm.node import (LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, PLAN_DIGEST, PLAN_FORMAT, address_of,
+                                       master_address, plan_digest, planned_engine, require_job_id)
 from runner.errors import ConfigError, Problem, RunnerError, UsageError
 from runner.plan import LaunchPlan
 from runner.secrets import Secret, SecretScope, secret_scope

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -10,7 +9,6 @@ import shlex
 import shutil
 import socket
 import stat
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -18,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 
 from runner.engines.base import TAIL_LIMIT
+from runner.engines.slurm.node import hostnames, node_field, parse_job, plan_digest, planned_engine, require_job_id, run as _run
 from runner.engines.slurm.script import COMPUTED, LABEL_SLURM_JOB, PLAN_DIGEST, PLAN_FILE, SCRIPT_FILE, SlurmRequest, SlurmSettings, agent_command, plan_document
 from runner.errors import ConfigError, EngineUnavailable, Problem, RuntimeFailure, UsageError
 from runner.secrets import Masker, Secret
@@ -35,7 +34,6 @@ STATES = {
     "TIMEOUT": "timeout",
 }
 DONE = {"completed", "failed", "cancelled", "timeout"}
-_JOB_ID = re.compile(r"^\d+(_\d+)?$")
 
 
 # --------------------------------------------------------------------------- slurm calls
@@ -48,13 +46,6 @@ def tool(name: str) -> str:
 
 # What Slurm's clients print when slurmctld is down or unreachable (not a refusal of the job).
 _UNREACHABLE = re.compile(r"Unable to contact slurm controller|Socket timed out|Connection refused|Zero Bytes were transmitted")
-
-
-def _run(cmd: list[str], timeout: float = 30, env: dict | None = None, umask: int = -1) -> subprocess.CompletedProcess:
-    try:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, umask=umask)
-    except subprocess.TimeoutExpired as exc:
-        raise EngineUnavailable(f"{cmd[0]} did not answer within {timeout:.0f} s", "check that slurmctld is running (scontrol ping)") from exc
 
 
 def check_engine() -> list[str]:
@@ -117,17 +108,6 @@ def kill_wait() -> int | None:
     return int(m.group(1)) if m else None
 
 
-def parse_job(text: str) -> dict[str, str]:
-    """``scontrol show job -o`` (one line of Key=Value) as a dict."""
-    line = text.strip().splitlines()[0] if text.strip() else ""
-    keys = list(re.finditer(r"(?:^|\s)([A-Za-z][A-Za-z0-9_/:]*)=", line))
-    fields = {}
-    for i, m in enumerate(keys):
-        end = keys[i + 1].start() if i + 1 < len(keys) else len(line)
-        fields[m.group(1)] = line[m.end():end].strip()
-    return fields
-
-
 def exit_code_of(fields: dict[str, str]) -> int | None:
     """Slurm's ``ExitCode=code:signal`` as one shell-style number (128+signal when signalled)."""
     m = re.match(r"^(\d+):(\d+)$", fields.get("ExitCode", ""))
@@ -171,11 +151,6 @@ def job_state(job_id: str) -> JobState | None:
             return JobState(job_id, state, exit_code_of({"ExitCode": code}) if state in DONE else None, raw, {})
     return None
 
-
-def require_job_id(job: str) -> str:
-    if not _JOB_ID.match(job):
-        raise UsageError(f"'{job}' is not a Slurm job id", "pass the number submit printed, e.g. primus-runner status 1234")
-    return job
 
 
 # --------------------------------------------------------------------------- files
@@ -236,9 +211,6 @@ def _refuse_foreign(parent: Path) -> None:
         ))
 
 
-def plan_digest(text: str) -> str:
-    """What the node agent checks the plan file against (carried in the job's environment, held by slurmctld)."""
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 # --------------------------------------------------------------------------- submit
@@ -723,7 +695,7 @@ def _remote_nodes(nodes: str) -> list[str]:
     here = {socket.gethostname(), socket.getfqdn()}
     remote = []
     for node in hostnames(nodes):
-        host = _node_field(node, "NodeHostName") or node
+        host = node_field(node, "NodeHostName") or node
         if host not in here:
             remote.append(node)
     return remote
@@ -746,17 +718,6 @@ def remove_job_containers(job_id: str, nodes: str = "", plan_file: Path | None =
     return removed
 
 
-def planned_engine(plan_file: str | Path | None) -> str:
-    """``container.engine`` as the job's plan file records it; ``auto`` without one (a plan file
-    from before the field, or none given)."""
-    if not plan_file:
-        return "auto"
-    try:
-        return str(json.loads(Path(plan_file).read_text())["plan"].get("container_engine") or "auto")
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return "auto"
-
-
 def plan_file_of(state: JobState) -> Path | None:
     """The job's plan file: next to its batch script (Slurm's ``Command``), when that is the runner's."""
     script = Path(state.fields.get("Command") or "")
@@ -777,49 +738,3 @@ def cleanup_on_nodes(job_id: str, nodes: list[str], wait: bool = True, timeout: 
         timeout=timeout,
     )
     return result.returncode
-
-
-# --------------------------------------------------------------------------- node agent
-def hostnames(nodelist: str) -> list[str]:
-    if shutil.which("scontrol"):
-        result = _run(["scontrol", "show", "hostnames", nodelist], timeout=20)
-        if result.returncode == 0 and result.stdout.split():
-            return result.stdout.split()
-    from runner.engines.slurm.nodelist import expand
-
-    return expand(nodelist)
-
-
-def _node_field(node: str, key: str) -> str | None:
-    if not shutil.which("scontrol"):
-        return None
-    result = _run(["scontrol", "show", "node", "-o", node], timeout=20)
-    if result.returncode != 0:
-        return None
-    return parse_job(result.stdout).get(key) or None
-
-
-def master_address(nodelist: str) -> str:
-    """The first node of the allocation as an address every node can reach.
-
-    Slurm's NodeAddr is how slurmctld itself reaches the node, so it is the
-    best answer (several nodes may share one NodeHostname, as on a test
-    cluster); a name is resolved to an IP so every container sees the same.
-    """
-    first = hostnames(nodelist)[0]
-    return address_of(_node_field(first, "NodeAddr") or first)
-
-
-def address_of(addr: str) -> str:
-    """A node's address as an IP (a name resolved here), so every container sees the same."""
-    try:
-        socket.inet_aton(addr)
-        return addr
-    except OSError:
-        pass
-    try:
-        return socket.getaddrinfo(addr, None, socket.AF_INET)[0][4][0]
-    except OSError:
-        return addr
-
-

@@ -19,19 +19,15 @@ from runner import __version__
 from runner.engines.slurm import values
 from runner.errors import ConfigError, Problem
 from runner.options import SlurmFlags
+from runner.engines.slurm.node import LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, PLAN_DIGEST, PLAN_FORMAT  # noqa: F401  (shared with the node)
 from runner.plan import LaunchPlan
 
-PLAN_FORMAT = "primus-runner/slurm-plan/1"
 PLAN_FILE = "plan.json"
 SCRIPT_FILE = "job.sbatch"
-LABEL_SLURM_JOB = "io.primus-runner.slurm-job"
-LABEL_NODE_RANK = "io.primus-runner.node-rank"
 # Computed by the agent on each node; never taken from the submitting host.
 COMPUTED = ("NNODES", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT", "GPUS_PER_NODE")
 # What the agent itself needs on the node (to find srun/docker); never given to the container.
-PLAN_DIGEST = "PRIMUS_RUNNER_PLAN_SHA256"  # the plan file's sha256, in the job's environment: checked on every node
 AGENT_NAMES = ("PATH", PLAN_DIGEST)
-MASK_PREFIX = "PRIMUS_RUNNER_MASK_"  # agent-only: a secret inside a forwarded value, for the node's masker
 _TOKEN = re.compile(r"^[A-Za-z0-9_.:+,=@/-]+$")
 
 

@@ -20,7 +20,9 @@ _KEYS = ("job_id", "name", "slurm_state", "elapsed", "nodes", "where", "script",
 
 
 def claims(name: str) -> bool:
-    return bool(jobs._JOB_ID.match(name))
+    from runner.engines.slurm.node import is_job_id
+
+    return is_job_id(name)
 
 
 def _job(sel: Selection, verb: str) -> str:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from runs_helpers import slurm_job_dirs, slurm_job_files
 from test_slurm_jobs import job_containers, job_dir, project, runner, wait_until  # noqa: F401  (project: a fixture)
 
 pytestmark = [pytest.mark.slurm, pytest.mark.docker]
@@ -54,7 +55,7 @@ def _nothing_left(docker_client, job_id: str) -> None:
 
 def _running_job(work: Path, docker_client) -> str:
     def both():
-        outs = list((work / "primus-runs").glob("*/slurm-*.out")) if (work / "primus-runs").exists() else []
+        outs = slurm_job_files(work, "slurm-*.out")
         if not outs:
             return None
         job = outs[0].name[len("slurm-"):-len(".out")]
@@ -91,7 +92,7 @@ def test_time_limit_is_timeout_with_its_documented_code(project, docker_client):
     work, env = project
     done = runner(work, env, "submit", "--gpu", "none", "--time", "1", "--wait", "--", "sleep", "300", timeout=400)
     out = done.stdout + done.stderr
-    assert (work / "primus-runs").exists(), out
+    assert slurm_job_dirs(work), out
     job_id = next(job_dir(work).glob("slurm-*.out")).name[len("slurm-"):-len(".out")]
     assert done.returncode == 143, out  # docs/slurm.md: a job stopped at its time limit ends as SIGTERM does
     assert f"job {job_id}: TIMEOUT" in done.stderr, out

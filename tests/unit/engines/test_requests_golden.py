@@ -92,7 +92,7 @@ def test_docker_and_podman_requests_are_the_golden_ones(work, kind):
 def test_the_resolve_step_records_the_image_entrypoint_and_the_launch_adds_nothing(work):
     """The image's entrypoint goes into a new request through the named step, never into the old one."""
     from runner.engines.docker import DockerEngine
-    from runner.engines.docker.run import resolve
+    from runner.engines.docker.request import resolve
     from runner.engines.docker.shim import shim_entrypoint
 
     config, plan, scope = _plan(work)

@@ -1,0 +1,228 @@
+"""The Slurm engine (submit side): one container per node through the node agent (``agent``).
+
+``request`` renders the batch script and the exact ``--export`` names
+(``script``, pure); ``launch`` writes them (names only, 0600) and calls
+``sbatch``; ``watch`` follows the job's masked output files (``jobs``).
+Containers must not outlive the job: SIGTERM from ``scancel`` reaches the
+agent, whose Docker run loop removes the container; when a step is killed
+hard the batch script runs a cleanup step on every node, and ``cancel``
+removes the job's containers by label after Slurm reports the job gone.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from runner.engines.base import Launched, RunContext
+from runner.engines.slurm import jobs
+from runner.engines.slurm.script import COMPUTED, LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, SlurmRequest, SlurmSettings, export_names, render_script, settings_from
+from runner.plan import LaunchPlan
+from runner.secrets import Secret, SecretScope
+
+
+def embedded_secrets(plan: LaunchPlan, scope: SecretScope) -> list[Secret]:
+    """Secrets of the scope that live inside a forwarded secret value without being one
+    (``PRIMUS_AUTH="Bearer $HF_TOKEN"`` with HF_TOKEN not forwarded, a URL's password): the
+    node agents must mask them on their own, so they travel to the agents (never the container)."""
+    forwarded = [d.value.reveal() for d in plan.forwarded if isinstance(d.value, Secret)]
+    own = set(forwarded)
+    found: dict[str, Secret] = {}
+    for _, secret in scope.named:
+        value = secret.reveal()
+        if value and value not in own and any(value in whole for whole in forwarded):
+            found.setdefault(value, secret)
+    return list(found.values())
+
+
+def node_command(plan: LaunchPlan) -> list[str]:
+    """The container each node's agent starts, as ``docker run …``: the Docker engine's own
+    request for this plan with the per-node name and labels (the agent fills in job and rank)."""
+    from dataclasses import replace
+
+    from runner.engines.docker.request import make_request
+
+    name = "primus-<job>-<rank>"
+    labels = tuple((k, name if k.endswith(".job") else v) for k, v in plan.labels)
+    node_plan = replace(plan, name=name, labels=labels)
+    kind = "podman" if plan.container_engine == "podman" else "docker"  # the engine each node's agent uses
+    return make_request(node_plan, {LABEL_SLURM_JOB: "<job>", LABEL_NODE_RANK: "<rank>"}, daemon_log=False, kind=kind).argv()
+
+
+@dataclass(frozen=True)
+class SlurmOptions:
+    """The Slurm engine's own options: the ``slurm:`` section with the flags on top, checked."""
+
+    settings: SlurmSettings
+    allow_env_in_accounting: bool = False
+
+
+class SlurmEngine:
+    name = "slurm"
+    audit_after = True  # audit the job's output files once it has ended
+    computed_env = COMPUTED  # per node, by the agent: planned as such, never taken from this host
+    gpu_mode = "node"  # each node's agent chooses its GPUs from what Slurm allocated
+
+    @staticmethod
+    def settings(config, options) -> SlurmOptions:
+        """``ConfigError`` (exit 2) for a refused value, before a tracker run, a file or ``sbatch``."""
+        return SlurmOptions(settings_from(config, options.slurm),
+                            bool(config.get("slurm", "allow_env_in_accounting", default=False)))
+
+    def preflight(self, plan: LaunchPlan, ctx: RunContext) -> None:
+        """Everything that can refuse the job, before a tracker run, a file or ``sbatch``."""
+        from runner.clients import registry
+
+        for token in ctx.options.slurm.args + ctx.options.slurm.srun_args:  # the user's flags go on sbatch's command line
+            if ctx.scope.masker.contains_secret(token.encode("utf-8", "surrogateescape")):
+                from runner.errors import ConfigError, Problem
+
+                raise ConfigError(Problem("a Slurm flag holds a secret value: it would be on sbatch's command line (visible in ps)",
+                                          hint="pass secrets by name (container.options.env), never as a flag's value"))
+        jobs.tool("sbatch")
+        jobs.tool("srun")
+        jobs.refuse_archived_secrets(jobs.show_config(), self.travelling_secrets(plan, ctx), ctx.settings.allow_env_in_accounting)
+        if plan.pull != "never":  # a refused login fails here (exit 2), not on every node after queueing
+            cred = registry.credentials_for(plan.image, self._lookup(ctx))
+            if cred is not None:
+                registry.check_login(cred, 10)
+
+    def travelling_secrets(self, plan: LaunchPlan, ctx: RunContext) -> list[str]:
+        """Every secret name whose value rides in the job's environment: the plan's, and the
+        registry key the agents pull with (exported to every node whether a pull happens or not)."""
+        return sorted(set(plan.secret_env()) | {n for n in self._agent_env(ctx) if n == "DOCKER_LOGIN_KEY"})
+
+    def _agent_env(self, ctx: RunContext, plan: LaunchPlan | None = None) -> tuple[str, ...]:
+        """Names for the agents only: the registry login they pull with, and the masks they need."""
+        from runner.clients.registry import ENV_NAMES
+
+        lookup = self._lookup(ctx)
+        masks = tuple(f"{MASK_PREFIX}{i}" for i in range(len(embedded_secrets(plan, ctx.scope)))) if plan else ()
+        return tuple(n for n in ENV_NAMES if lookup(n)) + masks
+
+    def _agent_values(self, request: SlurmRequest, ctx: RunContext) -> dict:
+        from runner.secrets import Secret
+
+        lookup = self._lookup(ctx)
+        values = {n: (Secret(lookup(n)) if n == "DOCKER_LOGIN_KEY" else lookup(n)) for n in request.agent_env if not n.startswith(MASK_PREFIX)}
+        values.update((f"{MASK_PREFIX}{i}", secret) for i, secret in enumerate(embedded_secrets(request.plan, ctx.scope)))
+        return values
+
+    @staticmethod
+    def _lookup(ctx: RunContext):
+        return getattr(ctx, "lookup", None) or os.environ.get
+
+    def request(self, plan: LaunchPlan, ctx: RunContext) -> SlurmRequest:
+        from runner.trackers.runs import run_env_names
+
+        settings = ctx.settings.settings
+        job_dir = getattr(ctx.run, "job_dir", None) or jobs.job_dir_for(settings, plan.name)  # the run's (runner.runs)
+        agent_env = self._agent_env(ctx, plan)
+        # The names the tracker handshake will set (run ids) are exported from the start: the
+        # handshake gives their values by name and the script does not change.
+        later = tuple(n for n in run_env_names(plan) if n not in {d.name for d in plan.forwarded})
+        export = tuple(export_names(plan, later + agent_env))
+        script = render_script(plan, settings, job_dir, later + agent_env)
+        return SlurmRequest(plan, settings, job_dir, script, export, agent_env=agent_env, node_command=tuple(plan.command if settings.cluster.entry == "direct" else node_command(plan)),
+                            node_cache=getattr(ctx.run, "node_cache", None))
+
+    def resolve(self, request: SlurmRequest, ctx: RunContext, dry_run: bool = False) -> SlurmRequest:
+        return request  # each node's agent resolves its own container (engine, image) on the node
+
+    def dry_run(self, request: SlurmRequest, ctx: RunContext) -> None:
+        if ctx.out.json_mode:
+            from runner.ui.render import plan_json
+
+            ctx.out.json(plan_json(request.plan, request))
+        else:
+            ctx.out.result(request.render())
+
+    def launch(self, request: SlurmRequest, ctx: RunContext) -> Launched:
+        jobs.make_job_dir(request.job_dir)  # exactly the directory the script names
+        agent_values = self._agent_values(request, ctx)
+        job_id = jobs.sbatch(request, ctx.scope.masker, agent_values)
+        jobs.link_output(request, job_id)
+        return Launched(job_id, request.plan.name, {"request": request, "final": None})
+
+    def announce(self, launched: Launched, ctx: RunContext, detached: bool) -> None:
+        request: SlurmRequest = launched.state["request"]
+        output = request.job_dir / f"slurm-{launched.id}.out"
+        where = f"submitted job {launched.id} on {request.settings.nodes} node(s); output: {output}"
+        if not detached:
+            if not ctx.out.json_mode:
+                ctx.out.info(where)
+            return
+        if ctx.out.json_mode:
+            ctx.out.json({"job_id": launched.id})
+            return
+        ctx.out.result(launched.id)
+        ctx.out.info(where)
+        ctx.out.info(f"follow it: primus-runner logs {launched.id} -f (status {launched.id}); stop it: primus-runner cancel {launched.id}")
+
+    def group_title(self, launched: Launched, request: SlurmRequest) -> str:
+        return f"job {launched.id} output: {request.plan.name} on {request.settings.nodes} node(s)"
+
+    def watch(self, launched: Launched, ctx: RunContext, on_running=None) -> int:
+        request: SlurmRequest = launched.state["request"]
+        try:
+            final = jobs.wait_for(launched.id, request.job_dir, ctx.out, request.settings.nodes)
+        except KeyboardInterrupt:
+            ctx.out.warn(f"stopped following job {launched.id}; it keeps running (primus-runner cancel {launched.id} stops it)")
+            launched.still_running = True
+            return 130
+        launched.state["final"] = final
+        for message in jobs.lost_agents(final, request.job_dir, launched.id):
+            ctx.out.error(message)
+        ctx.tail.add(jobs.output_tail(request.job_dir / f"slurm-{launched.id}.out"))
+        return jobs.final_exit_code(final, request.job_dir, launched.id)
+
+    def audit(self, launched: Launched, ctx: RunContext) -> list:
+        from runner.secrets.scan import audit_paths
+
+        request: SlurmRequest = launched.state["request"]
+        paths = [request.job_dir] + ([Path(ctx.options.report)] if ctx.options.report else [])
+        findings = audit_paths(paths, ctx.scope)
+        if not findings:
+            ctx.out.info(f"audit: no secret value in {request.job_dir}")
+        return findings
+
+    def finished(self, launched: Launched, ctx: RunContext, exit_code: int) -> dict:
+        final = launched.state["final"]
+        return {"job_id": launched.id, "state": final.state if final else "unknown", "exit_code": exit_code}
+
+    @staticmethod
+    def check_engine(config) -> dict:
+        """``check --engine slurm``: the cluster's tools and controller answer (warnings: accounting)."""
+        return {"warnings": jobs.check_engine()}
+
+    # The verbs (runner.engines.base.Verbs): the runner's jobs in Slurm's queue, by job id.
+    @staticmethod
+    def claims(name: str) -> bool:
+        from runner.engines.slurm import verbs
+
+        return verbs.claims(name)
+
+    @staticmethod
+    def ps(sel, out) -> int:
+        from runner.engines.slurm import verbs
+
+        return verbs.ps(sel, out)
+
+    @staticmethod
+    def logs(sel, out) -> int:
+        from runner.engines.slurm import verbs
+
+        return verbs.logs(sel, out)
+
+    @staticmethod
+    def status(sel, out) -> int:
+        from runner.engines.slurm import verbs
+
+        return verbs.status(sel, out)
+
+    @staticmethod
+    def cancel(sel, out) -> int:
+        from runner.engines.slurm import verbs
+
+        return verbs.cancel(sel, out)

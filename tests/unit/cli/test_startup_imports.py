@@ -1,0 +1,83 @@
+"""What `plan` and the Slurm node agent load to start, counted from the interpreter's own import
+log (`python -X importtime`) in a fresh process: module imports are most of their start-up, so
+each stays off what it does not use (no wall-clock figure is asserted, only which modules load)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[3]
+
+# A launch's, not a plan's: the tracker clients and their HTTP stack, the run store, the
+# submit side of Slurm, the schema validator (its verdict is cached), third-party SDKs.
+NOT_IN_PLAN = (
+    "jsonschema", "docker", "rich", "mlflow", "wandb", "boto3", "sqlite3", "urllib.request", "concurrent.futures",
+    "runner.trackers.runs", "runner.trackers.mlflow", "runner.trackers.httpapi", "runner.runs.store",
+    "runner.engines.slurm.engine", "runner.engines.slurm.jobs", "runner.engines.docker.run",
+)
+# The node agent's: none of the submit side (sbatch, squeue, the batch script, the log followers),
+# no config files (the plan file is the config), no tracker client.
+NOT_IN_AGENT = (
+    "runner.engines.slurm.engine", "runner.engines.slurm.jobs", "runner.engines.slurm.script", "yaml", "jsonschema",
+    "runner.trackers.runs", "runner.trackers.mlflow", "runner.runs.store", "sqlite3",
+    "urllib.request", "concurrent.futures", "docker",
+)
+
+
+def imported(args: list[str], cwd: Path, env: dict) -> tuple[subprocess.CompletedProcess, set[str]]:
+    done = subprocess.run([sys.executable, "-X", "importtime", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+    names = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    return done, names
+
+
+def _env(home: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PRIMUS_", "SLURM_"))}
+    env.update(HOME=str(home), XDG_CACHE_HOME=str(home / "cache"), XDG_STATE_HOME=str(home / "state"), NO_COLOR="1")
+    return env
+
+
+def test_plan_on_the_repository_config_loads_no_launch_module(tmp_path):
+    (tmp_path / ".primus.yaml").write_text((REPO / ".primus.yaml").read_text())
+    env = _env(tmp_path)
+    args = ["-m", "runner", "plan", "--", "true"]
+    first, _ = imported(args, tmp_path, env)  # validates the files once (the verdict is cached, as for a user)
+    assert first.returncode == 0, first.stderr[-2000:]
+    done, names = imported(args, tmp_path, env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "runner.plan" in names and "runner.engines.docker" in names  # the log is read (the check is not vacuous)
+    assert sorted(n for n in NOT_IN_PLAN if n in names) == []
+
+
+def _plan_file(work: Path) -> str:
+    """A real plan file, written by the submit side as `submit` writes it (here, in the test's
+    process); the job runs `true` as a host process (direct entry), so no engine is needed."""
+    from runner.config import load_config
+    from runner.config.envfile import EnvFile
+    from runner.engines.slurm import script
+    from runner.options import SlurmFlags
+    from runner.plan import LaunchFlags, build_plan
+
+    (work / ".primus.yaml").write_text("container:\n  gpu: none\n  options:\n    image: primus-test/busybox:latest\n")
+    config = load_config(project_dir=work, user_files=False)
+    per_node = [(n, "(per node)") for n in script.COMPUTED]
+    plan = build_plan(config, ["true"], {}, EnvFile(None), LaunchFlags(gpu="none"), extra_env=per_node).require()
+    settings = script.settings_from(config, SlurmFlags(entry="direct"))
+    text = json.dumps(script.plan_document(plan, settings, work), indent=2)
+    (work / "plan.json").write_text(text)
+    return hashlib.sha256(text.encode()).hexdigest()  # what the batch script hands every node
+
+
+def test_the_node_agent_loads_none_of_the_submit_side(tmp_path):
+    digest = _plan_file(tmp_path)
+    env = _env(tmp_path)
+    env.update(SLURM_JOB_ID="4242", SLURM_NODEID="0", PRIMUS_RUNNER_PLAN_SHA256=digest, PRIMUS_MASTER_NODEADDR="127.0.0.1")
+    done, names = imported(["-P", "-m", "runner", "node-agent", str(tmp_path / "plan.json")], tmp_path, env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (tmp_path / "exit-4242-0").read_text() == "0\n"  # it ran the job
+    assert "runner.engines.slurm.agent" in names and "runner.plan" in names
+    assert sorted(n for n in NOT_IN_AGENT if n in names) == []
