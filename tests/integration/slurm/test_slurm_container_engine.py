@@ -94,3 +94,28 @@ def test_the_cleanup_step_removes_the_job_containers_on_the_planned_engine(tmp_p
         assert "removed 1 container(s)" in done.stderr
     finally:
         unix_http(PODMAN_SOCKET, f"/v1.41/containers/{name}?force=true", method="DELETE")
+
+
+def test_ps_engine_slurm_lists_the_runner_job_in_the_queue(tmp_path, slurm_cluster):
+    """``ps --engine slurm``: the runner's jobs as squeue knows them (the caller's own)."""
+    import json
+
+    docker_or_missing()
+    work = tmp_path / "ps"
+    work.mkdir()
+    (work / ".primus.yaml").write_text(_config("docker", slurm_cluster.partition).replace("nodes: 2", "nodes: 1"))
+    env = {k: v for k, v in os.environ.items() if k not in ("DOCKER_HOST", "CONTAINER_HOST")}
+    env["HOME"] = str(work)
+    run = lambda *argv: subprocess.run([sys.executable, "-m", "runner", *argv], cwd=work, env=env,  # noqa: E731
+                                       capture_output=True, text=True, timeout=120)
+    name = f"verbs-ps-{os.getpid()}"
+    submitted = run("submit", "--gpu", "none", "--name", name, "--", "sleep", "120")
+    assert submitted.returncode == 0, submitted.stderr
+    job = submitted.stdout.strip()
+    try:
+        listed = run("--json", "ps", "--engine", "slurm")
+        assert listed.returncode == 0, listed.stderr  # before: --engine was no option of ps (exit 2)
+        rows = {row["job_id"]: row for row in json.loads(listed.stdout)}
+        assert job in rows and rows[job]["name"] == name and rows[job]["state"] in ("pending", "running")
+    finally:
+        run("cancel", job)
