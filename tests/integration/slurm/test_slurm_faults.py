@@ -105,6 +105,10 @@ def test_time_limit_is_timeout_with_its_documented_code(project, docker_client):
     _nothing_left(docker_client, job_id)
 
 
+def _squeue_state(job_id: str) -> str:
+    return subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%T"], capture_output=True, text=True, timeout=30).stdout.strip()
+
+
 @pytest.mark.parametrize("store", ["server", "file"])
 def test_requeue_runs_again_with_the_same_tracker_run(project, docker_client, request, store):
     """The tracker handshake's run ids are in the job's saved environment: a requeued run logs to the same
@@ -135,8 +139,12 @@ def test_requeue_runs_again_with_the_same_tracker_run(project, docker_client, re
         first_ids = {c["Id"] for c in first}
         requeued = subprocess.run(["scontrol", "requeue", job_id], capture_output=True, text=True, timeout=30)
         assert requeued.returncode == 0, requeued.stderr
-        # The first run's containers go; the second run's come (new containers, same names). Slurm
-        # holds a requeued job back for a while (BeginTime) before it runs again.
+        # Slurm holds a requeued job back for 120 s (reason BeginTime) before it may run again: its
+        # own policy, not the runner's. Once the job is pending again, it may start now.
+        wait_until(lambda: _squeue_state(job_id) == "PENDING", 120, "the requeued job pending again")
+        released = subprocess.run(["scontrol", "update", f"JobId={job_id}", "StartTime=now"], capture_output=True, text=True, timeout=30)
+        assert released.returncode == 0, released.stderr
+        # The first run's containers go; the second run's come (new containers, same names).
         second = wait_until(lambda: (c := job_containers(docker_client, job_id, running_only=True)) and len(c) == 2
                             and not first_ids & {x["Id"] for x in c} and c, 300, "the second run")
         assert not first_ids & {c["Id"] for c in job_containers(docker_client, job_id)}, "the first run's containers are removed"
