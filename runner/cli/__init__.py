@@ -650,7 +650,7 @@ def _dry_run(args, sources) -> bool:
 def _node_agent(args, sources, out, parser) -> int:
     from runner.engines.slurm import agent
 
-    return agent.cleanup(str(args.cleanup), out) if args.cleanup else agent.run_node(args.plan_file, out)
+    return agent.cleanup(str(args.cleanup), out, args.plan_file) if args.cleanup else agent.run_node(args.plan_file, out)
 
 
 def _audit(args, sources, out, parser) -> int:
