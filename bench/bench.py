@@ -138,6 +138,29 @@ run.end(0)
 """
 
 
+_RECORDER_CALLS = r"""
+import sys, time
+from runner.runs import recorder
+spent = []
+def timed(owner, name):
+    call = getattr(owner, name)
+    def wrapper(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return call(*args, **kwargs)
+        finally:
+            spent.append(time.perf_counter() - start)
+    setattr(owner, name, wrapper)
+timed(recorder, "begin"), timed(recorder.Run, "started"), timed(recorder.Run, "end")
+from runner.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+print(sum(spent), file=sys.stderr)
+"""
+
+
 def _spread(values: list[float], scale: float = 1.0) -> str:
     return f"median {statistics.median(values) * scale:.1f} ms (min {min(values) * scale:.1f}, max {max(values) * scale:.1f})"
 
@@ -147,7 +170,8 @@ def bench_runs() -> None:
     against the same launch with `runs.record: false`, measured in the same run, interleaved, median of 10
     with min/max (target: under 10 ms): (a) end to end, `up -- true`; (b) the recorder's own calls in a fresh
     process each, from `begin` to the process's exit (a connection's close at exit counts), with 200 ms of
-    engine time simulated around `started`; (a)'s spread on a busy host is larger than the figure."""
+    engine time simulated around `started`; (c) (b)'s CPU time; (d) the launch's own thread's time in the
+    recorder's calls during a real `up -- true`. (a)'s and (b)'s spread on a busy host is larger than the figure."""
     runs = 10
     with _bench_dir() as cwd, tempfile.TemporaryDirectory() as state:
         env = dict(os.environ, NO_COLOR="1", XDG_STATE_HOME=state)
@@ -170,6 +194,12 @@ def bench_runs() -> None:
                 cpu[cfg].append(_children_cpu() - before)
         costs = {cfg: values[1:] for cfg, values in costs.items()}  # the first wrote the bytecode
         cpu = {cfg: values[1:] for cfg, values in cpu.items()}
+        calls: dict[str, list[float]] = {"on.yaml": [], "off.yaml": []}
+        for _ in range(runs):
+            for cfg in calls:
+                child = subprocess.run([sys.executable, "-c", _RECORDER_CALLS, *up(cfg)[len(RUNNER):]], cwd=cwd, env=env,
+                                       capture_output=True, text=True, check=True)
+                calls[cfg].append(float(child.stderr.strip().splitlines()[-1]))
     on, off = statistics.median(ups["on.yaml"]), statistics.median(ups["off.yaml"])
     print(f"runs (a): up -- true with the record {_spread(ups['on.yaml'], 1000)}, without {_spread(ups['off.yaml'], 1000)}; "
           f"ratio {on / off:.3f}x, the record adds {(on - off) * 1000:+.1f} ms (target < 10 ms)", flush=True)
@@ -180,6 +210,10 @@ def bench_runs() -> None:
     print(f"runs (c): (b)'s processes' CPU time (all threads, the writer's too; a busy host stretches wall time, "
           f"not work) with the record {_spread(cpu['on.yaml'], 1000)}, without {_spread(cpu['off.yaml'], 1000)}; "
           f"the record adds {(rec - bare) * 1000:+.1f} ms of CPU", flush=True)
+    rec, bare = statistics.median(calls["on.yaml"]), statistics.median(calls["off.yaml"])
+    print(f"runs (d): in a real `up -- true`, the launch's own thread in begin, started and end with the record "
+          f"{_spread(calls['on.yaml'], 1000)}, without {_spread(calls['off.yaml'], 1000)}; the record adds "
+          f"{(rec - bare) * 1000:+.1f} ms there (the writer's work, (c), runs beside the job)", flush=True)
 
 
 def _children_cpu() -> float:
@@ -546,7 +580,7 @@ def _on_off(label: str, off: list[str], on: list[str], off_env: dict, on_env: di
           f"ratio {statistics.median(ons) / statistics.median(offs):.2f}x", flush=True)
 
 
-_S3_FLOOR = """
+_S3_FLOOR = r"""
 import os, sys, time
 import boto3
 s3 = boto3.client("s3", endpoint_url=os.environ["MLFLOW_S3_ENDPOINT_URL"])
@@ -615,6 +649,10 @@ def bench_mlflow() -> None:
                         RUNNER + ["--config", str(on_cfg), "plan", "--", "true"], off_env, on_env, cwd)
             _on_off(f"up -- true, MLflow on ({store})", up_off, up_on, off_env, on_env, cwd)
             if bucket:
+                probe = subprocess.run([sys.executable, "-c", _S3_FLOOR, bucket], env=on_env, cwd=cwd, capture_output=True, text=True)
+                if probe.returncode:
+                    print(f"S3 floor: not measured ({probe.stderr.strip().splitlines()[-1:]})", flush=True)
+                    continue
                 _on_off("S3 floor: python with boto3 import + client + one put_object vs python -c pass",
                         [sys.executable, "-c", "pass"], [sys.executable, "-c", _S3_FLOOR, bucket], off_env, on_env, cwd)
 
@@ -690,7 +728,8 @@ def bench_secret_refs() -> None:
             (work / "token").chmod(0o600)
             names = {"HF_TOKEN": "pass:ml/hf", "WANDB_API_KEY": "aws-sm:bench/wandb", "DATABRICKS_TOKEN": "cmd:echo bench-cmd-value",
                      "MLFLOW_TRACKING_TOKEN": f"file:{work / 'token'}", "GH_TOKEN": "env:OTHER_GH"}
-            env = dict(os.environ, NO_COLOR="1", OTHER_GH="bench-gh-value", **store.env, **moto.env, **isolated_aws_env(work))
+            env = dict(os.environ, NO_COLOR="1", OTHER_GH="bench-gh-value", PRIMUS_RUNNER_TRUST_PROJECT="1",  # the bench wrote the file
+                       **store.env, **moto.env, **isolated_aws_env(work))
             plain_env = dict(env, **{n: f"bench-{n.lower()}-value" for n in names})
             plan = RUNNER + ["plan", "--", "true"]
 
@@ -720,7 +759,11 @@ def _refs_beside(label: str, cmd: list[str], env: dict, cwd: str, plain_env: dic
                  runs: int = 7) -> None:
     """``cmd`` in ``cwd`` beside ``base`` (default: the same command in the project without references)."""
     base = base or cmd
-    timed(cmd, 1, env=env, cwd=cwd), timed(base, 1, env=plain_env, cwd=plain_cwd)
+    for argv, e, c in ((cmd, env, cwd), (base, plain_env, plain_cwd)):
+        first = subprocess.run(argv, env=e, cwd=c, capture_output=True, text=True)
+        if first.returncode:
+            print(f"{label}: not measured ({' '.join(argv[-3:])} exited {first.returncode}: {first.stderr.strip()[-300:]})", flush=True)
+            return
     ons, offs = [], []
     for _ in range(runs):
         ons += timed(cmd, 1, env=env, cwd=cwd)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import pytest
 
 import engine_fixtures as engines
+from cli_runner import run_cli
+from plan_factory import plan_from
 
 
 def pytest_configure(config):
@@ -150,6 +152,38 @@ def mlflow_server(tmp_path_factory):
         yield uri
     finally:
         engines.stop_process_group(proc)
+
+
+# ------------------------------------------------------------------ the CLI and the plan
+
+
+@pytest.fixture
+def cli(tmp_path):
+    """``cli(*ARGS, cwd=DIR, env={...}, home=DIR)`` runs ``sys.executable -P -m runner ARGS`` and returns
+    ``(rc, stdout, stderr)`` (a CliResult: also ``.returncode``/``.stdout``/``.stderr``). ``cwd``
+    defaults to ``tmp_path``, ``home`` to ``cwd``; the environment is this one without the runner's,
+    the trackers' and CI's variables, HOME and XDG_* inside the test's directory (tests/cli_runner.py)."""
+
+    def run(*args: str, cwd=None, **kw):
+        return run_cli(cwd or tmp_path, *args, **kw)
+
+    return run
+
+
+@pytest.fixture
+def make_plan(tmp_path, monkeypatch):
+    """``make_plan(config, command=("true",), host={...}, flags=["--gpu", "none"], name=...)``: the
+    ``Planned`` that ``build_plan`` gives for ``config`` (a dict or YAML text, written as
+    ``.primus.yaml``) and the flags as ``plan`` parses them, in a project directory that is also
+    HOME and the current directory (tests/plan_factory.py)."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / ".cache"))
+    monkeypatch.chdir(tmp_path)
+
+    def make(config, command=("true",), **kw):
+        return plan_from(tmp_path, config, command, **kw)
+
+    return make
 
 
 # ------------------------------------------------------------------ secrets

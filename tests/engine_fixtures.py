@@ -250,10 +250,14 @@ class MlflowServer(str):
     db: Path
 
 
-def start_mlflow_server(workdir: Path, timeout: float = 180.0):
+def start_mlflow_server(workdir: Path, timeout: float = 180.0, artifact_root: str | None = None,
+                        extra_env: dict | None = None):
     """Start ``mlflow server`` on a free loopback port, wait for /health.
 
-    Returns (MlflowServer uri, Popen). Stop it with stop_process_group().
+    Artifacts are served over HTTP (``--serve-artifacts``) unless ``artifact_root`` is given:
+    then clients write them there themselves (a directory, ``s3://...``). ``extra_env``: the
+    server's own settings (``MLFLOW_S3_ENDPOINT_URL``). Returns (MlflowServer uri, Popen). Stop
+    it with stop_process_group(). Every test MLflow server is started here.
     """
     if not MLFLOW_BIN.exists():
         engine_missing("the MLflow server", f"{MLFLOW_BIN} is missing")
@@ -262,7 +266,7 @@ def start_mlflow_server(workdir: Path, timeout: float = 180.0):
     db = workdir / "mlflow.db"
     artifacts = workdir / "artifacts"
     log_path = workdir / "mlflow-server.log"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "AWS_"))}
     env.update(
         MLFLOW_DISABLE_TELEMETRY="true",
         DO_NOT_TRACK="true",
@@ -270,6 +274,7 @@ def start_mlflow_server(workdir: Path, timeout: float = 180.0):
         MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false",
         PYTHONWARNINGS="ignore",
     )
+    env.update(extra_env or {})
     cmd = [
         str(MLFLOW_BIN), "server",
         "--host", "127.0.0.1",
@@ -278,8 +283,8 @@ def start_mlflow_server(workdir: Path, timeout: float = 180.0):
         "--backend-store-uri", f"sqlite:///{db}",
         # Artifacts go through the server (mlflow-artifacts:/ URIs), so a
         # client in a container only needs HTTP access to upload them.
-        "--serve-artifacts",
-        "--artifacts-destination", str(artifacts),
+        *(["--serve-artifacts", "--artifacts-destination", str(artifacts)] if artifact_root is None
+          else ["--no-serve-artifacts", "--default-artifact-root", artifact_root]),
         # The host-header check (DNS-rebinding guard) of mlflow >= 3.5: allow
         # what a client on this machine or in a --network host container sends.
         "--allowed-hosts", f"127.0.0.1:{port},localhost:{port},127.0.0.1,localhost",

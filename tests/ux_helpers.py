@@ -1,25 +1,18 @@
-"""Run the CLI as a user would: a subprocess of this interpreter, in a clean directory."""
+"""Run the CLI as a user would, with the environment given as keywords (tests/cli_runner.py does the work)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
+
+import cli_runner
 
 REPO = Path(__file__).resolve().parents[1]
 NO_DOCKER = "unix:///nonexistent/docker.sock"
 
 
 def user_env(home: Path, **extra: str) -> dict:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PRIMUS_", "NCCL_", "RCCL_", "GLOO_", "IONIC_", "HIPBLASLT_", "WANDB", "MLFLOW", "HF_", "DATABRICKS"))
-           and k not in ("CI", "GITHUB_ACTIONS", "GITLAB_CI", "FORCE_COLOR")}
-    env.update(HOME=str(home), XDG_CACHE_HOME=str(home / ".cache"), NO_COLOR="1")
-    env.update(extra)
-    return env
+    return cli_runner.user_env(home, extra)
 
 
-def cli(cwd: Path, *args: str, home: Path | None = None, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-P", "-m", "runner", *args], cwd=cwd, env=user_env(home or cwd, **env),
-                          capture_output=True, text=True, timeout=120)
+def cli(cwd: Path, *args: str, home: Path | None = None, **env: str):
+    return cli_runner.run_cli(cwd, *args, home=home, env=env)

@@ -9,7 +9,7 @@ import pytest
 from docker_helpers import CONFIG, Workspace, force_remove, inspect, unique
 from engine_fixtures import assert_no_leak
 
-pytestmark = pytest.mark.docker
+pytestmark = pytest.mark.docker  # every test here runs on Docker and on Podman (engine_host)
 
 
 @pytest.fixture
@@ -19,8 +19,9 @@ def ws(tmp_path, canary, busybox_image, engine_host) -> Workspace:
     return ws
 
 
-@pytest.mark.engines("docker")  # Podman names the image localhost/...: test_podman.py has its variant
-def test_every_launch_option_reaches_the_container(ws, canary, tmp_path):
+def test_every_launch_option_reaches_the_container(ws, canary, tmp_path, engine_host):
+    from runner.clients.engine_api import Engine
+
     shared = tmp_path / "shared"
     shared.mkdir()
     (shared / "f").write_text("from the volume\n")
@@ -40,11 +41,15 @@ def test_every_launch_option_reaches_the_container(ws, canary, tmp_path):
         assert "from the volume" in out and "/dev/zero" in out and "ro-refused" in out
         info = inspect(name)
         host = info["HostConfig"]
-        assert info["Name"] == f"/{name}" and info["Config"]["Image"] == "primus-test/busybox:latest"
+        # Podman names an image loaded without a registry localhost/NAME, and a private
+        # IPC namespace "shareable" (its default kind of private namespace).
+        prefix = Engine(host=engine_host.host).capabilities.image_name_prefix
+        ipc = ("private",) if engine_host.kind == "docker" else ("private", "shareable")
+        assert info["Name"] == f"/{name}" and info["Config"]["Image"] == f"{prefix}primus-test/busybox:latest"
         assert info["Config"]["WorkingDir"] == "/w" and info["Config"]["User"] == "1000:1000"
         assert host["ShmSize"] == 64 * 1024 * 1024 and host["Memory"] == 256 * 1024 * 1024
         assert host["NanoCpus"] == 500_000_000
-        assert host["NetworkMode"] == "bridge" and host["IpcMode"] == "private"
+        assert host["NetworkMode"] == "bridge" and host["IpcMode"] in ipc
         assert {d["PathOnHost"] for d in host["Devices"]} >= {"/dev/null", "/dev/zero"}
         binds = host.get("Binds") or [f"{m['Source']}:{m['Destination']}" for m in info["Mounts"]]
         assert any(b.startswith(f"{shared}:/a") for b in binds) and any(b.startswith(f"{shared}:/ro") for b in binds)

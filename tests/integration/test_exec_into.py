@@ -3,12 +3,11 @@ only the caller's runner containers, never a secret on the exec's command line."
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import uuid
 
 import pytest
+
+from cli_runner import run_cli
 
 pytestmark = pytest.mark.docker
 
@@ -16,9 +15,7 @@ CANARY = "canary-ux-exec-7f3a9c1e55"
 
 
 def runner(cwd, *args, **env):
-    full = {**os.environ, "HOME": str(cwd), "XDG_CACHE_HOME": str(cwd / ".cache"), "NO_COLOR": "1", **env}
-    return subprocess.run([sys.executable, "-P", "-m", "runner", "--trust-project", *args], cwd=cwd, env=full,
-                          capture_output=True, text=True, timeout=120)
+    return run_cli(cwd, "--trust-project", *args, env=env)
 
 
 def test_exec_into_a_running_job(docker_client, busybox_image, tmp_path):

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from cli_runner import run_cli
 from engine_fixtures import PYTHON_IMAGE, engine_missing
 from gpu_tree import FAKE_ROOT, SETUP_FAKE_GPUS, amd_uuid, write_tree
 
@@ -60,7 +61,7 @@ def project(tmp_path, fake_host, engine_host):
 
 def runner(project, *args, timeout=180):
     work, env, _ = project
-    return subprocess.run([sys.executable, "-m", "runner", *args], cwd=work, env=env, capture_output=True, text=True, timeout=timeout)
+    return run_cli(work, *args, env=env, timeout=timeout)
 
 
 def start(project, gpus: str, tag: str) -> str:

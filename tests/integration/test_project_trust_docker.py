@@ -5,15 +5,14 @@ request from ``check --online`` or from a launch on Docker until ``primus-runner
 from __future__ import annotations
 
 import http.server
-import os
 import subprocess
-import sys
 import threading
 import uuid
 from pathlib import Path
 
 import pytest
 
+from cli_runner import run_cli
 from engine_fixtures import assert_no_leak
 
 
@@ -58,11 +57,9 @@ def clone(tmp_path):
 TOKENS = {"MLFLOW_TRACKING_TOKEN": f"canary-mlflow-token-{uuid.uuid4().hex}", "WANDB_API_KEY": uuid.uuid4().hex + uuid.uuid4().hex[:8]}
 
 
-def run(repo: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("PRIMUS_", "MLFLOW_", "WANDB_", "DATABRICKS_", "GITHUB_"))}
-    base.update(HOME=str(repo.parent / "home"), XDG_CACHE_HOME=str(repo.parent / "cache"),
-                XDG_STATE_HOME=str(repo.parent / "state"), NO_COLOR="1", **TOKENS, **(env or {}))
-    return subprocess.run([sys.executable, "-m", "runner", *args], cwd=repo, env=base, capture_output=True, text=True, timeout=180)
+def run(repo: Path, *args: str, env: dict | None = None):
+    return run_cli(repo, *args, home=repo.parent / "home", timeout=180, env={
+        "XDG_CACHE_HOME": str(repo.parent / "cache"), "XDG_STATE_HOME": str(repo.parent / "state"), **TOKENS, **(env or {})})
 
 
 def _config(image: str, env_entries: str = "[]") -> str:

@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
-import sys
 import threading
 import uuid
 from pathlib import Path
 
 import pytest
 
+from cli_runner import run_cli
 from engine_fixtures import assert_no_leak
 from secret_stores import isolated_aws_env, make_pass_store, remove_pass_store, start_moto_server
 
@@ -74,10 +73,8 @@ container:
     return tmp_path
 
 
-def _run(project: Path, env: dict, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    full = {k: v for k, v in os.environ.items() if k not in NAMES}
-    full.update(env, HOME=str(project))
-    return subprocess.run([sys.executable, "-m", "runner", *args], cwd=project, env=full, capture_output=True, timeout=timeout)
+def _run(project: Path, env: dict, *args: str, timeout: float = 300):
+    return run_cli(project, *args, env=env, unset=tuple(NAMES), text=False, timeout=timeout)
 
 
 def _digests(values: dict) -> dict:

@@ -221,19 +221,14 @@ def test_check_online_reachable_and_unreachable(tmp_path, canary, mlflow_server)
 
 
 @pytest.mark.mlflow
-def test_handshake_tags_never_hold_a_value_and_kill_marks_killed(tmp_path, canary, mlflow_server, monkeypatch):
+def test_handshake_tags_never_hold_a_value_and_kill_marks_killed(make_plan, canary, mlflow_server):
     """begin/finish directly (no container): KILLED for 143, a job-closed run still FAILED for exit 1."""
     from runner.trackers import runs as tracker_runs
-    from runner.config import load_config
-    from runner.config.envfile import EnvFile
-    from runner.plan import LaunchFlags, build_plan
     from runner.ui import Output
 
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    (tmp_path / ".primus.yaml").write_text("container:\n  options:\n    image: img\ntrackers:\n  disable_mlflow: false\n")
     host = {**canary, "MLFLOW_TRACKING_URI": mlflow_server, "MLFLOW_TRACKING_USERNAME": "alice"}
-    planned = build_plan(load_config(), ["true"], host, EnvFile(None), LaunchFlags(gpu="none"), name=unique("hs"))
+    planned = make_plan("container:\n  options:\n    image: img\ntrackers:\n  disable_mlflow: false\n", host=host,
+                        flags=["--gpu", "none"], name=unique("hs"))
     out = Output(masker=planned.scope.masker)
     for code, expected in ((143, "KILLED"), (130, "KILLED"), (1, "FAILED")):
         hs = tracker_runs.begin(planned.plan, out)

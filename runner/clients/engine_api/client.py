@@ -16,9 +16,10 @@ below 1.44, Docker 20.10 and Podman 4 speak at most 1.41.
 Where the engine is Podman, a container's lifecycle (create, attach, start, wait, kill,
 stop, remove) and the launch's image lookups go to Podman's own API (``/v4.0.0/libpod/…``,
 served by Podman 4 and 5): its Docker-compatible layer waits by polling the container's
-state in a busy loop (a core of the service for as long as the job runs, and on a small
-host the launch's own cleanup waits behind it), removes by stopping with the StopTimeout
-first, and cannot carry CDI devices. The body Podman's create gets is a pure translation
+state without pause until the exit is recorded (a core of the service for as long as a wait
+lasts: the runner's, issued when the job's output ends, spins while Podman cleans the container
+up, on the cores that cleanup needs; 3-4 times the service's CPU of a whole launch through
+its own API), removes by stopping with the StopTimeout first, and cannot carry CDI devices. The body Podman's create gets is a pure translation
 of the request's (``libpod.create_body``), shown by the dry run.
 """
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import base64
 import json
 import os
-import subprocess
-import sys
 import urllib.parse
 from pathlib import Path
 
 import pytest
+
+from cli_runner import run_cli
 
 ENV_CANARY = "canary-env-0b7c51d2e9f4"
 FILE_CANARY = "canary-file-9a4e2c6f10d3"
@@ -23,10 +23,7 @@ def forms(value: str) -> list[str]:
 
 
 def run(args, cwd, env_extra=None, **kw):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PRIMUS_", "WANDB", "MLFLOW", "HF_"))}
-    env.update({"HOME": str(cwd), "XDG_CACHE_HOME": str(cwd / ".cache"), "NO_COLOR": "1"})
-    env.update(env_extra or {})
-    return subprocess.run([sys.executable, "-m", "runner", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60, **kw)
+    return run_cli(cwd, *args, env=env_extra, timeout=60, **kw)
 
 
 @pytest.fixture

@@ -82,9 +82,10 @@ def fish(home: Path, line: str) -> list[tuple[str, str]]:
     return [tuple((row.split("\t") + [""])[:2]) for row in result.stdout.splitlines()]
 
 
-def zsh(home: Path, keys: str, timeout: float = 60) -> str:
+def zsh(home: Path, keys: str, timeout: float = 60, inline: str | None = None) -> str:
     """An interactive zsh on a 250-column pseudo-terminal: load compinit and the script, type ``keys``
-    (ending in a TAB), return what the terminal shows."""
+    (ending in a TAB), return what the terminal shows: up to the prompt zsh draws again under a
+    listing, or up to ``inline`` when the one candidate is completed in the line (no new prompt)."""
     need("zsh")
     pid, fd = pty.fork()
     if pid == 0:  # pragma: no cover - the child
@@ -92,7 +93,7 @@ def zsh(home: Path, keys: str, timeout: float = 60) -> str:
         os.execvpe("zsh", ["zsh", "-f", "-i"], {**env_for(home), "TERM": "dumb", "PS1": "READY> "})
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 250, 0, 0))
 
-    def read(until: bytes | None, seconds: float) -> bytes:
+    def read(until: bytes | None, seconds: float, alternative: bytes | None = None) -> bytes:
         buf, end = b"", time.monotonic() + seconds
         while time.monotonic() < end:
             ready, _, _ = select.select([fd], [], [], 0.2)
@@ -101,7 +102,7 @@ def zsh(home: Path, keys: str, timeout: float = 60) -> str:
                     buf += os.read(fd, 65536)
                 except OSError:
                     break
-                if until is not None and until in buf:
+                if until is not None and until in buf or alternative is not None and alternative in buf:
                     break
         return buf
 
@@ -110,7 +111,7 @@ def zsh(home: Path, keys: str, timeout: float = 60) -> str:
         assert b"LOADED2" in read(b"LOADED2", timeout), "zsh did not load the completion script"
         read(b"READY> ", 10)
         os.write(fd, keys.encode())
-        return read(b"\nREADY> ", timeout).decode(errors="replace")
+        return read(b"\nREADY> ", timeout, inline.encode() if inline else None).decode(errors="replace")
     finally:
         os.kill(pid, 9)
         os.waitpid(pid, 0)
@@ -144,7 +145,7 @@ def test_zsh_domain_and_descriptions(home, run_id):
     assert "which GPUs: all (default), N free ones" in flags, flags
     slurm = zsh(home, "primus-runner slurm s\t")  # both start with s: the list
     assert "srun" in slurm and "sbatch" in slurm, slurm
-    jobs = zsh(home, "primus-runner status \t")
+    jobs = zsh(home, "primus-runner status \t", inline=f"status {JOB} ")
     assert f"status {JOB}" in jobs or JOB in jobs.split("\n", 1)[-1], jobs
     assert run_id in zsh(home, "primus-runner logs \t\t"), "logs lists the run ids too"
 

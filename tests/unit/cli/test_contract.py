@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from cli_runner import run_cli, user_env
+
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "primus-runner.primus.yaml"
 CANARY = "canary-contract-5e1f0a9c77d2"
 NO_DOCKER = "unix:///nonexistent/docker.sock"
@@ -25,19 +27,17 @@ PROJECT = "container:\n  gpu: none\n  options:\n    image: primus-test/busybox:l
 
 
 def clean_env(cwd: Path, extra: dict | None = None, color: bool = False) -> dict:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PRIMUS_", "NCCL_", "RCCL_", "GLOO_", "IONIC_", "HIPBLASLT_", "WANDB", "MLFLOW", "HF_", "DATABRICKS"))
-           and k not in ("NO_COLOR", "CI", "GITHUB_ACTIONS", "GITLAB_CI", "PLAIN")}
-    env.update(HOME=str(cwd), XDG_CACHE_HOME=str(cwd / ".cache"))
-    if not color:
-        env["NO_COLOR"] = "1"
+    env = user_env(cwd, unset=("PLAIN",))
+    if color:
+        del env["NO_COLOR"]
     env.update(extra or {})
     return env
 
 
-def run(cwd: Path, *args: str, env: dict | None = None, module: bool = True) -> subprocess.CompletedProcess:
-    argv = [sys.executable, "-m", "runner", *args] if module else ["primus-runner", *args]
-    return subprocess.run(argv, cwd=cwd, env=clean_env(cwd, env), capture_output=True, text=True, timeout=60)
+def run(cwd: Path, *args: str, env: dict | None = None, module: bool = True):
+    if module:
+        return run_cli(cwd, *args, env=env, unset=("PLAIN",), timeout=60)
+    return subprocess.run(["primus-runner", *args], cwd=cwd, env=clean_env(cwd, env), capture_output=True, text=True, timeout=60)
 
 
 def plan_json(cwd: Path, *args: str, env: dict | None = None) -> dict:

@@ -4,11 +4,11 @@ the Slurm flag checks (nothing widens --export or injects a directive), names an
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from cli_runner import run_cli
 
 from runner.cli import _default_launcher
 from runner.config import load_config
@@ -63,9 +63,7 @@ def test_slurm_defaults_to_srun(argv, expected):
 
 
 def run(args, cwd: Path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PRIMUS_", "SLURM_"))}
-    env.update(HOME=str(cwd), NO_COLOR="1")
-    return subprocess.run([sys.executable, "-P", "-m", "runner", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+    return run_cli(cwd, *args, timeout=60)
 
 
 @pytest.fixture

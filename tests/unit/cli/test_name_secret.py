@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import uuid
 
 import pytest
@@ -18,15 +15,13 @@ def recorder(server, request):
 
 
 @pytest.mark.parametrize("command", ["up", "submit"])
-def test_a_secret_job_name_creates_nothing(work, command):
+def test_a_secret_job_name_creates_nothing(work, command, cli):
     secret = f"canary-name-{uuid.uuid4().hex}"
     tracking = Server(recorder)
     try:
         (work / ".primus.yaml").write_text("container:\n  gpu: none\n  options:\n    image: primus-test/busybox:latest\n"
                                            "trackers:\n  disable_mlflow: false\n")
-        env = {**os.environ, "HOME": str(work), "NO_COLOR": "1", "HF_TOKEN": secret, "MLFLOW_TRACKING_URI": tracking.url}
-        result = subprocess.run([sys.executable, "-m", "runner", command, "--name", secret, "--", "true"], cwd=work, env=env,
-                                capture_output=True, text=True, timeout=120)
+        result = cli(command, "--name", secret, "--", "true", cwd=work, env={"HF_TOKEN": secret, "MLFLOW_TRACKING_URI": tracking.url})
     finally:
         tracking.close()
     assert result.returncode == 2, result.stdout + result.stderr

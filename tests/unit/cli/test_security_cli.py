@@ -11,13 +11,11 @@ including in messages printed before a command has loaded its config.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import uuid
 
 import pytest
 
+from cli_runner import run_cli
 from engine_fixtures import assert_no_leak
 
 
@@ -43,11 +41,8 @@ def project(tmp_path):
 
 
 def run(args, cwd):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PRIMUS_", "WANDB", "MLFLOW", "HF_", "GITHUB_"))}
-    env.update({"HOME": str(cwd), "XDG_CACHE_HOME": str(cwd / ".cache"), "NO_COLOR": "1",
-                "HF_TOKEN": FORWARDED, "GITHUB_TOKEN": UNFORWARDED})
     # The real Docker daemon when there is one (`down`/`logs` then echo the name back); nothing is started.
-    return subprocess.run([sys.executable, "-m", "runner", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+    return run_cli(cwd, *args, env={"HF_TOKEN": FORWARDED, "GITHUB_TOKEN": UNFORWARDED}, timeout=60)
 
 
 def _slots(value: str) -> list[list[str]]:
@@ -105,8 +100,7 @@ def test_a_password_inside_a_public_url_is_masked(project):
     )
     env = {"MLFLOW_TRACKING_URI": f"https://bob:{quoted}@mlflow.example", "HTTPS_PROXY": f"http://u:{quoted}@proxy:3128"}
     for args in (["plan", "--", "true"], ["--json", "plan", "--", "true"], ["plan", "--", "echo", password]):
-        result = subprocess.run([sys.executable, "-m", "runner", *args], cwd=project, capture_output=True, text=True, timeout=60,
-                                env={**os.environ, "HOME": str(project), "NO_COLOR": "1", **env})
+        result = run_cli(project, *args, env=env, timeout=60)
         assert result.returncode == 0, result.stderr
         # A public variable whose value holds a secret travels as a secret: shown as *** whole.
         assert "MLFLOW_TRACKING_URI=***" in result.stdout or args[0] == "--json"

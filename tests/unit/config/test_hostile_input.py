@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 
 import pytest
 
+from cli_runner import run_cli
 from cli_memory import measured
 from engine_fixtures import assert_no_leak
 
@@ -35,12 +35,7 @@ def project(tmp_path: Path) -> Path:
 
 
 def cli(project: Path, secret: str, *args: str, env: dict | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("PRIMUS_", "WANDB", "MLFLOW", "HF_", "NCCL_"))}
-    base.update({"HOME": str(project), "XDG_CACHE_HOME": str(project / ".cache"), "NO_COLOR": "1", SECRET_NAME: secret})
-    base.update(env or {})
-    result = subprocess.run(
-        [sys.executable, "-m", "runner", *args], cwd=project, env=base, capture_output=True, timeout=timeout
-    )
+    result = run_cli(project, *args, env={SECRET_NAME: secret, **(env or {})}, text=False, timeout=timeout)
     assert_no_leak(result.stdout + result.stderr, [secret], f"output of {args}")
     return result
 

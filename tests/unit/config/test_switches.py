@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
@@ -30,10 +27,9 @@ def test_each_launcher_section_sets_the_switch(work, section, key):
 
 
 @pytest.mark.parametrize("section", LAUNCHER_SECTIONS)
-def test_debug_in_a_section_acts_as_the_debug_flag(work, section):
+def test_debug_in_a_section_acts_as_the_debug_flag(work, section, cli):
     (work / ".primus.yaml").write_text(_with(section, "debug"))
-    env = {**os.environ, "HOME": str(work), "DOCKER_HOST": "unix:///nonexistent/docker.sock"}
-    run = lambda *a: subprocess.run([sys.executable, "-m", "runner", *a], cwd=work, env=env, capture_output=True, text=True, timeout=60)  # noqa: E731
+    run = lambda *a: cli(*a, cwd=work, env={"DOCKER_HOST": "unix:///nonexistent/docker.sock"}, timeout=60)  # noqa: E731
     from_config = json.loads(run("--json", "plan", "--", "true").stdout)
     assert from_config["env"]["PRIMUS_LOG_LEVEL"] == "DEBUG"
     (work / ".primus.yaml").write_text(BASE)

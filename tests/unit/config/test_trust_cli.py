@@ -6,13 +6,12 @@ program would create, a private key only the reference would read."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from cli_runner import run_cli
 from engine_fixtures import assert_no_leak
 
 
@@ -31,13 +30,10 @@ def clone(tmp_path):
 
 def run(repo: Path, *args: str, env: dict | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
     # -P: a Primus checkout has its own runner/ directory, which must not shadow the package
-    base = {k: v for k, v in os.environ.items()
-            if not k.startswith(("PRIMUS_", "GITHUB_", "CI", "GITLAB_", "MLFLOW_", "WANDB_", "HF_"))}
     root = repo.parent
-    base.update(HOME=str(root / "home"), XDG_CACHE_HOME=str(root / "cache"), XDG_STATE_HOME=str(root / "state"),
-                NO_COLOR="1", DOCKER_HOST="unix:///nonexistent/docker.sock")
-    base.update(env or {})
-    return subprocess.run([sys.executable, "-P", "-m", "runner", *args], cwd=cwd or repo, env=base, capture_output=True, text=True, timeout=120)
+    return run_cli(cwd or repo, *args, home=root / "home", env={
+        "XDG_CACHE_HOME": str(root / "cache"), "XDG_STATE_HOME": str(root / "state"),
+        "DOCKER_HOST": "unix:///nonexistent/docker.sock", **(env or {})})
 
 
 def _pwned_config(repo: Path) -> Path:

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from plan_factory import plan_from
+
 from runner.config import load_config
 from runner.config.envfile import EnvFile, load_env_file
 from runner.plan import LaunchFlags, build_plan
@@ -15,8 +17,7 @@ CANARY = "canary-policy-1d5e0c77aa"
 
 
 def plan_for(work: Path, yaml_text: str, host: dict, env_file: EnvFile = EnvFile(None), flags=LaunchFlags(gpu="none")):
-    (work / ".primus.yaml").write_text(yaml_text)
-    return build_plan(load_config(), ["true"], host, env_file, flags)
+    return plan_from(work, yaml_text, host=host, env_file=env_file, flags=flags)
 
 
 def decisions(planned):

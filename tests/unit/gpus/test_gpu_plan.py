@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+import os
+from pathlib import Path
 
 import pytest
 
+from cli_runner import run_cli
 from gpu_tree import amd_uuid, write_tree
 
 
@@ -17,13 +18,10 @@ def host(work, tmp_path_factory):
 
 
 def run(host, *args, env=None, config=None):
-    import os
-
-    environ = {k: v for k, v in os.environ.items() if not k.endswith("_VISIBLE_DEVICES")}
-    environ = {**environ, "PRIMUS_RUNNER_HOST_ROOT": str(host), "PRIMUS_RUNNER_GPU_LEASES": str(host / "leases"),
+    environ = {"PRIMUS_RUNNER_HOST_ROOT": str(host), "PRIMUS_RUNNER_GPU_LEASES": str(host / "leases"),
                "DOCKER_HOST": "unix:///nonexistent.sock", **(env or {})}
     pre = ["--config", str(config)] if config else []
-    return subprocess.run([sys.executable, "-m", "runner", *pre, *args], capture_output=True, text=True, env=environ, timeout=120)
+    return run_cli(Path.cwd(), *pre, *args, home=Path(os.environ["HOME"]), env=environ)
 
 
 def plan_json(host, *args, **kw):

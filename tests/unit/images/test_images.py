@@ -6,26 +6,23 @@ from __future__ import annotations
 import io
 import json
 import os
-import subprocess
-import sys
 import tarfile
 from pathlib import Path
 
 import pytest
 
+from cli_runner import run_cli
 from engine_fixtures import assert_no_leak, make_canary
 
 from runner.errors import UsageError
 from runner.images import context as build_context
 from runner.images import recipe as build_recipe
 
-RUNNER = [sys.executable, "-m", "runner"]
 
 
-def run(cwd: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    base = {k: v for k, v in os.environ.items() if k not in ("WANDB_API_KEY", "HF_TOKEN")}
-    base.update(HOME=str(cwd / "home"), XDG_CACHE_HOME=str(cwd / "cache"), NO_COLOR="1", DOCKER_HOST="unix:///nonexistent.sock")
-    return subprocess.run([*RUNNER, *args], cwd=cwd, env={**base, **(env or {})}, capture_output=True, timeout=60)
+def run(cwd: Path, *args: str, env: dict | None = None):
+    return run_cli(cwd, *args, home=cwd / "home", env={"XDG_CACHE_HOME": str(cwd / "cache"), "DOCKER_HOST": "unix:///nonexistent.sock",
+                                                        **(env or {})}, text=False, timeout=60)
 
 
 @pytest.fixture

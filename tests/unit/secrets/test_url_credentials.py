@@ -11,9 +11,8 @@ import uuid
 import pytest
 
 from engine_fixtures import assert_no_leak
-from runner.config import load_config
-from runner.config.envfile import EnvFile
-from runner.plan import LaunchFlags, build_plan
+from plan_factory import plan_from
+
 from runner.secrets import Secret
 from runner.secrets.scope import url_credentials
 
@@ -42,8 +41,8 @@ def test_a_login_name_is_not_a_credential():
 
 
 def plan_env(work, env: dict) -> dict:
-    (work / ".primus.yaml").write_text("container:\n  gpu: none\n  options:\n    image: busybox\n    env: [MLFLOW_TRACKING_URI, GIT_REMOTE]\n")
-    planned = build_plan(load_config(), ["true"], env, EnvFile(None), LaunchFlags(gpu="none"), name="j")
+    config = {"container": {"gpu": "none", "options": {"image": "busybox", "env": ["MLFLOW_TRACKING_URI", "GIT_REMOTE"]}}}
+    planned = plan_from(work, config, host=env, flags=["--gpu", "none"], name="j")
     return {d.name: d for d in planned.plan.forwarded}
 
 

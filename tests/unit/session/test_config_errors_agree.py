@@ -3,11 +3,10 @@ by all three, with the file:line of the bad value, exit 2 (and `submit --dry-run
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 
 import pytest
+
+from cli_runner import run_cli
 
 NO_DOCKER = "unix:///nonexistent/docker.sock"  # the engine plays no part in these answers
 BASE = "container:\n  gpu: none\n  options:\n    image: primus-test/busybox:latest\n"
@@ -34,9 +33,7 @@ BAD = {
 
 
 def _run(work, *args):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PRIMUS_", "NCCL_", "HF_", "WANDB_", "MLFLOW_"))}
-    env.update(HOME=str(work), NO_COLOR="1", DOCKER_HOST=NO_DOCKER)
-    return subprocess.run([sys.executable, "-m", "runner", *args], cwd=work, env=env, capture_output=True, text=True, timeout=120)
+    return run_cli(work, *args, env={"DOCKER_HOST": NO_DOCKER})
 
 
 def _line_of(text: str, needle: str) -> int:

@@ -36,18 +36,10 @@ def validate(doc: dict) -> None:
 
 
 @pytest.fixture
-def planned(tmp_path, monkeypatch):
-    from runner.config import load_config
-    from runner.config.envfile import EnvFile
-    from runner.plan import LaunchFlags, build_plan
-
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / ".primus.yaml").write_text(
-        "container:\n  options:\n    image: primus-test/busybox:latest\n    env: [HF_TOKEN, COPY_OF_VALUE, PLAIN]\n"
-    )
+def planned(make_plan):
     host = {"HF_TOKEN": CANARY, "COPY_OF_VALUE": f"Bearer {CANARY}", "PLAIN": "visible"}  # a non-secret name carrying the value
-    return build_plan(load_config(project_dir=tmp_path), ["echo", "hi"], host, EnvFile(None), LaunchFlags(gpu="none"))
+    return make_plan("container:\n  options:\n    image: primus-test/busybox:latest\n    env: [HF_TOKEN, COPY_OF_VALUE, PLAIN]\n",
+                     ["echo", "hi"], host=host, flags=["--gpu", "none"])
 
 
 def write(path, planned, **kw):

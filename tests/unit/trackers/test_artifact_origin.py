@@ -15,9 +15,8 @@ import pytest
 
 from engine_fixtures import assert_no_leak
 from hostile_servers import Server
-from runner.config import load_config
-from runner.config.envfile import EnvFile
-from runner.plan import LaunchFlags, build_plan
+from plan_factory import plan_from
+
 from runner.secrets import Masker
 from runner.trackers import runs as tracker_runs
 from runner.trackers.artifact_origin import artifact_refusal
@@ -63,9 +62,9 @@ def hostile_mlflow(location: str):
 
 def planned(work, server_url: str, token: str, upload: bool = False):
     trackers = "  disable_mlflow: false\n" + ("  mlflow_upload_logs: true\n" if upload else "")
-    (work / ".primus.yaml").write_text("container:\n  options:\n    image: busybox\ntrackers:\n" + trackers)
     host = {"MLFLOW_TRACKING_URI": server_url, "MLFLOW_TRACKING_TOKEN": token}
-    made = build_plan(load_config(), ["true"], host, EnvFile(None), LaunchFlags(gpu="none"), name="job-1")
+    made = plan_from(work, "container:\n  options:\n    image: busybox\ntrackers:\n" + trackers, host=host,
+                     flags=["--gpu", "none"], name="job-1")
     assert not made.problems, made.problems
     return made.plan
 

@@ -3,14 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
-from runner.config import load_config
-from runner.config.envfile import EnvFile
-from runner.options import LaunchFlags
-from runner.plan import build_plan
+from plan_factory import plan_from
+
 
 TRAIN = ["primus-cli", "direct", "--", "train", "pretrain", "--config", "exp.yaml"]
 
@@ -19,8 +14,7 @@ def plan(work, trackers: str | None, host=None):
     text = "container:\n  options:\n    image: busybox\n"
     if trackers is not None:
         text += "trackers:\n" + trackers
-    (work / ".primus.yaml").write_text(text)
-    return build_plan(load_config(), TRAIN, host or {}, EnvFile(None), LaunchFlags(gpu="none"), name="job-1").require()
+    return plan_from(work, text, TRAIN, host=host, flags=["--gpu", "none"], name="job-1").require()
 
 
 def test_no_tracker_settings_append_no_override(work):
@@ -53,12 +47,9 @@ def test_mlflow_run_name_comes_with_the_line_that_turned_mlflow_on(work):
     assert sources["--mlflow_run_name='job-1'"].endswith(".primus.yaml:5")
 
 
-def test_plan_text_and_json_list_the_overrides(work):
+def test_plan_text_and_json_list_the_overrides(work, cli):
     (work / ".primus.yaml").write_text("container:\n  gpu: none\n  options:\n    image: busybox\ntrackers:\n  log_interval: 5\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PRIMUS_", "WANDB_", "MLFLOW_"))}
-    env.update(HOME=str(work), NO_COLOR="1")
-    run = lambda *a: subprocess.run([sys.executable, "-m", "runner", *a, "plan", "--", *TRAIN], cwd=work, env=env,  # noqa: E731
-                                    capture_output=True, text=True, timeout=60)
+    run = lambda *a: cli(*a, "plan", "--", *TRAIN, cwd=work, timeout=60)  # noqa: E731
     text = run()
     assert text.returncode == 0, text.stderr
     assert f"--log_interval=5   <- {work / '.primus.yaml'}:6" in text.stdout

@@ -6,9 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from plan_factory import plan_from
+
 from runner.config import load_config
 from runner.config.envfile import EnvFile
-from runner.plan import LaunchFlags, build_plan
+from runner.plan import LaunchFlags
 from runner.secrets import Secret
 from runner.trackers.config import is_databricks_uri, is_primus_training
 
@@ -17,8 +19,8 @@ TRAIN = ["primus-cli", "train", "pretrain", "--config", "exp.yaml"]
 
 
 def plan_for(work: Path, trackers: str, host: dict | None = None, command=("true",), flags=LaunchFlags(gpu="none"), env_file=EnvFile(None)):
-    (work / ".primus.yaml").write_text("container:\n  options:\n    image: busybox\ntrackers:\n" + trackers)
-    return build_plan(load_config(), list(command), host or {}, env_file, flags, name="job-1")
+    config = "container:\n  options:\n    image: busybox\ntrackers:\n" + trackers
+    return plan_from(work, config, command, host=host, flags=flags, env_file=env_file, name="job-1")
 
 
 def messages(planned) -> str:

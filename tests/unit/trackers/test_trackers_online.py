@@ -19,9 +19,10 @@ from pathlib import Path
 import pytest
 
 from engine_fixtures import assert_no_leak
+from plan_factory import plan_from
+
 from runner.trackers import runs as tracker_runs
 from runner.config import load_config
-from runner.config.envfile import EnvFile
 from runner.plan import LaunchFlags, build_plan
 from runner.secrets import Masker
 from runner.ui import Output
@@ -75,8 +76,8 @@ def stand_in():
 
 
 def planned_for(work: Path, trackers: str, host: dict):
-    (work / ".primus.yaml").write_text("container:\n  options:\n    image: busybox\ntrackers:\n" + trackers)
-    planned = build_plan(load_config(), ["true"], host, EnvFile(None), LaunchFlags(gpu="none"), name="job-1")
+    planned = plan_from(work, "container:\n  options:\n    image: busybox\ntrackers:\n" + trackers, host=host,
+                        flags=["--gpu", "none"], name="job-1")
     assert not planned.problems, planned.problems
     return planned
 

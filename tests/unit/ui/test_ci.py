@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import re
-import subprocess
 import sys
 import urllib.parse
 import uuid
 from pathlib import Path
 
 import pytest
+
+from cli_runner import run_cli
+from plan_factory import plan_from
 
 from runner.session.summary import write_summary
 from runner.ui import ci
@@ -40,13 +41,8 @@ def assert_clean(text: str, where: str) -> None:
 
 
 def run(args, cwd: Path, stdout=None, **env_extra):
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PRIMUS_", "WANDB", "MLFLOW", "HF_", "GITHUB_", "GITLAB_", "CI"))}
-    env.update({"HOME": str(cwd), "NO_COLOR": "1", "HF_TOKEN": ENV_CANARY})
-    env.update(env_extra)
-    if stdout is not None:
-        return subprocess.run([sys.executable, "-m", "runner", *args], cwd=cwd, env=env, stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=60)
-    return subprocess.run([sys.executable, "-m", "runner", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+    streams = {} if stdout is None else {"stdout": stdout}
+    return run_cli(cwd, *args, env={"HF_TOKEN": ENV_CANARY, **env_extra}, timeout=60, **streams)
 
 
 @pytest.fixture
@@ -204,18 +200,10 @@ def test_group_markers(monkeypatch, capfd, flavor):
 
 
 def _plan(tmp_path, monkeypatch, host_env):
-    from runner.config import load_config
-    from runner.config.envfile import EnvFile
-    from runner.plan import LaunchFlags, build_plan
-
     monkeypatch.setenv("HOME", str(tmp_path))
-    (tmp_path / ".primus.yaml").write_text(
-        "container:\n  options:\n    image: primus-test/busybox:latest\n    env: [HF_TOKEN, PLAIN, WANDB_API_KEY]\n"
-    )
     monkeypatch.chdir(tmp_path)
-    config = load_config(project_dir=tmp_path)
-    planned = build_plan(config, ["echo", "hi"], host_env, EnvFile(None), LaunchFlags(gpu="none"))
-    return planned
+    config = "container:\n  options:\n    image: primus-test/busybox:latest\n    env: [HF_TOKEN, PLAIN, WANDB_API_KEY]\n"
+    return plan_from(tmp_path, config, ["echo", "hi"], host=host_env, flags=["--gpu", "none"])
 
 
 def test_step_summary_has_names_links_exit_code_and_no_value(tmp_path, monkeypatch):

@@ -6,18 +6,17 @@ import io
 
 from rich.console import Console
 
-from runner.config import load_config
-from runner.config.envfile import EnvFile
-from runner.plan import LaunchFlags, build_plan
+from plan_factory import plan_from
+
 from runner.ui.render import plan_tables, plan_text
 
 CANARY = "canary-render-41d0c2f7aa"
 
 
 def _plan(work):
-    (work / ".primus.yaml").write_text("container:\n  options:\n    image: busybox\n    env: [HF_TOKEN, ODD]\n")
     host = {"HF_TOKEN": CANARY, "ODD": "[bold]not markup[/bold]"}
-    return build_plan(load_config(), ["echo", "hi there"], host, EnvFile(None), LaunchFlags(gpu="none")).plan
+    config = "container:\n  options:\n    image: busybox\n    env: [HF_TOKEN, ODD]\n"
+    return plan_from(work, config, ["echo", "hi there"], host=host, flags=["--gpu", "none"]).plan
 
 
 def test_tables_show_values_literally_and_secrets_as_mask(work):

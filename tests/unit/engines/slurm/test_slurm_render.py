@@ -8,6 +8,9 @@ import sys
 from pathlib import Path
 import pytest
 
+from plan_factory import plan_from
+
+
 from runner.engines.slurm import agent, jobs
 from runner.engines.slurm import script as slurm_script
 from runner.config import load_config
@@ -52,8 +55,7 @@ def make_plan(gpu="none", command=("sh", "-c", "echo hi")):
     host = {"FOO": "foo-value", "HF_TOKEN": CANARY, "UNLISTED_TOKEN": NOT_LISTED, "NODE_RANK": "7"}
     env_file = EnvFile("/x/.env", {"MY_API_KEY": FILE_CANARY})
     per_node = [(n, "(per node)") for n in slurm_script.COMPUTED]
-    planned = build_plan(load_config(), list(command), host, env_file, LaunchFlags(gpu=gpu), extra_env=per_node)
-    return planned
+    return plan_from(Path.cwd(), None, command, host=host, env_file=env_file, flags=["--gpu", gpu], extra_env=per_node)
 
 
 def assert_no_value(text: str):
