@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from runner.errors import ConfigError
-from runner.runs import cache, liveness, outputs, paths, record
+from runner.runs import cache, liveness, outputs, paths
 from runner.runs.writer import Writer
 
 # The store (sqlite3, the writer thread's) and the log are imported where a launch uses them:
@@ -123,6 +123,8 @@ class Run:
         if self.log is not None:
             self.log.close()
         if self.record is not None:
+            from runner.runs import record  # a launch's only (datetime, getpass): a dry run writes no record
+
             record.finish(self.record, code, time.time())
             self._save()
             self._flush()
@@ -144,6 +146,8 @@ class Run:
         """The runner exits without ``end``: say what is known, never leave ``running`` behind."""
         if self._ended or self.record is None:
             return
+        from runner.runs import record
+
         if self.log is not None:
             self.log.close()
         if self.launched is None:
@@ -321,6 +325,8 @@ def _initial_record(run: Run, engine_name: str, options, config, slurm: bool) ->
         where = {"node_dir": run.node_cache["dir"], "target": cache.TARGET}
     else:
         where = None
+    from runner.runs import record  # a launch's only (datetime, getpass): a dry run writes no record
+
     return record.initial(run.id, run.plan, engine_name, started=time.time(), run_dir=run.dir,
                           log=None if slurm else run.dir / LOG_NAME, outputs=run.outputs, cache=where,
                           sources=options.sources, detached=bool(options.detach),
