@@ -138,6 +138,29 @@ run.end(0)
 """
 
 
+_RECORDER_CALLS = r"""
+import sys, time
+from runner.runs import recorder
+spent = []
+def timed(owner, name):
+    call = getattr(owner, name)
+    def wrapper(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return call(*args, **kwargs)
+        finally:
+            spent.append(time.perf_counter() - start)
+    setattr(owner, name, wrapper)
+timed(recorder, "begin"), timed(recorder.Run, "started"), timed(recorder.Run, "end")
+from runner.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+print(sum(spent), file=sys.stderr)
+"""
+
+
 def _spread(values: list[float], scale: float = 1.0) -> str:
     return f"median {statistics.median(values) * scale:.1f} ms (min {min(values) * scale:.1f}, max {max(values) * scale:.1f})"
 
@@ -147,7 +170,8 @@ def bench_runs() -> None:
     against the same launch with `runs.record: false`, measured in the same run, interleaved, median of 10
     with min/max (target: under 10 ms): (a) end to end, `up -- true`; (b) the recorder's own calls in a fresh
     process each, from `begin` to the process's exit (a connection's close at exit counts), with 200 ms of
-    engine time simulated around `started`; (a)'s spread on a busy host is larger than the figure."""
+    engine time simulated around `started`; (c) (b)'s CPU time; (d) the launch's own thread's time in the
+    recorder's calls during a real `up -- true`. (a)'s and (b)'s spread on a busy host is larger than the figure."""
     runs = 10
     with _bench_dir() as cwd, tempfile.TemporaryDirectory() as state:
         env = dict(os.environ, NO_COLOR="1", XDG_STATE_HOME=state)
@@ -170,6 +194,12 @@ def bench_runs() -> None:
                 cpu[cfg].append(_children_cpu() - before)
         costs = {cfg: values[1:] for cfg, values in costs.items()}  # the first wrote the bytecode
         cpu = {cfg: values[1:] for cfg, values in cpu.items()}
+        calls: dict[str, list[float]] = {"on.yaml": [], "off.yaml": []}
+        for _ in range(runs):
+            for cfg in calls:
+                child = subprocess.run([sys.executable, "-c", _RECORDER_CALLS, *up(cfg)[len(RUNNER):]], cwd=cwd, env=env,
+                                       capture_output=True, text=True, check=True)
+                calls[cfg].append(float(child.stderr.strip().splitlines()[-1]))
     on, off = statistics.median(ups["on.yaml"]), statistics.median(ups["off.yaml"])
     print(f"runs (a): up -- true with the record {_spread(ups['on.yaml'], 1000)}, without {_spread(ups['off.yaml'], 1000)}; "
           f"ratio {on / off:.3f}x, the record adds {(on - off) * 1000:+.1f} ms (target < 10 ms)", flush=True)
@@ -180,6 +210,10 @@ def bench_runs() -> None:
     print(f"runs (c): (b)'s processes' CPU time (all threads, the writer's too; a busy host stretches wall time, "
           f"not work) with the record {_spread(cpu['on.yaml'], 1000)}, without {_spread(cpu['off.yaml'], 1000)}; "
           f"the record adds {(rec - bare) * 1000:+.1f} ms of CPU", flush=True)
+    rec, bare = statistics.median(calls["on.yaml"]), statistics.median(calls["off.yaml"])
+    print(f"runs (d): in a real `up -- true`, the launch's own thread in begin, started and end with the record "
+          f"{_spread(calls['on.yaml'], 1000)}, without {_spread(calls['off.yaml'], 1000)}; the record adds "
+          f"{(rec - bare) * 1000:+.1f} ms there (the writer's work, (c), runs beside the job)", flush=True)
 
 
 def _children_cpu() -> float:
@@ -342,16 +376,16 @@ def _until_both_running(client, label: str, start: float, timeout: float = 300) 
 
 def bench_submit() -> None:
     """`submit` until all N containers run vs a hand-written `sbatch` + `srun docker run`
-    of the same job, interleaved, for N = 2, 4, 8 (those the cluster has: `NODES=8 .ci/setup-engines.sh`),
-    median of BENCH_SUBMIT_RUNS (default 3); then how each side grows per added node."""
+    of the same job, interleaved, for N = 1, 2, 4, 8 (those the cluster has: `NODES=8 .ci/setup-engines.sh`),
+    median of BENCH_SUBMIT_RUNS (default 5) with min and max; then how each side grows per added node."""
     import json
 
     import docker
 
     client = docker.from_env(version="auto")
-    runs = int(os.environ.get("BENCH_SUBMIT_RUNS", "3"))
+    runs = int(os.environ.get("BENCH_SUBMIT_RUNS", "5"))
     have = len(subprocess.run(["sinfo", "-h", "-N", "-o", "%N"], capture_output=True, text=True).stdout.split())
-    sizes = [n for n in (2, 4, 8) if n <= have]
+    sizes = [n for n in (1, 2, 4, 8) if n <= have]  # from 1: two nodes already give a per-node slope
     env = dict(os.environ, NO_COLOR="1", BENCH_API_KEY="bench-secret-value-0123456789")
 
     def until_all_running(label: str, n: int, start: float, timeout: float = 300) -> float:
@@ -397,7 +431,7 @@ def bench_submit() -> None:
             print(f"N={n}: submit to all containers running: {', '.join(f'{t:.2f}' for t in ours)} s; "
                   f"sbatch+srun docker run: {', '.join(f'{t:.2f}' for t in raws)} s", flush=True)
             medians[n] = (statistics.median(ours), statistics.median(raws))
-            report(f"submit -> {n} containers running median of {runs}", medians[n][0], "s", medians[n][1], "sbatch + srun docker run")
+            compare(f"submit -> {n} containers running", ours, raws, "sbatch + srun docker run", scale=1, unit="s")
     if len(sizes) > 1:
         lo, hi = sizes[0], sizes[-1]
         per_ours = (medians[hi][0] - medians[lo][0]) / (hi - lo)
@@ -451,7 +485,7 @@ def bench_masker() -> None:
 def bench_pull() -> None:
     """The 220 MB three-layer image from the password-protected local registry (.ci/setup-registry.sh),
     removed before every run: `up --pull always -- true` vs `docker pull` + `docker run --rm`, and the runner's
-    pull() alone vs `docker pull` alone; interleaved, median of 3."""
+    pull() alone (with its credential lookup) vs `docker pull` alone; interleaved, median of BENCH_PULL_RUNS (5) with min, max."""
     sys.path.insert(0, str(REPO))
     from runner.clients.engine_api import Engine
     from runner.clients.engine_api.pull import pull
@@ -459,10 +493,10 @@ def bench_pull() -> None:
 
     fields = dict(line.split("=", 1) for line in Path("/etc/primus-test-registry/credentials").read_text().split())
     image = f"{fields['registry']}/primus-test/big:latest"
-    runs = 3
+    runs = int(os.environ.get("BENCH_PULL_RUNS", "5"))
     with _bench_dir() as cwd, tempfile.TemporaryDirectory() as docker_config:
         # One credential source for every side: a Docker config logged in with the password on stdin.
-        env = dict(os.environ, NO_COLOR="1", DOCKER_CONFIG=docker_config)
+        env = _installed_env(DOCKER_CONFIG=docker_config)
         subprocess.run(["docker", "login", fields["registry"], "-u", fields["user"], "--password-stdin"],
                        input=fields["password"], text=True, env=env, check=True, capture_output=True)
 
@@ -470,9 +504,8 @@ def bench_pull() -> None:
             subprocess.run(["docker", "image", "rm", image], env=env, capture_output=True)
 
         def ours() -> float:
-            cred = credentials_for(image, env.get)
             start = time.perf_counter()
-            pull(Engine(), image, policy="always", credential=cred)
+            pull(Engine(), image, policy="always", credential=credentials_for(image, env.get))
             return time.perf_counter() - start
 
         up = RUNNER + ["up", "--pull", "always", "--gpu", "none", "--image", image, "--", "true"]
@@ -499,9 +532,9 @@ def bench_pull() -> None:
         finally:
             rmi()
             subprocess.run(["docker", "logout", fields["registry"]], env=env, capture_output=True)
-    report(f"pull() 220 MB median of {runs}", statistics.median(pulls), "s", statistics.median(raw_pulls), "docker pull")
+    compare("pull() 220 MB", pulls, raw_pulls, "docker pull", scale=1, unit="s")
     if ups:
-        report(f"up --pull always -- true 220 MB median of {len(ups)}", statistics.median(ups), "s", statistics.median(raws), "docker pull + docker run --rm")
+        compare("up --pull always -- true 220 MB", ups, raws, "docker pull + docker run --rm", scale=1, unit="s")
     else:
         print(f"up --pull always: not measured ({up_error}); docker pull + docker run --rm median {statistics.median(raws):.2f} s", flush=True)
 
@@ -535,19 +568,34 @@ def _mlflow_server(workdir: str, artifacts: str = "proxied", env: dict | None = 
     raise OSError("the MLflow server did not start")
 
 
+def _cpu_timed(cmd: list[str], **kwargs) -> tuple[float, float]:
+    """(wall s, CPU s of the process and the children it waited for): the CPU figure holds on a loaded host."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall = timed(cmd, 1, **kwargs)[0]
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
 def _on_off(label: str, off: list[str], on: list[str], off_env: dict, on_env: dict, cwd: str, runs: int = 5) -> None:
-    """``on`` beside ``off``, interleaved (load changes hit both alike), after one warm-up run of each."""
+    """``on`` beside ``off``, interleaved (load changes hit both alike), after one warm-up run of each; wall
+    time and the runner's own CPU time (the engine's daemon is not counted: the same on both sides)."""
     timed(off, 1, env=off_env, cwd=cwd), timed(on, 1, env=on_env, cwd=cwd)
-    offs, ons = [], []
+    offs, ons, off_cpu, on_cpu = [], [], [], []
     for _ in range(runs):
-        offs += timed(off, 1, env=off_env, cwd=cwd)
-        ons += timed(on, 1, env=on_env, cwd=cwd)
+        wall, cpu = _cpu_timed(off, env=off_env, cwd=cwd)
+        offs.append(wall), off_cpu.append(cpu)
+        wall, cpu = _cpu_timed(on, env=on_env, cwd=cwd)
+        ons.append(wall), on_cpu.append(cpu)
     diff = (statistics.median(ons) - statistics.median(offs)) * 1000
+    cpu_diff = (statistics.median(on_cpu) - statistics.median(off_cpu)) * 1000
     print(f"{label}: on {spread(ons)}; off {spread(offs)}; on - off {diff:+.0f} ms, "
-          f"ratio {statistics.median(ons) / statistics.median(offs):.2f}x", flush=True)
+          f"ratio {statistics.median(ons) / statistics.median(offs):.2f}x; CPU on {spread(on_cpu)}, off {spread(off_cpu)}, "
+          f"on - off {cpu_diff:+.0f} ms; load {os.getloadavg()[0]:.1f}", flush=True)
 
 
-_S3_FLOOR = """
+_S3_FLOOR = r"""
 import os, sys, time
 import boto3
 s3 = boto3.client("s3", endpoint_url=os.environ["MLFLOW_S3_ENDPOINT_URL"])
@@ -616,6 +664,10 @@ def bench_mlflow() -> None:
                         RUNNER + ["--config", str(on_cfg), "plan", "--", "true"], off_env, on_env, cwd)
             _on_off(f"up -- true, MLflow on ({store})", up_off, up_on, off_env, on_env, cwd)
             if bucket:
+                probe = subprocess.run([sys.executable, "-c", _S3_FLOOR, bucket], env=on_env, cwd=cwd, capture_output=True, text=True)
+                if probe.returncode:
+                    print(f"S3 floor: not measured ({probe.stderr.strip().splitlines()[-1:]})", flush=True)
+                    continue
                 _on_off("S3 floor: python with boto3 import + client + one put_object vs python -c pass",
                         [sys.executable, "-c", "pass"], [sys.executable, "-c", _S3_FLOOR, bucket], off_env, on_env, cwd)
 
@@ -691,7 +743,8 @@ def bench_secret_refs() -> None:
             (work / "token").chmod(0o600)
             names = {"HF_TOKEN": "pass:ml/hf", "WANDB_API_KEY": "aws-sm:bench/wandb", "DATABRICKS_TOKEN": "cmd:echo bench-cmd-value",
                      "MLFLOW_TRACKING_TOKEN": f"file:{work / 'token'}", "GH_TOKEN": "env:OTHER_GH"}
-            env = dict(os.environ, NO_COLOR="1", OTHER_GH="bench-gh-value", **store.env, **moto.env, **isolated_aws_env(work))
+            env = dict(os.environ, NO_COLOR="1", OTHER_GH="bench-gh-value", PRIMUS_RUNNER_TRUST_PROJECT="1",  # the bench wrote the file
+                       **store.env, **moto.env, **isolated_aws_env(work))
             plain_env = dict(env, **{n: f"bench-{n.lower()}-value" for n in names})
             plan = RUNNER + ["plan", "--", "true"]
 
@@ -702,7 +755,7 @@ def bench_secret_refs() -> None:
                 (directory / ".primus.yaml").write_text(("secrets:\n" + "".join(f"  {n}: {r}\n" for n, r in refs.items()) if refs else "") + options)
                 return str(directory)
 
-            plain = project("env", {})
+            plain = project("plain", {})
             raw = {"pass": ["pass", "show", "ml/hf"], "cmd": ["sh", "-c", "echo bench-cmd-value"], "file": ["cat", str(work / "token")],
                    "aws-sm": [sys.executable, "-c", _SM_RAW, "bench/wandb"]}
             for name, ref in names.items():
@@ -721,7 +774,11 @@ def _refs_beside(label: str, cmd: list[str], env: dict, cwd: str, plain_env: dic
                  runs: int = 7) -> None:
     """``cmd`` in ``cwd`` beside ``base`` (default: the same command in the project without references)."""
     base = base or cmd
-    timed(cmd, 1, env=env, cwd=cwd), timed(base, 1, env=plain_env, cwd=plain_cwd)
+    for argv, e, c in ((cmd, env, cwd), (base, plain_env, plain_cwd)):
+        first = subprocess.run(argv, env=e, cwd=c, capture_output=True, text=True)
+        if first.returncode:
+            print(f"{label}: not measured ({' '.join(argv[-3:])} exited {first.returncode}: {first.stderr.strip()[-300:]})", flush=True)
+            return
     ons, offs = [], []
     for _ in range(runs):
         ons += timed(cmd, 1, env=env, cwd=cwd)

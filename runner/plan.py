@@ -90,6 +90,7 @@ class LaunchPlan:
     secrets_via: str = "stdin"
     stop_timeout: float = 10.0
     pull: str = "missing"  # when the engine pulls the image: missing | always | never
+    container_engine: str = "auto"  # container.engine: auto | docker | podman (every Slurm node uses it too)
     labels: tuple[tuple[str, str], ...] = ()  # the user's (--label), then the runner's own
     entrypoint: str | None = None  # --entrypoint: replaces the image's ("" clears it); None: the image's
     platform: str | None = None  # --platform: the image variant the engine must run (OS/ARCH[/VARIANT])
@@ -215,10 +216,9 @@ def _as_bool(value) -> bool:
 
 @functools.lru_cache(maxsize=1)
 def _gpu_policy() -> dict:
-    import yaml
+    from runner.config.yamlsource import load_file
 
-    with open(policies_dir() / "gpu.yaml", encoding="utf-8") as fh:
-        return yaml.load(fh, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return load_file(policies_dir() / "gpu.yaml", "built-in GPU policy").data
 
 
 def _volume(spec: str, where: str | None, problems: list[Problem]) -> Mount | None:
@@ -528,6 +528,7 @@ def _container_settings(config: Config, flags: LaunchFlags, notices: list[str], 
         secrets_via=config.get("container", "secrets_via", default="stdin"),
         stop_timeout=float(config.get("container", "stop_timeout", default=10)),
         pull=str(config.get("container", "pull", default=None) or "missing"),
+        container_engine=str(config.get("container", "engine", default=None) or "auto"),
     )
 
 

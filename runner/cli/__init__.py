@@ -610,6 +610,10 @@ def _verb(args, sources, out, parser) -> int:
                           dry_run=args.cmd in ("down", "cancel") and _dry_run(args, sources), node=getattr(args, "node", None),
                           command=tuple(getattr(args, "command", ())), engine=args.engine)
     engine = engine_for_verb(args.cmd, args.engine, names[0] if args.cmd == "logs" else None)
+    if args.cmd == "down" and not selection.dry_run:
+        from runner.runs import detached
+
+        detached.before_down(names, selection.all, sources, out)  # a detached run's output outlives its container
     return verb(engine, args.cmd)(selection, out)
 
 
@@ -646,7 +650,7 @@ def _dry_run(args, sources) -> bool:
 def _node_agent(args, sources, out, parser) -> int:
     from runner.engines.slurm import agent
 
-    return agent.cleanup(str(args.cleanup), out) if args.cleanup else agent.run_node(args.plan_file, out)
+    return agent.cleanup(str(args.cleanup), out, args.plan_file) if args.cleanup else agent.run_node(args.plan_file, out)
 
 
 def _audit(args, sources, out, parser) -> int:

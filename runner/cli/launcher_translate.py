@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from runner.cli.launcher_args import ModeArgs
 from runner.engines.docker import run_options
-from runner.errors import UsageError
+from runner.errors import ConfigError, UsageError
 from runner.options import LaunchFlags, ModeOptions, SlurmFlags, Sources
 
 _SCALAR = {"image": "image", "name": "name", "user": "user", "workdir": "workdir", "network": "network", "ipc": "ipc",
@@ -178,35 +178,39 @@ def slurm_flags(tokens: list[str], launcher: str) -> SlurmFlags:
     args: list[str] = []
     srun_args: list[str] = []
     known: dict[str, str | None] = {}
+    spelled: dict[str, str] = {}
     for name, value, given in parsed:
         if name in _REFUSED:
             raise UsageError(f"slurm --{name} is refused: {_REFUSED[name]}", hint="add names to container.options.env")
         (srun_args if name in SRUN_ONLY else args).extend(given)
         known[name] = value
+        spelled[name.replace("-", "_")] = given[0].split("=")[0] if given[0].startswith("--") else given[0][:2]
     if srun_args and launcher == "sbatch":
         raise UsageError(f"{' '.join(srun_args)}: srun options, but this is slurm sbatch", hint="use slurm srun, or leave them out")
+    _check_values(known, spelled)
     return SlurmFlags(
-        nodes=_count("-N/--nodes", known.get("nodes")), gpus_per_node=_gpus(known.get("gpus-per-node")),
+        nodes=_number(known.get("nodes")), gpus_per_node=_number(known.get("gpus-per-node"), typed=True),
         output=known.get("output"), error=known.get("error"), args=tuple(args), srun_args=tuple(srun_args),
         partition=None, time=None, account=None, exclusive=False,
     )
 
 
-def _count(flag: str, value: str | None) -> int | None:
-    if value is None:
-        return None
-    if not re.fullmatch(r"\d+", value):
-        raise UsageError(f"{flag} {value!r}: the runner needs a node count (one number)", hint=f"{flag.split('/')[0]} 2")
-    return int(value)
+def _check_values(known: dict[str, str | None], spelled: dict[str, str]) -> None:
+    """The values the runner reads or Slurm will parse, by the same rules as ``submit``'s flags and
+    the config's keys (``runner.engines.slurm.values``), each named by the flag as given."""
+    from runner.engines.slurm import values
+
+    given = {name.replace("-", "_"): value for name, value in known.items() if value is not None}
+    checked = {name: value for name, value in given.items() if values.checked(name)}
+    problems = values.problems(checked, {name: spelled[name] for name in checked})
+    if problems:
+        raise ConfigError(problems)
 
 
-def _gpus(value: str | None) -> int | None:
-    if value is None:
-        return None
-    count = value.rsplit(":", 1)[-1]  # --gpus-per-node=[type:]N
-    if not count.isdigit():
-        raise UsageError(f"--gpus-per-node {value!r}: [TYPE:]N", hint="--gpus-per-node=8")
-    return int(count)
+def _number(value: str | None, typed: bool = False) -> int | None:
+    from runner.engines.slurm import values
+
+    return None if value is None else values.count(value, typed=typed)
 
 
 def overridden(args: tuple[str, ...]) -> set[str]:

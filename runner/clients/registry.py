@@ -160,6 +160,28 @@ def podman_auth_paths(lookup: Lookup) -> list[str]:
 def _from_docker_config(registry: str, path: str, kind: str) -> RegistryCredential | None:
     if not os.path.isfile(path):
         return None
+    from runner.clients.docker_auths import plain_login
+
+    key = HUB_AUTH_KEY if registry == HUB else registry
+    read, found = plain_login(path, key)  # the file's own logins: no SDK to import
+    source = f"{kind} {path}"
+    if not read:
+        found, source = _sdk_login(registry, path, kind, key)
+    if not found:
+        return None
+    token = found.get("IdentityToken") or found.get("identitytoken")
+    if token:
+        return RegistryCredential(registry, "", Secret(token), source, identity_token=True)
+    user = found.get("username") or found.get("Username") or ""
+    password = found.get("password") or found.get("Password") or ""
+    if not user and not password:
+        return None  # an empty 'auths' entry (the login lives in a store that has nothing)
+    return RegistryCredential(registry, user, Secret(password), source)
+
+
+def _sdk_login(registry: str, path: str, kind: str, key: str) -> tuple[dict | None, str]:
+    """(the login for ``key``, where it came from) through the Docker SDK: credential stores and
+    helpers, legacy and malformed files, as ``docker pull`` resolves them."""
     import warnings
 
     import docker.auth  # the SDK's resolution, as docker pull does it: only here, only when pulling
@@ -169,7 +191,6 @@ def _from_docker_config(registry: str, path: str, kind: str) -> RegistryCredenti
         auth = docker.auth.load_config(config_path=path)
     except docker.errors.DockerException as exc:
         raise ConfigError(Problem(f"the {kind} {path} is not valid: {exc}", hint="fix or remove its 'auths' entries, or log in again")) from None
-    key = HUB_AUTH_KEY if registry == HUB else registry
     helper = auth.get_credential_store(key) if (auth.creds_store or auth.cred_helpers) else None
     try:
         with warnings.catch_warnings():  # the SDK warns when the helper program is missing; we say it ourselves
@@ -187,17 +208,9 @@ def _from_docker_config(registry: str, path: str, kind: str) -> RegistryCredenti
             hint=f"check it with: echo {key} | {program} get",
         )) from None
     if not found:
-        return None
+        return None, ""
     from_file = any(found is entry for entry in auth.auths.values())
-    source = f"{kind} {path}" if from_file or not helper else f"credential helper docker-credential-{helper}"
-    token = found.get("IdentityToken") or found.get("identitytoken")
-    if token:
-        return RegistryCredential(registry, "", Secret(token), source, identity_token=True)
-    user = found.get("username") or found.get("Username") or ""
-    password = found.get("password") or found.get("Password") or ""
-    if not user and not password:
-        return None  # an empty 'auths' entry (the login lives in a store that has nothing)
-    return RegistryCredential(registry, user, Secret(password), source)
+    return found, f"{kind} {path}" if from_file or not helper else f"credential helper docker-credential-{helper}"
 
 
 def _helper_error(exc: BaseException) -> str:

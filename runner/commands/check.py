@@ -57,7 +57,7 @@ def run_check(opts: CheckOptions, out: Output) -> int:
         if prepared.planned.unset:
             found.warnings.append(unset_notice(prepared.planned.unset))
         _check_devices(plan, prepared.config, found)
-        if engine.name != "process":  # a container's tracker outputs, refused as the launch would refuse them
+        if getattr(engine, "runs_in_container", True):  # a container's tracker outputs, refused as the launch would refuse them
             from runner.runs.outputs import refusals
 
             found.problems += refusals(plan, prepared.config)

@@ -20,7 +20,7 @@ from typing import Any
 
 from runner.errors import ConfigError, Problem
 from runner.resources import policies_dir
-from runner.config.yamlsource import Located, load_yaml, nearest_line
+from runner.config.yamlsource import Located, load_yaml, nearest_line  # noqa: F401  (load_yaml: its callers)
 
 # Lists that accumulate across layers instead of being replaced.
 CUMULATIVE = {
@@ -88,15 +88,15 @@ def load_config(
     """
     from runner.config import trust
     from runner.config.layers import layer_files
-    from runner.config.yamlsource import parse_yaml, read_text
+    from runner.config.yamlsource import load_file, parse_file, read_text
 
-    layers = [load_yaml(policies_dir() / "defaults.yaml", "built-in defaults")]
+    layers = [load_file(policies_dir() / "defaults.yaml", "built-in defaults")]
     loaded: list[LoadedFile] = []
     problems: list[Problem] = []
     forced = trust.forced(trust_project)
     for layer_file in layer_files(extra, project_dir=project_dir, user_files=user_files):
         text = read_text(layer_file.path, "config file")
-        located = parse_yaml(text, str(layer_file.path))
+        located = parse_file(text, str(layer_file.path))
         trusted = True
         if layer_file.project and not forced:
             trusted = trust.is_trusted(layer_file.path, trust.digest(text.encode("utf-8", "surrogateescape")))

@@ -81,6 +81,25 @@ def load_yaml(path: Path, what: str = "config file") -> Located:
     return parse_yaml(text, str(path))
 
 
+def parse_file(text: str, source: str) -> Located:
+    """``parse_yaml`` of a config file, remembered by its text (``parse_cache``): an unchanged
+    file is not parsed again, and YAML is not loaded at all."""
+    from runner.config import parse_cache
+
+    digest = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+    known = parse_cache.recall(source, text)
+    if known is not None:
+        return Located(data=known[0], lines=known[1], source=source, digest=digest)
+    located = parse_yaml(text, source)
+    parse_cache.remember(source, text, located.data, located.lines)
+    return located
+
+
+def load_file(path: Path, what: str = "config file") -> Located:
+    """``load_yaml`` through the parse cache (``parse_file``)."""
+    return parse_file(read_text(path, what), str(path))
+
+
 def parse_yaml(text: str, source: str) -> Located:
     """Parse one document, bounded: the parser's events are composed here, without
     recursion, and nesting deeper than ``MAX_DEPTH`` is refused before it is built

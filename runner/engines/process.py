@@ -64,6 +64,7 @@ class ProcessEngine:
     audit_after = False
     computed_env: tuple[str, ...] = ()
     gpu_mode = "off"  # no container: the host's own devices, nothing chosen
+    runs_in_container = False  # the job writes on the host: no mount decides where tracker outputs go
     # No verbs (ps, logs, down, …): a process job lives only as long as the runner that follows it;
     # `runs --engine process` and `logs RUN` read its record.
 

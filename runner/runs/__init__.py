@@ -8,5 +8,8 @@
     outputs   tracker output paths resolved against the job's mounts
     cache     the per-host, per-image compiler/model cache mounted into every job
     recorder  the pipeline's hook: ``begin`` before the launch, ``end`` after it
+    writer    the record's writes on a thread of their own, off the launch's critical path
+    detached  a detached container's output kept in its run's log (``runs``, ``logs``, ``down``)
+    reading   the store as the commands open it, a run's own masker
     commands  ``runs``, ``runs show``, ``runs gc`` and ``logs RUN|NAME|JOB``
 """

@@ -14,28 +14,19 @@ import shutil
 import socket
 import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 from runner.errors import RuntimeFailure, UsageError
 from runner.runs import liveness, paths, record
 from runner.runs.logdir import read_lines, follow as follow_file
+from runner.runs.reading import engine_time, open_store, run_masker
 from runner.runs.store import Store, StoreError
 
 
-def open_store(create: bool = False) -> Store | None:
-    """The store, None when there is none yet; a broken one is an error that says what is wrong."""
-    if not paths.db_path().exists():
-        return None
-    try:
-        return Store.open(create=create)
-    except StoreError as exc:
-        raise RuntimeFailure(exc.message, exc.hint) from None
-
-
 # ---------------------------------------------------------------- reconcile
-def reconcile(store: Store, rec: dict) -> dict:
-    """The record with what can be told now about a run that still says ``running``; stored when it changed."""
+def reconcile(store: Store, rec: dict, masker_of=None) -> dict:
+    """The record with what can be told now about a run that still says ``running``; stored when it changed.
+    ``masker_of(rec)``: the run's masker, to keep a finished detached container's output in its log."""
     if rec.get("state") != "running":
         return rec
     before = dict(rec)
@@ -48,7 +39,7 @@ def reconcile(store: Store, rec: dict) -> dict:
     elif rec.get("engine") == "slurm" and rec.get("job_id"):
         _reconcile_slurm(rec)
     elif rec.get("container_id"):
-        _reconcile_container(rec)
+        _reconcile_container(rec, masker_of)
     if rec != before:
         try:
             store.put(rec)
@@ -57,35 +48,30 @@ def reconcile(store: Store, rec: dict) -> dict:
     return rec
 
 
-def _reconcile_container(rec: dict) -> None:
+def _reconcile_container(rec: dict, masker_of=None) -> None:
     from runner.clients.engine_api import ApiError
     from runner.clients.engine_api.shared import engine_at
     from runner.errors import EngineUnavailable
+    from runner.runs import detached
 
     try:
-        info = engine_at(rec.get("engine_host")).inspect(rec["container_id"])
+        eng = engine_at(rec.get("engine_host"))
+        info = eng.inspect(rec["container_id"])
     except ApiError as exc:
         if exc.status == 404:
             rec.update(state="unknown", note="its container was removed before its end was seen")
         return
     except (EngineUnavailable, OSError):
         return
-    state = info.get("State") or {}
-    if state.get("Running") or state.get("Status") in ("created", "running", "paused", "restarting"):
+    if not detached.finished(info):
         return
-    code = state.get("ExitCode")
-    record.finish(rec, code, _engine_time(state.get("FinishedAt")) or time.time())
-
-
-def _engine_time(stamp: str | None) -> float | None:
-    from datetime import datetime
-
-    if not stamp or stamp.startswith("0001"):
-        return None
-    try:
-        return datetime.fromisoformat(re.sub(r"(\.\d{6})\d*", r"\1", stamp).replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
+    if masker_of is not None:  # first seen ended: its output into the run's log, before a `down` removes it
+        try:
+            detached.keep(eng, rec, masker_of(rec))
+        except (ApiError, EngineUnavailable, OSError):
+            pass  # `logs` tries again while the container is there
+    state = info.get("State") or {}
+    record.finish(rec, state.get("ExitCode"), engine_time(state.get("FinishedAt")) or time.time())
 
 
 def _reconcile_slurm(rec: dict) -> None:
@@ -110,13 +96,18 @@ def _reconcile_slurm(rec: dict) -> None:
 # ---------------------------------------------------------------- runs
 def cmd_runs(out, *, all_users: bool = False, limit: int | None = None, state: str | None = None,
              engine: str | None = None, name: str | None = None) -> int:
+    from runner.runs.store import space_problem
+
     store = open_store()
+    full = space_problem(paths.state_dir()) if paths.state_dir().exists() else None
+    if full is not None:
+        out.warn(f"{full.message}; fix: {full.hint}")
     uid = None if all_users else os.getuid()
     rows = []
     if store is not None:
         shown = limit if limit is not None else (None if out.json_mode else 20)
         try:
-            rows = [reconcile(store, r) for r in store.list(None if state else shown, uid=uid, engine=engine, name=name)]
+            rows = [reconcile(store, r, _masker_of(out)) for r in store.list(None if state else shown, uid=uid, engine=engine, name=name)]
         except StoreError as exc:
             raise RuntimeFailure(exc.message, exc.hint) from None
         if state:
@@ -133,6 +124,12 @@ def cmd_runs(out, *, all_users: bool = False, limit: int | None = None, state: s
     for row in table:
         out.result("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
     return 0
+
+
+def _masker_of(out):
+    from runner.options import Sources
+
+    return lambda rec: run_masker(rec, Sources(), out)
 
 
 def _row(r: dict, all_users: bool) -> tuple[str, ...]:
@@ -241,39 +238,6 @@ def _job_dir_of(r: dict) -> Path | None:
 
 
 # ---------------------------------------------------------------- logs
-@contextmanager
-def _in(directory: str | None):
-    """Run a block in the run's own directory (its ./.primus.yaml and ./.env) when it still exists."""
-    here = os.getcwd()
-    moved = False
-    if directory and os.path.isdir(directory):
-        try:
-            os.chdir(directory)
-            moved = True
-        except OSError:
-            pass
-    try:
-        yield
-    finally:
-        if moved:
-            os.chdir(here)
-
-
-def run_masker(rec: dict, sources, out):
-    """The run's own secret scope: its directory's config and env file, its secret references resolved."""
-    from runner.options import Sources
-    from runner.context import load_context
-    from runner.errors import RunnerError
-
-    own = rec.get("sources") or {}
-    try:
-        with _in(rec.get("cwd")):
-            scope = load_context(Sources(own.get("config_file") or sources.config_file, own.get("env_file") or sources.env_file), out=out).scope
-    except RunnerError:
-        scope = load_context(sources, out=out).scope
-    return scope.masker
-
-
 def cmd_logs(key: str, out, sources, *, follow: bool = False, tail: int | None = None, node: str | None = None) -> int | None:
     """``logs RUN|NAME|JOB`` for a recorded run; None when no record matches (the caller tries the engines)."""
     try:
@@ -301,7 +265,8 @@ def cmd_logs(key: str, out, sources, *, follow: bool = False, tail: int | None =
             return shown
     if log is None or not (log.exists() or log.with_name(log.name + ".1").exists()):
         raise UsageError(f"run {rec['id']} has no log" + (f" ({rec.get('note')})" if rec.get("note") else ""),
-                         "detached containers keep their output until `primus-runner down`")
+                         "a detached container's output is kept when `runs`, `logs` or `down` sees it; "
+                         "this one was removed by other means first")
     lines, position = read_lines(log, tail)
     stream = masker.stream()
     write = sys.stdout.buffer.write
@@ -328,15 +293,15 @@ def _container_logs(rec: dict, masker, follow: bool, tail: int | None, log: Path
     from runner.clients.engine_api import ApiError, Demux
     from runner.clients.engine_api.shared import engine_at
     from runner.errors import EngineUnavailable
+    from runner.runs import detached
 
     try:
         eng = engine_at(rec.get("engine_host"))
         info = eng.inspect(rec["container_id"])
     except (ApiError, EngineUnavailable, OSError):
         return None  # gone: the run's log (if it was kept) tells the rest
-    running = bool((info.get("State") or {}).get("Running"))
-    if not running and log is not None and not log.exists():
-        _keep(eng, rec["container_id"], log, masker)
+    if detached.finished(info):
+        detached.keep(eng, rec, masker)
     params = {"stdout": 1, "stderr": 1, "follow": 1 if follow else 0}
     if tail is not None:
         params["tail"] = tail
@@ -354,22 +319,3 @@ def _container_logs(rec: dict, masker, follow: bool, tail: int | None, log: Path
         targets[kind].write(s.flush())
         targets[kind].flush()
     return 0
-
-
-def _keep(eng, cid: str, log: Path, masker) -> None:
-    """Copy a finished detached container's output (masked) into the run's log: it outlives ``down``."""
-    from urllib.parse import quote
-
-    from runner.clients.engine_api import Demux
-
-    stream = masker.stream()
-    try:
-        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except OSError:
-        return
-    with os.fdopen(fd, "wb") as fh:
-        demux = Demux()
-        for piece in eng.stream(f"/containers/{quote(cid)}/logs", {"stdout": 1, "stderr": 1}):
-            for _, data in demux.feed(piece):
-                fh.write(stream.feed(data))
-        fh.write(stream.flush())

@@ -18,12 +18,16 @@ import re
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runner.errors import ConfigError
-from runner.runs import cache, liveness, outputs, paths, record
-from runner.runs.logdir import DEFAULT_LIMIT_MB, LOG_NAME, RunLog
+from runner.runs import cache, liveness, outputs, paths
 from runner.runs.writer import Writer
+
+# The store (sqlite3, the writer thread's) and the log are imported where a launch uses them:
+# a dry run (`plan`) decides the run's mounts and writes nothing.
+if TYPE_CHECKING:
+    from runner.runs.logdir import RunLog
 
 
 class Run:
@@ -47,12 +51,16 @@ class Run:
 
     # ---------------------------------------------------------------- writes that never stop a launch
     def _warn_once(self, problem) -> None:
+        """One warning per run for what keeps its record or log from being written (a full disk
+        fails both: said once)."""
         if self._warned:
             return
         self._warned = True
         from runner.runs.store import StoreError  # the store (sqlite3) is the writer thread's: `plan` never imports it
 
-        if isinstance(problem, StoreError):
+        if isinstance(problem, str):
+            self.out.warn(problem)
+        elif isinstance(problem, StoreError):
             self.out.warn(f"{problem.message}: this run is not recorded (the job runs all the same); fix: {problem.hint}")
         else:
             self.out.warn(f"this run's record could not be written ({type(problem).__name__}: {problem}); the job runs all the same")
@@ -115,6 +123,8 @@ class Run:
         if self.log is not None:
             self.log.close()
         if self.record is not None:
+            from runner.runs import record  # a launch's only (datetime, getpass): a dry run writes no record
+
             record.finish(self.record, code, time.time())
             self._save()
             self._flush()
@@ -122,7 +132,7 @@ class Run:
         wandb_id = (self.record or {}).get("trackers", {}).get("run_ids", {}).get("wandb") or self.plan.public_env().get("WANDB_RUN_ID")
         for line in outputs.after(self.outputs, wandb_id, self.plan.trackers.wandb_mode):
             self.out.info(line)
-        if self.dir is not None and not self.out.json_mode:
+        if self.dir is not None and self.writer is not None and self.writer.stored and not self.out.json_mode:
             self.out.info(f"run {self.id}: primus-runner runs show {self.id}; its output: primus-runner logs {self.id}")
         return self._audit() if self.audit else []
 
@@ -136,6 +146,8 @@ class Run:
         """The runner exits without ``end``: say what is known, never leave ``running`` behind."""
         if self._ended or self.record is None:
             return
+        from runner.runs import record
+
         if self.log is not None:
             self.log.close()
         if self.launched is None:
@@ -181,13 +193,42 @@ def _setting(config, key: str, default: Any) -> Any:
 
 
 def _job_dir(engine_name: str, config, run_id: str, name: str) -> Path | None:
-    """Slurm: ``<slurm.output_dir, else ./primus-runs>/<run id>-<name>`` (the nodes must see it; the run's
-    record points there)."""
+    """Slurm: ``<slurm.output_dir>/<run id>-<name>`` when it is set, else the run's own ``slurm/`` under
+    the state directory (``_settle_job_dir`` checks that the nodes see it); the record points there."""
     if engine_name != "slurm":
         return None
     base = config.get("slurm", "output_dir", default=None) if config is not None else None
-    root = Path(os.path.expanduser(str(base))) if base else Path.cwd() / "primus-runs"
-    return root.absolute() / f"{run_id}-{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}"
+    if not base:
+        return paths.runs_dir() / run_id / "slurm"
+    return Path(os.path.expanduser(str(base))).absolute() / f"{run_id}-{_safe(name)}"
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+
+
+def _settle_job_dir(run: Run, config, out) -> None:
+    """A Slurm job's files under the state directory need a run directory and nodes that see it; else
+    they go to ``./primus-runs/<run id>-<name>`` (as before the state location), and a notice says why."""
+    if run.job_dir is None or run.job_dir != paths.runs_dir() / run.id / "slurm":
+        return  # slurm.output_dir: the user's choice
+    from runner.engines.slurm.shared_fs import nodes_see
+
+    why = None
+    if run.dir is None:
+        why = "there is no run directory (runs.record: false, or the state directory cannot be written)"
+    else:
+        seen, reason = nodes_see(paths.state_dir())
+        if seen is False:
+            why = f"the Slurm nodes do not see the state directory {paths.state_dir()}: {reason}"
+    if why is None:
+        return
+    moved = (Path.cwd() / "primus-runs" / f"{run.id}-{_safe(run.plan.name)}").absolute()
+    _move_outputs(run, run.job_dir / "outputs", moved / "outputs")
+    run.job_dir = moved
+    if run.dir is not None:
+        out.notice(f"this job's files go to {moved}, not under the state directory: {why}; "
+                   "set slurm.output_dir to a directory every node sees")
 
 
 def begin(options, engine, plan, ctx, out, config) -> Run:
@@ -201,16 +242,20 @@ def begin(options, engine, plan, ctx, out, config) -> Run:
     run.job_dir = _job_dir(engine.name, config, run.id, plan.name)
     uncached = _plan_mounts(run, engine.name, config)
     if dry:
+        ctx.run = run  # the dry run renders the job directory a launch would use
         return run
     recording = bool(_setting(config, "record", True))  # runs.record: false: no record, run directory or log
     if recording:
         _make_run_dir(run, out)
+    _settle_job_dir(run, config, out)
     _make_output_dirs(run, out)
     _make_cache_dir(run, out, uncached)
     slurm = engine.name == "slurm"
     if run.dir is not None and not slurm and not options.detach:  # a detached job's output is the engine's until it ends
+        from runner.runs.logdir import DEFAULT_LIMIT_MB, LOG_NAME, RunLog
+
         limit = int(_setting(config, "log_limit_mb", DEFAULT_LIMIT_MB)) << 20
-        run.log = RunLog(run.dir / LOG_NAME, limit, out.warn)
+        run.log = RunLog(run.dir / LOG_NAME, limit, run._warn_once)
         ctx.tail = run.log
     if run.dir is not None:
         run._lock = liveness.hold(run.dir)
@@ -272,12 +317,16 @@ def _make_cache_dir(run: Run, out, uncached) -> None:
 
 
 def _initial_record(run: Run, engine_name: str, options, config, slurm: bool) -> dict:
+    from runner.runs.logdir import LOG_NAME
+
     if run.cache_dir:
         where = {"host": str(run.cache_dir), "target": cache.TARGET}
     elif run.node_cache:
         where = {"node_dir": run.node_cache["dir"], "target": cache.TARGET}
     else:
         where = None
+    from runner.runs import record  # a launch's only (datetime, getpass): a dry run writes no record
+
     return record.initial(run.id, run.plan, engine_name, started=time.time(), run_dir=run.dir,
                           log=None if slurm else run.dir / LOG_NAME, outputs=run.outputs, cache=where,
                           sources=options.sources, detached=bool(options.detach),
@@ -290,18 +339,19 @@ def _make_output_dirs(run: Run, out) -> None:
         outputs.make_dirs(run.outputs)
     except OSError:
         fallback = Path(tempfile.mkdtemp(prefix=f"primus-runner-outputs-{run.id}-"))
-        old = (run.job_dir or paths.runs_dir() / run.id) / "outputs"
-        from dataclasses import replace
-
-        moved = []
-        for o in run.outputs:
-            if o.how == "run" and o.host:
-                moved.append(replace(o, host=str(fallback / Path(o.host).relative_to(old))))
-            else:
-                moved.append(o)
-        mounts = tuple(replace(m, source=str(fallback / Path(m.source).relative_to(old))) if m.source.startswith(str(old)) else m
-                       for m in run.plan.mounts)
-        run.plan = replace(run.plan, mounts=mounts)
-        run.outputs = moved
+        _move_outputs(run, (run.job_dir or paths.runs_dir() / run.id) / "outputs", fallback)
         outputs.make_dirs(run.outputs)
         out.warn(f"the tracker outputs go to {fallback} (the run's directory cannot be written)")
+
+
+def _move_outputs(run: Run, old: Path, new: Path) -> None:
+    """The run's tracker outputs (and the plan's mounts of them) from under ``old`` to under ``new``."""
+    from dataclasses import replace
+
+    def moved(path: str) -> str:
+        return str(new / Path(path).relative_to(old))
+
+    run.outputs = [replace(o, host=moved(o.host)) if o.how == "run" and o.host and o.host.startswith(str(old)) else o
+                   for o in run.outputs]
+    mounts = tuple(replace(m, source=moved(m.source)) if m.source.startswith(str(old)) else m for m in run.plan.mounts)
+    run.plan = replace(run.plan, mounts=mounts)

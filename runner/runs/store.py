@@ -63,6 +63,24 @@ def explain(exc: BaseException, path: Path) -> StoreError:
                       f"move it away (mv {path} {path}.broken) if the problem stays")
 
 
+LOW_SPACE = 256 << 10  # less than this free: a launch's record and log would not fit for long
+
+
+def space_problem(path: Path) -> StoreError | None:
+    """The disk holding ``path`` (the state directory) full or nearly: what ``runs`` says, since a launch
+    that could not write its record there could not write that either."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return None
+    free = st.f_bavail * st.f_frsize
+    if free >= LOW_SPACE:
+        return None
+    return StoreError(f"the disk holding the state directory {path} is full ({free >> 10} KiB free): "
+                      "launches run, but their records and output are not kept",
+                      "free space on it, or set XDG_STATE_HOME to another disk")
+
+
 class Store:
     def __init__(self, conn: sqlite3.Connection, path: Path):
         self.conn, self.path = conn, path

@@ -40,6 +40,7 @@ class Writer:
         self._queue: queue.Queue = queue.Queue()
         self._started = False
         self._broken = False  # the store could not be opened: one warning, nothing more is tried
+        self.stored = False  # the last write was committed
         self._checked = False
 
     def put(self, text: str) -> None:
@@ -85,8 +86,10 @@ class Writer:
             self.store.put(doc)
         except StoreError as exc:
             self._broken = self._broken or self.store is None
+            self.stored = False
             self.warn(exc)
             return
+        self.stored = True
         if not self._checked:
             self._checked = True
             self.store.checkpoint_if_over(WAL_CHECKPOINT_BYTES)

@@ -7,7 +7,6 @@ value leaves the process.
 
 from __future__ import annotations
 
-import hmac
 
 MASK = "***"
 
@@ -41,6 +40,8 @@ class Secret:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Secret):
             return NotImplemented
+        import hmac  # here: its OpenSSL binding costs every start-up otherwise
+
         return hmac.compare_digest(self._value.encode("utf-8", "surrogateescape"), other._value.encode("utf-8", "surrogateescape"))
 
     __hash__ = None  # type: ignore[assignment]

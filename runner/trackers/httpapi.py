@@ -75,6 +75,19 @@ class SameOriginRedirects(urllib.request.HTTPRedirectHandler):
         return super().redirect_request(req, fp, code, msg, headers, newurl)
 
 
+class _NoDefaultContentType(urllib.request.BaseHandler):
+    """Drop the form Content-Type urllib adds to a body sent without one (after its own handler, order 500):
+    a signed upload URL may have been signed without any."""
+
+    handler_order = 900
+
+    def http_request(self, req):
+        req.unredirected_hdrs.pop("Content-type", None)
+        return req
+
+    https_request = http_request
+
+
 def tls_context(ep: Endpoint) -> ssl.SSLContext:
     context = ssl.create_default_context(cafile=ep.cafile) if ep.cafile else ssl.create_default_context()
     if ep.insecure_tls:
@@ -107,18 +120,22 @@ def http_error(exc: urllib.error.HTTPError) -> HTTPFailure:
     return HTTPFailure(exc.code, f"HTTP {exc.code}" + (f": {message}" if message else ""), code)
 
 
-def request(ep: Endpoint, method: str, path: str, *, body=None, raw: bytes | None = None, timeout: float = BEGIN_TIMEOUT):
-    """One HTTP call; returns the decoded JSON answer (or ``{}``)."""
+def request(ep: Endpoint, method: str, path: str, *, body=None, raw: bytes | None = None, timeout: float = BEGIN_TIMEOUT,
+            headers: dict[str, str] | None = None, json_answer: bool = True):
+    """One HTTP call; returns the decoded JSON answer (or ``{}``). ``headers`` replace the defaults (a signed
+    upload URL takes exactly the headers it was signed with: ``{"Content-Type": ""}`` sends none)."""
     url = ep.base.rstrip("/") + path
-    headers = {"User-Agent": f"primus-runner/{__version__}", "Accept": "application/json", **authorization(ep)}
+    sent = {"User-Agent": f"primus-runner/{__version__}", "Accept": "application/json", **authorization(ep)}
     data = None
     if body is not None:
         data = json.dumps(body).encode()
-        headers["Content-Type"] = "application/json"
+        sent["Content-Type"] = "application/json"
     elif raw is not None:
         data = raw
-        headers["Content-Type"] = "text/plain; charset=utf-8"
-    handlers: list = [SameOriginRedirects()]
+        sent["Content-Type"] = "text/plain; charset=utf-8"
+    sent.update(headers or {})
+    headers = {k: v for k, v in sent.items() if v != ""}
+    handlers: list = [SameOriginRedirects()] + ([_NoDefaultContentType()] if data is not None and "Content-Type" not in headers else [])
     if url.startswith("https:"):
         handlers.append(urllib.request.HTTPSHandler(context=tls_context(ep)))
     opener = urllib.request.build_opener(*handlers)
@@ -130,7 +147,7 @@ def request(ep: Endpoint, method: str, path: str, *, body=None, raw: bytes | Non
     except (urllib.error.URLError, OSError, ValueError) as exc:  # refused, DNS, timeout, TLS
         reason = getattr(exc, "reason", exc)
         raise HTTPFailure(0, f"{type(reason).__name__}: {reason}" if str(reason) else type(reason).__name__) from None
-    if not payload:
+    if not payload or not json_answer:
         return {}
     try:
         return json.loads(payload)

@@ -49,7 +49,7 @@ from runner.trackers.artifact_origin import artifact_refusal
 from runner.trackers.base import Handshake, TrackedPlan
 from runner.trackers.mlflow_settings import CLIENT_NAMES, SETTINGS, databricks_profile, is_databricks_uri  # noqa: F401 (SETTINGS: its declaration)
 from runner.trackers.httpapi import BEGIN_TIMEOUT, UPLOAD_TIMEOUT
-from runner.trackers import mlflow_artifacts
+from runner.trackers import databricks_artifacts, mlflow_artifacts
 from runner.trackers.mlflow_api import LOG_ARTIFACT, Experiment as _Experiment
 from runner.trackers.job_paths import host_path
 from runner.trackers.mlflow_filestore import FileStore, store_root
@@ -257,6 +257,9 @@ class _Rest:
         return "mlflow-artifacts/artifacts/" + urllib.parse.quote(parts.path.strip("/"))
 
     def upload(self, run_id: str, artifact_uri: str, data: bytes) -> None:
+        if databricks_artifacts.handles(artifact_uri):  # a Databricks-managed run: a signed URL of its cloud store
+            databricks_artifacts.upload(self.ep, run_id, artifact_uri, data, max(self.timeout, UPLOAD_TIMEOUT))
+            return
         self._call("PUT", f"{self._proxied(artifact_uri)}/{LOG_ARTIFACT}", raw=data, timeout=max(self.timeout, UPLOAD_TIMEOUT))
 
     def probe(self, location: str) -> None:
@@ -413,7 +416,8 @@ class _Direct:
 def _writer(plan: TrackedPlan, opened, location: str):
     """What writes to the artifact store at ``location``: the API that opened the run when it reaches the store
     (the server's proxy, the client), ``_Direct`` for a directory or S3, else the client (None: not installed)."""
-    proxied = urllib.parse.urlsplit(location).scheme == "mlflow-artifacts"
+    proxied = urllib.parse.urlsplit(location).scheme == "mlflow-artifacts" or (
+        databricks_artifacts.handles(location) and is_databricks_uri(_tracking_uri(plan)))  # over REST, signed by Databricks
     if isinstance(opened, (_Client, FileStore)) or (proxied and isinstance(opened, _Rest)):
         return opened  # a file store maps the job's paths to the host's
     if mlflow_artifacts.writes_directly(location):
@@ -657,7 +661,7 @@ def _mlflow_begin(plan: TrackedPlan, out: Output, hs: Handshake) -> Callable[[in
         uploading = None
         if writer is not None:
             data = out.masker.mask_bytes(masked_output)
-            uploading = threading.Thread(target=_upload_log, args=(writer, run_id, artifact_uri, data, out), daemon=True)
+            uploading = threading.Thread(target=_upload_log, args=(writer, run_id, artifact_uri, data, out, plan), daemon=True)
             uploading.start()
         _close_run(api, run_id, final_status(exit_code), out)
         if uploading is not None:
@@ -666,9 +670,14 @@ def _mlflow_begin(plan: TrackedPlan, out: Output, hs: Handshake) -> Callable[[in
     return finish
 
 
-def _upload_log(writer, run_id: str, artifact_uri: str, data: bytes, out: Output) -> None:
+def _upload_log(writer, run_id: str, artifact_uri: str, data: bytes, out: Output, plan: TrackedPlan | None = None) -> None:
     try:
-        writer.upload(run_id, artifact_uri, data)
+        try:
+            writer.upload(run_id, artifact_uri, data)
+        except httpapi.HTTPFailure as exc:
+            if exc.code != databricks_artifacts.NEEDS_CLIENT or plan is None or not _client_available():
+                raise
+            _Client(plan, max(BEGIN_TIMEOUT, UPLOAD_TIMEOUT)).upload(run_id, artifact_uri, data)  # ADLS Gen2
     except httpapi.HTTPFailure as exc:
         out.warn(f"MLflow: the job output was not uploaded to {artifact_uri}: {exc.detail}")
     except EngineUnavailable as exc:  # the client's import failed

@@ -47,25 +47,25 @@ def writes_directly(location: str) -> bool:
     return local_path(location) is not None or urllib.parse.urlsplit(location).scheme == "s3"
 
 
-class _Import:
-    """One module imported in a background thread, once; ``get()`` waits for it (and raises what the import raised)."""
+class _Background:
+    """``load()`` run once in a background thread; ``get()`` waits for it (and raises what it raised)."""
 
-    def __init__(self, name: str):
-        self.name = name
+    def __init__(self, name: str, load):
+        self.name, self._load_fn = name, load
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
-        self._module = None
+        self._value = None
         self._error: BaseException | None = None
 
     def start(self) -> None:
         with self._lock:
             if self._thread is None:
-                self._thread = threading.Thread(target=self._load, name=f"primus-runner-import-{self.name}", daemon=True)
+                self._thread = threading.Thread(target=self._load, name=f"primus-runner-{self.name}", daemon=True)
                 self._thread.start()
 
     def _load(self) -> None:
         try:
-            self._module = importlib.import_module(self.name)
+            self._value = self._load_fn()
         except BaseException as exc:  # a broken install must not kill the thread silently
             self._error = exc
 
@@ -75,22 +75,33 @@ class _Import:
         self._thread.join()
         if self._error is not None:
             raise self._error
-        return self._module
+        return self._value
 
 
-_BOTO3 = _Import("boto3")
+def _s3_session():
+    """A boto3 session whose S3 client machinery is loaded: importing boto3 and making the first client (the
+    service model, the endpoint rules) is nearly all of S3's cost; a second client of the session takes ms.
+    The warm-up client has explicit placeholder keys and sends nothing: the real one is made later, with the
+    plan's environment, which is never put in ``os.environ`` from this thread."""
+    boto3 = importlib.import_module("boto3")
+    session = boto3.session.Session()
+    session.client("s3", region_name="us-east-1", aws_access_key_id="warm-up", aws_secret_access_key="warm-up")
+    return session
+
+
+_S3_SESSION = _Background("s3-client", _s3_session)
 
 
 def preload(location: str) -> None:
     """Start importing what writing to ``location`` needs, so the job's run time hides it."""
     if urllib.parse.urlsplit(location).scheme == "s3":
-        _BOTO3.start()
+        _S3_SESSION.start()
 
 
 def _s3_client():
     import logging
 
-    boto3 = _BOTO3.get()
+    session = _S3_SESSION.get()
     from botocore.config import Config
 
     for name in ("botocore", "boto3", "s3transfer", "urllib3"):  # library logs go to stderr unmasked
@@ -99,7 +110,7 @@ def _s3_client():
     config = Config(signature_version="s3v4", retries={"max_attempts": attempts, "mode": "standard"},
                     connect_timeout=UPLOAD_TIMEOUT, read_timeout=UPLOAD_TIMEOUT)
     verify = False if truthy(os.environ.get("MLFLOW_S3_IGNORE_TLS")) else None  # None: boto3's default, AWS_CA_BUNDLE included
-    return boto3.client("s3", endpoint_url=os.environ.get("MLFLOW_S3_ENDPOINT_URL") or None, verify=verify, config=config)
+    return session.client("s3", endpoint_url=os.environ.get("MLFLOW_S3_ENDPOINT_URL") or None, verify=verify, config=config)
 
 
 def _s3_key(location: str, relative: str) -> tuple[str, str]:

@@ -63,3 +63,22 @@ def runs_json(ws_run, *args) -> list[dict]:
     done = ws_run("--json", "runs", *args)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
+
+
+def state_runs(home: Path) -> Path:
+    """The run directories of a runner whose HOME is ``home`` (XDG_STATE_HOME as the environment has it)."""
+    import os
+
+    base = os.environ.get("XDG_STATE_HOME", "")
+    return (Path(base) if base and os.path.isabs(base) else home / ".local" / "state") / "primus-runner" / "runs"
+
+
+def slurm_job_dirs(home: Path) -> list[Path]:
+    """The job directories of Slurm jobs submitted with HOME=``home`` and slurm.output_dir unset: each run's
+    own ``slurm/`` under the state directory (the runner's default since it keeps every run's files there)."""
+    root = state_runs(home)
+    return sorted(p for p in root.glob("*/slurm") if p.is_dir()) if root.exists() else []
+
+
+def slurm_job_files(home: Path, pattern: str) -> list[Path]:
+    return sorted(f for d in slurm_job_dirs(home) for f in d.glob(pattern))

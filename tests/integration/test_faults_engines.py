@@ -24,6 +24,7 @@ import pytest
 
 from docker_helpers import BUSYBOX, LABEL_JOB, Workspace, unique
 from engine_fixtures import assert_no_leak, engine_missing
+from runs_helpers import slurm_job_dirs
 
 MARKER = re.compile(r"^[0-9a-f]{64}$")  # config-validity cache markers (empty files named by a hash)
 
@@ -307,8 +308,8 @@ def test_slurmctld_down_submit_leaves_nothing(controller_down, canary):
     assert result.returncode == 1, result.stderr.decode()
     error = _one_error(result)
     assert "slurmctld does not answer" in error and "not submitted" in error, error
-    runs = ws.cwd / "primus-runs"
-    assert not runs.exists() or list(runs.iterdir()) == [], "a job directory (plan, script) was left behind"
+    for runs in (ws.cwd / "primus-runs", *slurm_job_dirs(ws.home)):
+        assert not runs.exists() or list(runs.iterdir()) == [], "a job directory (plan, script) was left behind"
     assert partial_state(ws) == [], "partial state files left behind"
     assert_no_leak(result.stdout + result.stderr, canary, "submit output")
     for path, data in ws.written_files().items():

@@ -100,37 +100,52 @@ def test_rebuild_without_change_is_all_cache_hits(built, python_image):
     assert again["labels"]["org.opencontainers.image.created"] == results["rocm"]["labels"]["org.opencontainers.image.created"]
 
 
-def _scan_stream(stream, secrets: dict, where: str, chunk: int = 64 << 20, overlap: int = 4096) -> None:
-    tail = b""
-    while True:
-        data = stream.read(chunk)
-        if not data:
-            return
-        assert_no_leak(tail + data, secrets, where)
-        tail = data[-overlap:]
+class _ScanningReader:
+    """A file over an iterator of byte chunks that scans each chunk (with an overlap across chunks)
+    for every form of the secrets before handing its bytes on."""
+
+    def __init__(self, chunks, secrets: dict, where: str, overlap: int = 4096):
+        self.chunks, self.secrets, self.where, self.overlap = iter(chunks), secrets, where, overlap
+        self.buf, self.tail, self.scanned = bytearray(), b"", 0
+
+    def _pull(self) -> bool:
+        chunk = next(self.chunks, None)
+        if chunk is None:
+            return False
+        assert_no_leak(self.tail + chunk, self.secrets, self.where)
+        self.tail, self.scanned = chunk[-self.overlap:], self.scanned + len(chunk)
+        self.buf += chunk
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        while (size < 0 or len(self.buf) < size) and self._pull():
+            pass
+        size = len(self.buf) if size < 0 else min(size, len(self.buf))
+        out = bytes(self.buf[:size])
+        del self.buf[:size]
+        return out
+
+    def drain(self) -> None:
+        """Scan whatever the tar reader did not ask for (the end-of-archive padding)."""
+        while self._pull():
+            self.buf.clear()
 
 
-def test_canary_never_in_image_config_history_or_layers(built, docker_client, tmp_path):
+def test_canary_never_in_image_config_history_or_layers(built, docker_client):
     _, secrets, results = built
     for flavor in ("rocm", "cuda"):
         image = docker_client.images.get(TAGS[flavor])
         assert_no_leak(json.dumps(image.attrs), secrets, f"{flavor} image config")
         assert_no_leak(json.dumps(image.history()), secrets, f"{flavor} image history")
-        saved = tmp_path / f"{flavor}.tar"
-        with open(saved, "wb") as fh:
-            for block in image.save(named=True):
-                fh.write(block)
-        with open(saved, "rb") as fh:
-            _scan_stream(fh, secrets, f"{flavor} docker save tar")
+        # One pass over `docker save`'s stream: every byte is scanned as the tar reader takes it. The
+        # outer tar and its layer tars are uncompressed, so this sees each layer's files byte for byte.
+        reader = _ScanningReader(image.save(named=True), secrets, f"{flavor} docker save tar")
         layers = 0
-        with tarfile.open(saved) as outer:
+        with tarfile.open(fileobj=reader, mode="r|") as outer:
             for member in outer:
-                if member.isfile():
-                    with outer.extractfile(member) as inner:
-                        _scan_stream(inner, secrets, f"{flavor} {member.name}")
-                    layers += member.name.endswith("layer.tar")
-        assert layers >= 3  # the base, the tracker install, the user setup at least
-        saved.unlink()
+                layers += member.isfile() and member.name.endswith("layer.tar")
+        reader.drain()
+        assert reader.scanned > 0 and layers >= 3  # the base, the tracker install, the user setup at least
 
 
 def test_a_secret_in_the_image_is_found_and_the_image_removed(python_image, docker_client, tmp_path, canary):

@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from engine_fixtures import SLURM_PARTITION, assert_no_leak, engine_missing
+from runs_helpers import slurm_job_files
 
 pytestmark = [pytest.mark.docker]
 
@@ -325,7 +326,7 @@ def test_slurm_sbatch_submits_and_answers_like_submit(space, slurm_cluster):
             break
         time.sleep(1)
     assert state["exit_code"] == 0, state
-    (out_file,) = (space.project / "primus-runs").glob(f"*/slurm-{job_id}.out")
+    (out_file,) = slurm_job_files(space.home, f"slurm-{job_id}.out")
     text = out_file.read_text()
     lines = [re.sub(r"^(\d+): ", r"[\1] ", line) for line in text.splitlines()]  # srun --label prefixes
     ranks = seen("\n".join(lines))

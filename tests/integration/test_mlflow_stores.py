@@ -333,11 +333,12 @@ class _DatabricksFront:
 
     ACCESS_TOKEN = "oauth-access-" + uuid.uuid4().hex
 
-    def __init__(self, backend: str):
+    def __init__(self, backend: str, dbfs: bool = False):
         import threading
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
         self.requests: list[tuple[str, str, str, bytes]] = []  # (method, path, Authorization, body)
+        self.signed: list[tuple[str, dict, bytes]] = []  # (path, headers, body) of uploads to a signed URL
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -359,13 +360,25 @@ class _DatabricksFront:
                                                        "token_endpoint": outer.url + "/oidc/v1/token"}).encode())
                 if self.path.startswith("/oidc/v1/token"):
                     return self._send(200, json.dumps({"access_token": outer.ACCESS_TOKEN, "token_type": "Bearer", "expires_in": 3600}).encode())
+                if self.path.startswith("/signed/"):  # the cloud store's side: takes what the signature allows
+                    outer.signed.append((self.path, dict(self.headers), body))
+                    return self._send(200, b"", "text/plain")
+                if dbfs and self.path.startswith("/api/2.0/mlflow/artifacts/credentials-for-write"):
+                    paths = json.loads(body)["path"]
+                    return self._send(200, json.dumps({"credential_infos": [
+                        {"path": p, "signed_uri": f"{outer.url}/signed/{p}?X-Amz-Signature=stand-in", "type": "AWS_PRESIGNED_URL",
+                         "headers": [{"name": "x-amz-server-side-encryption", "value": "AES256"}]} for p in paths]}).encode())
                 if not self.path.startswith("/api/"):
                     return self._send(404, b"{}")
                 req = urllib.request.Request(backend + self.path, data=body or None, method=self.command,
                                              headers={"Content-Type": self.headers.get("Content-Type") or "application/json"})
                 try:
                     with urllib.request.urlopen(req, timeout=30) as r:
-                        return self._send(r.status, r.read(), r.headers.get("Content-Type") or "application/json")
+                        answer = r.read()
+                        if dbfs:  # Databricks-managed runs keep their artifacts under its DBFS tracking root
+                            answer = re.sub(rb'"artifact_uri": ?"[^"]*/([0-9a-f]{32})/artifacts"',
+                                            rb'"artifact_uri": "dbfs:/databricks/mlflow-tracking/0/\1/artifacts"', answer)
+                        return self._send(r.status, answer, r.headers.get("Content-Type") or "application/json")
                 except urllib.error.HTTPError as exc:
                     return self._send(exc.code, exc.read())
 
@@ -429,6 +442,34 @@ def test_every_databricks_sign_in_creates_and_closes_the_run(home, databricks, m
     captured = capfd.readouterr()
     assert_no_leak(captured.out + captured.err, [token, client_secret, databricks.ACCESS_TOKEN], "the runner's output")
     assert "View run" not in captured.out
+
+
+@pytest.mark.mlflow
+def test_databricks_token_puts_the_log_to_the_signed_url_without_the_client(home, mlflow_server, monkeypatch, canary, capsys):
+    """A Databricks-managed run's artifacts (dbfs:/databricks/mlflow-tracking/...) over REST: an upload URL
+    signed by Databricks, the log PUT there with its headers and without the Databricks token (before, this
+    needed the MLflow client, and without it the log was not uploaded)."""
+    from runner.trackers import runs as tracker_runs
+
+    monkeypatch.setattr(importlib.import_module("runner.trackers.mlflow"), "_client_available", lambda: False)
+    front = _DatabricksFront(str(mlflow_server), dbfs=True)
+    token = canary["DATABRICKS_TOKEN"]
+    try:
+        planned = _planned(home, {"MLFLOW_TRACKING_URI": "databricks", "DATABRICKS_HOST": front.url, **canary})
+        hs = tracker_runs.begin(planned.plan, _output(planned))
+        hs.finish(0, b"token " + canary["HF_TOKEN"].encode() + b"\n")
+    finally:
+        front.close()
+    assert "warning" not in capsys.readouterr().err.lower()
+    [(path, headers, body)] = front.signed
+    headers = {k.lower(): v for k, v in headers.items()}
+    assert path.split("?")[0] == "/signed/primus-runner/job-output.log" and body == b"token ***\n"
+    assert "authorization" not in headers and headers.get("x-amz-server-side-encryption") == "AES256"
+    assert "content-type" not in headers  # signed without one: none is sent
+    writes = [json.loads(b) for m, p, _, b in front.requests if p.startswith("/api/2.0/mlflow/artifacts/credentials-for-write")]
+    assert writes == [{"run_id": hs.env["MLFLOW_RUN_ID"], "path": ["primus-runner/job-output.log"]}]
+    assert all(auth == "Bearer " + token for _, p, auth, _ in front.requests if p.startswith("/api/"))
+    assert_no_leak(body + json.dumps(headers).encode(), canary, "the upload to the signed URL")
 
 
 # ------------------------------------------------------------------ submit: the handshake once, on the submitting host

@@ -159,6 +159,35 @@ def test_logs_of_a_finished_attached_and_detached_up_from_another_directory(tmp_
     assert secret not in one.stdout.decode()
 
 
+@pytest.mark.engines("docker", "podman")
+def test_a_detached_job_downed_before_anyone_looked_keeps_its_masked_output_and_exit_code(tmp_path, canary, engine_host, busybox_image):
+    ws = _workspace(tmp_path, canary, engine_host)
+    name = unique("runs-down")
+    started = ws.run("up", "-d", "--name", name, "--", "sh", "-c", 'echo "detached said"; echo "hf=$HF_TOKEN"; exit 5')
+    assert started.returncode == 0, _text(started)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # the engine's own listing: neither `runs` nor `logs` sees the end first
+            listed = json.loads(ws.run("--json", "ps").stdout)
+            if any(c["name"] == name and c["status"] == "exited" for c in listed):
+                break
+            time.sleep(0.3)
+        down = ws.run("down", name)
+        assert down.returncode == 0, _text(down)
+    finally:
+        ws.run("down", name)
+        force_remove(name)
+    (run_dir,) = (tmp_path / "state" / "primus-runner" / "runs").iterdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shown = subprocess.run(ws.argv("logs", run_dir.name), cwd=elsewhere, env=ws.env, capture_output=True, text=True)
+    assert shown.returncode == 0 and shown.stdout == "detached said\nhf=***\n", (shown.stdout, shown.stderr)
+    (rec,) = runs_json(lambda *a: subprocess.run(ws.argv(*a), cwd=elsewhere, env=ws.env, capture_output=True, text=True))
+    assert (rec["id"], rec["state"], rec["exit_code"]) == (run_dir.name, "failed", 5)
+    for path, data in _state_files(tmp_path).items():
+        assert_no_leak(data, canary, path)
+
+
 def shown_last(cwd, ws, key) -> str:
     """The last line ``logs KEY`` shows, as ``--tail 1`` must show it."""
     shown = subprocess.run(ws.argv("logs", key), cwd=cwd, env=ws.env, capture_output=True, text=True).stdout
@@ -225,6 +254,47 @@ def test_an_unusable_state_directory_is_a_warning_and_the_job_runs(tmp_path, can
     assert len(warnings) == 1 and "corrupt" in warnings[0] and str(db) in warnings[0], warnings
     listed = ws.run("runs")
     assert listed.returncode != 0 and "corrupt" in _text(listed) and "mv " in _text(listed)
+
+
+@pytest.fixture
+def tiny_state(tmp_path):
+    """A 256 KiB tmpfs as the state directory (CI runs as root), unmounted after."""
+    if os.geteuid() != 0:
+        if os.environ.get("CI") == "true":
+            pytest.fail("the full-disk test mounts a tmpfs: CI runs it as root")
+        pytest.skip("mounting a tmpfs needs root")
+    state = tmp_path / "state"
+    state.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k,mode=0700", "tmpfs", str(state)], check=True)
+    try:
+        yield state
+    finally:
+        subprocess.run(["umount", "-l", str(state)], check=False)
+
+
+def test_a_full_state_disk_is_one_warning_the_job_s_code_and_runs_says_so(tmp_path, canary, busybox_image, tiny_state):
+    ws = _workspace(tmp_path, canary)
+    first = ws.run("up", "--", "sh", "-c", "echo room; exit 0")
+    assert first.returncode == 0, _text(first)
+    with open(tiny_state / "filler", "wb", buffering=0) as fh:  # the rest of the disk
+        try:
+            while True:
+                fh.write(b"\0" * 4096)
+        except OSError:
+            pass
+    full = ws.run("up", "--", "sh", "-c", "echo no room; exit 7")
+    assert full.returncode == 7 and full.stdout.decode() == "no room\n", _text(full)
+    warnings = [ln for ln in _text(full).splitlines() if ln.startswith("warning:")]
+    assert len(warnings) == 1 and ("full" in warnings[0] or "No space left" in warnings[0]), warnings
+    assert str(tiny_state) in warnings[0] and "runs show" not in _text(full)  # not recorded: no pointer to a record
+    listed = ws.run("runs")
+    assert listed.returncode == 0 and "full" in _text(listed) and str(tiny_state / "primus-runner") in _text(listed), _text(listed)
+    db = tiny_state / "primus-runner" / "runs.db"
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    rows = [json.loads(r[0]) for r in conn.execute("SELECT record FROM runs")]
+    conn.close()
+    assert [(r["state"], r["exit_code"]) for r in rows] == [("succeeded", 0)]  # complete records only: none half-written
 
 
 def test_runs_gc_removes_old_finished_runs_and_their_directories(tmp_path, canary, busybox_image):

@@ -186,6 +186,18 @@ def discover(preference: str = "auto", env=None) -> EngineLocation:
     return EngineLocation(kind, f"unix://{path}", source, tried=tuple(tried))
 
 
+def answering_kind(location: EngineLocation) -> str | None:
+    """The engine behind a unix socket that accepts a connection, judged by where the socket
+    really is (Podman's docker.sock is a link to its own socket); None for a TCP host or a
+    socket nothing listens on (the caller asks the engine itself, or says it is down)."""
+    path = location.socket_path
+    if path is None or _answers(path) != "ok":
+        return None
+    if location.kind == "podman" or _kind_of("unix://" + os.path.realpath(path)) == "podman":
+        return "podman"
+    return "docker"
+
+
 def start_hint(location: EngineLocation) -> str:
     """The one fix for "engine not reachable", for this engine and place."""
     path = location.socket_path

@@ -23,7 +23,11 @@ def engine_client(preference: str | None = None, timeout: float | None = None) -
 
 
 def engine_at(host: str | None) -> Engine:
-    """A client for the engine at ``host`` (a run's record names it): the shared one when it is that engine."""
+    """A client for the engine at ``host`` (a run's record names it): the shared one when it is that engine.
+    It never makes the shared one for a ``host``: the command's own ``container.engine`` chooses that
+    (``down`` reads its runs' records before it asks for its engine)."""
+    if _client is None and host:
+        return Engine(host=host)
     shared = engine_client()
     if not host or host == shared.host:
         return shared

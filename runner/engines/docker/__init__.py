@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Callable
 
 from runner.engines.base import Launched, RunContext
 from runner.engines.docker.container import DockerRequest
-from runner.engines.docker.request import inspect_local, make_request, resolve
+from runner.engines.docker.request import inspect_local, make_request, resolve, resolve_unasked
 from runner.errors import EngineUnavailable
 from runner.plan import LaunchPlan
 
@@ -118,12 +118,7 @@ class DockerEngine:
         (the engine's kind, a local image's inspect) and leaves unknown facts pending; a launch
         first gets the image the pull policy asks for (a pull or ``--build``)."""
         if dry_run:
-            try:
-                eng = _shared_client(self._settings(ctx).engine)
-                image = inspect_local(eng, request.plan.image) if request.use_shim else None
-                return resolve(request, eng, image)
-            except EngineUnavailable:  # no engine answers: the request says what it could not know
-                return request
+            return self._resolve_read_only(request, ctx)
         from runner.engines.docker.run import inspect_or_fetch
 
         eng = _shared_client(self._settings(ctx).engine)
@@ -139,6 +134,26 @@ class DockerEngine:
             self._pull(ctx, plan.image, policy, present=None)
         image = inspect_or_fetch(eng, plan.image, self._ensure_image(ctx, policy, plan.gpu)) if request.use_shim else None
         return resolve(request, eng, image)
+
+    def _resolve_read_only(self, request: DockerRequest, ctx: RunContext) -> DockerRequest:
+        """A dry run's facts. The engine is asked only for what changes the request shown: the
+        image's entrypoint (the shim execs it) and a GPU request's form. Without either, the
+        socket that answers names the engine and nothing is sent to it (not even a ping: the
+        HTTP client is not loaded). No engine answering: the request says what it could not know."""
+        preference = self._settings(ctx).engine
+        try:
+            if not request.pending:
+                from runner.clients.engine_api import discovery
+
+                location = discovery.discover(preference)
+                kind = discovery.answering_kind(location)
+                if kind is not None:
+                    return resolve_unasked(request, kind, location.url, location.source)
+            eng = _shared_client(preference)
+            image = inspect_local(eng, request.plan.image) if request.use_shim else None
+            return resolve(request, eng, image)
+        except EngineUnavailable:
+            return request
 
     def dry_run(self, request: DockerRequest, ctx: RunContext) -> None:
         from runner.ui.render import show_plan

@@ -72,6 +72,15 @@ def resolve(request: DockerRequest, eng: Engine | None, image_config: dict | Non
     return replace(request, config=config, kind=kind, decisions=tuple(decisions), pending=tuple(pending))
 
 
+def resolve_unasked(request: DockerRequest, kind: str, host: str, found: str) -> DockerRequest:
+    """A dry run's request when nothing pending needs the engine's answer: the engine that
+    discovery found answering (``found``: how) names the command; its API version, which
+    changes no field of the body, is negotiated at launch."""
+    decisions = [d for d in request.decisions if not d.startswith("engine:")]
+    decisions.append(f"engine: {kind} at {host} ({found}; its API version is negotiated at launch)")
+    return replace(request, kind=kind, decisions=tuple(decisions))
+
+
 def inspect_local(eng: Engine, image: str) -> dict | None:
     """The local image's inspect data, or None when it is not here (read-only: never pulls)."""
     from runner.clients.engine_api import ApiError

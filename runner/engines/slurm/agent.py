@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from runner.engines.slurm.node import (LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, PLAN_DIGEST, PLAN_FORMAT, address_of,
-                                       master_address, plan_digest, require_job_id)
+                                       master_address, plan_digest, planned_engine, require_job_id)
 from runner.errors import ConfigError, Problem, RunnerError, UsageError
 from runner.plan import LaunchPlan
 from runner.secrets import Secret, SecretScope, secret_scope
@@ -54,21 +54,47 @@ def plan_from_document(doc: dict, environ: dict[str, str], extra_secrets: tuple[
     return plan, scope, missing
 
 
-def cleanup(job: str, out: Output) -> int:
-    """``node-agent --cleanup JOB``: remove this Slurm job's containers on this node."""
+def cleanup(job: str, out: Output, plan_file: str | None = None) -> int:
+    """``node-agent --cleanup JOB [PLAN]``: remove this Slurm job's containers on this node, on the
+    engine the job's plan names (``container.engine``)."""
+    from runner.clients.engine_api.shared import engine_client
     from runner.engines.docker.verbs import remove_containers
 
-    removed = remove_containers({LABEL_SLURM_JOB: require_job_id(job)})
+    removed = remove_containers({LABEL_SLURM_JOB: require_job_id(job)}, engine_client(planned_engine(plan_file)))
     if removed:
         out.info(f"node {os.environ.get('SLURMD_NODENAME', socket.gethostname())}: removed {removed} container(s) of job {job}")
     return 0
 
 
 def run_node(plan_file: str, out: Output) -> int:
+    """The node's part of the job: its plan, its container (or host process), its exit file."""
     environ = dict(os.environ)
     job_id = environ.get("SLURM_JOB_ID")
     if not job_id:
         raise UsageError("node-agent runs inside a Slurm job step (started by srun from the batch script)", "use primus-runner submit")
+    doc = _read_plan(plan_file, environ)
+    plan, scope = _node_plan(doc, environ, out)
+    rank = environ.get("SLURM_NODEID", "0")
+    exit_file = Path(doc["job_dir"]) / f"exit-{job_id}-{rank}"
+    if environ.get("SLURM_RESTART_COUNT", "0") not in ("", "0"):
+        # A requeued job runs again: the first run's code is stale, and a container its killed
+        # agent left behind would hold the name.
+        exit_file.unlink(missing_ok=True)
+        from runner.clients.engine_api.shared import engine_client
+        from runner.engines.docker.verbs import remove_containers
+
+        remove_containers({LABEL_SLURM_JOB: job_id, LABEL_NODE_RANK: rank}, engine_client(plan.container_engine))
+    plan = _this_node(plan, doc, environ, job_id, rank, out)
+    if doc.get("entry") == "direct":  # the launcher's `slurm … -- direct`: the direct launcher on this host
+        code = _run_process(plan, scope, out)
+    else:
+        code = _node_container(plan, scope, doc, environ, out, {LABEL_SLURM_JOB: job_id, LABEL_NODE_RANK: rank})
+    _write_exit(exit_file, code)
+    return code
+
+
+def _read_plan(plan_file: str, environ: dict[str, str]) -> dict:
+    """The plan file, refused unless it is the one this job was submitted with (its digest)."""
     try:
         text = Path(plan_file).read_text()
     except OSError as exc:
@@ -77,21 +103,29 @@ def run_node(plan_file: str, out: Output) -> int:
         raise ConfigError(Problem(f"the plan file {plan_file} is not the one this job was submitted with; nothing was started",
                                   hint="someone changed the job directory while the job was queued: check who can write to it"))
     try:
-        doc = json.loads(text)
+        return json.loads(text)
     except ValueError as exc:
         raise ConfigError(Problem(f"cannot read the plan file {plan_file}: {exc}"))
+
+
+def _node_plan(doc: dict, environ: dict[str, str], out: Output) -> tuple[LaunchPlan, SecretScope]:
+    """The plan with this node's values, and its masker in use; refused when a secret is missing."""
     masks = tuple(sorted(n for n in environ if n.startswith(MASK_PREFIX)))
     plan, scope, missing = plan_from_document(doc, environ, extra_secrets=("DOCKER_LOGIN_KEY", *masks))
     out.use_masker(scope.masker)
     secret_names = {e["name"] for e in doc["plan"]["env"] if e["secret"]}
-    node = environ.get("SLURMD_NODENAME", "?")
     lost = [n for n in missing if n in secret_names]
     if lost:
-        raise ConfigError(Problem(f"these secrets did not reach node {node}: {', '.join(lost)}", hint="Slurm must propagate the --export list; check sbatch's environment"))
+        raise ConfigError(Problem(f"these secrets did not reach node {environ.get('SLURMD_NODENAME', '?')}: {', '.join(lost)}",
+                                  hint="Slurm must propagate the --export list; check sbatch's environment"))
     if missing:
         out.warn(f"not set on this node, not forwarded: {', '.join(missing)}")
+    return plan, scope
 
-    rank = environ.get("SLURM_NODEID", "0")
+
+def _this_node(plan: LaunchPlan, doc: dict, environ: dict[str, str], job_id: str, rank: str, out: Output) -> LaunchPlan:
+    """The job's variables computed for this node, its container's name and labels, its stop
+    timeout under Slurm's kill wait, its job cache."""
     slurm = doc["slurm"]
     computed = {
         "NNODES": environ.get("SLURM_NNODES", str(slurm["nodes"])),
@@ -102,14 +136,6 @@ def run_node(plan_file: str, out: Output) -> int:
         "MASTER_PORT": str(slurm["master_port"]),
         "GPUS_PER_NODE": str(slurm["gpus_per_node"]),
     }
-    exit_file = Path(doc["job_dir"]) / f"exit-{job_id}-{rank}"
-    if environ.get("SLURM_RESTART_COUNT", "0") not in ("", "0"):
-        # A requeued job runs again: the first run's code is stale, and a container its killed
-        # agent left behind would hold the name.
-        exit_file.unlink(missing_ok=True)
-        from runner.engines.docker.verbs import remove_containers
-
-        remove_containers({LABEL_SLURM_JOB: job_id, LABEL_NODE_RANK: rank})
     if "WANDB_RUN_ID" in plan.public_env() and "WANDB_RESUME" not in plan.public_env():
         computed["WANDB_RESUME"] = "allow"  # a requeued run continues the same W&B run
     name = f"primus-{job_id}-{rank}"
@@ -118,25 +144,20 @@ def run_node(plan_file: str, out: Output) -> int:
     if slurm.get("kill_wait"):  # finish our cleanup before Slurm's SIGKILL
         stop_timeout = max(1.0, min(stop_timeout, float(slurm["kill_wait"]) - 3))
     plan = replace(plan.with_env(computed, "slurm"), name=name, labels=labels, stop_timeout=stop_timeout)
-    if doc.get("cache"):
-        plan = _with_node_cache(plan, doc["cache"], out)
+    return _with_node_cache(plan, doc["cache"], out) if doc.get("cache") else plan
 
-    code = 0
-    if doc.get("entry") == "direct":  # the launcher's `slurm … -- direct`: the direct launcher on this host
-        code = _run_process(plan, scope, out)
-        _write_exit(exit_file, code)
-        return code
+
+def _node_container(plan: LaunchPlan, scope: SecretScope, doc: dict, environ: dict[str, str], out: Output,
+                    labels: dict[str, str]) -> int:
+    """This node's GPUs, the image as the pull policy wants it, then the container: its exit code."""
+    node = environ.get("SLURMD_NODENAME", "?")
     try:
         plan = _node_gpus(plan, environ, node, out)
     except ConfigError as exc:  # an allocation this node cannot map: nothing starts here
         out.error(f"node {node}: {exc.message}", exc.hint)
-        code = exc.exit_code
-    if code == 0:
-        code = _pull(plan.image, doc.get("pull", "missing"), environ, out)
-    if code == 0:
-        code = _run_container(plan, scope, out, {LABEL_SLURM_JOB: job_id, LABEL_NODE_RANK: rank})
-    _write_exit(exit_file, code)
-    return code
+        return exc.exit_code
+    code = _pull(plan.image, doc.get("pull", "missing"), environ, out, plan.container_engine)
+    return code or _run_container(plan, scope, out, labels)
 
 
 def _write_exit(exit_file: Path, code: int) -> None:
@@ -207,14 +228,15 @@ def _node_gpus(plan: LaunchPlan, environ: dict[str, str], node: str, out: Output
     return planning.with_gpus(plan, gpus, root)
 
 
-def _pull(image: str, policy: str, environ: dict, out: Output) -> int:
-    """The image on this node as the policy wants it, with the registry login sbatch's environment carried."""
+def _pull(image: str, policy: str, environ: dict, out: Output, engine: str = "auto") -> int:
+    """The image on this node as the policy wants it, with the registry login sbatch's environment
+    carried, on the engine the plan names (the process's first client: every later call gets it)."""
     from runner.clients.engine_api.pull import pull_as_needed
     from runner.clients.engine_api.shared import engine_client
     from runner.errors import RunnerError
 
     try:
-        pull_as_needed(engine_client(), image, policy=policy, lookup=environ.get, out=out)
+        pull_as_needed(engine_client(engine), image, policy=policy, lookup=environ.get, out=out)
     except RunnerError as exc:
         out.error(f"node {environ.get('SLURMD_NODENAME', '?')}: {exc.message}", exc.hint)
         return exc.exit_code
@@ -224,12 +246,12 @@ def _pull(image: str, policy: str, environ: dict, out: Output) -> int:
 def _run_container(plan: LaunchPlan, scope: SecretScope, out: Output, labels: dict[str, str]) -> int:
     """The node's container through the Docker engine: launched and watched like ``up``."""
     from runner.engines.base import RunContext
-    from runner.engines.docker import DockerEngine
+    from runner.engines.docker import DockerEngine, DockerSettings
     from runner.errors import Interrupted
     from runner.options import RunOptions
 
     engine = DockerEngine(extra_labels=labels)
-    ctx = RunContext(RunOptions(command=plan.command), scope, out)
+    ctx = RunContext(RunOptions(command=plan.command), scope, out, DockerSettings(engine=plan.container_engine))
     plan = replace(plan, pull="missing")  # the node pulled as the policy said (_pull): no second pull
     try:
         launched = engine.launch(engine.resolve(engine.request(plan, ctx), ctx), ctx)

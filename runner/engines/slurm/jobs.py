@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 
 from runner.engines.base import TAIL_LIMIT
-from runner.engines.slurm.node import hostnames, node_field, parse_job, plan_digest, require_job_id, run as _run
+from runner.engines.slurm.node import hostnames, node_field, parse_job, plan_digest, planned_engine, require_job_id, run as _run
 from runner.engines.slurm.script import COMPUTED, LABEL_SLURM_JOB, PLAN_DIGEST, PLAN_FILE, SCRIPT_FILE, SlurmRequest, SlurmSettings, agent_command, plan_document
 from runner.errors import ConfigError, EngineUnavailable, Problem, RuntimeFailure, UsageError
 from runner.secrets import Masker, Secret
@@ -664,6 +664,7 @@ def cmd_cancel(job: str, out: Output, dry_run: bool = False) -> int:
     if state is None:
         raise UsageError(f"Slurm does not know job {job_id}", "check the id with squeue")
     nodes = state.fields.get("NodeList", "")
+    plan_file = plan_file_of(state)
     if dry_run:  # read-only: the job's state, nothing cancelled or removed
         what = "already ended" if state.done else f"scancel {job_id}"
         out.info(f"dry run: would cancel job {job_id} ({state.slurm_state}: {what}) and remove its containers on {nodes or 'its nodes'}")
@@ -682,7 +683,7 @@ def cmd_cancel(job: str, out: Output, dry_run: bool = False) -> int:
                 break
             time.sleep(delay)
             delay = min(delay * 1.5, 1.0)
-    removed = remove_job_containers(job_id, nodes)
+    removed = remove_job_containers(job_id, nodes, plan_file)
     out.info(f"job {job_id} cancelled; {removed} container(s) removed")
     return 0
 
@@ -700,28 +701,37 @@ def _remote_nodes(nodes: str) -> list[str]:
     return remote
 
 
-def remove_job_containers(job_id: str, nodes: str = "") -> int:
-    """Remove the job's containers here, and on the other nodes through a cleanup step."""
+def remove_job_containers(job_id: str, nodes: str = "", plan_file: Path | None = None) -> int:
+    """Remove the job's containers here, and on the other nodes through a cleanup step, on the
+    engine the job's plan file names (``container.engine``)."""
     removed = 0
     try:
+        from runner.clients.engine_api.shared import engine_client
         from runner.engines.docker.verbs import remove_containers
 
-        removed = remove_containers({LABEL_SLURM_JOB: job_id})
+        removed = remove_containers({LABEL_SLURM_JOB: job_id}, engine_client(planned_engine(plan_file)))
     except EngineUnavailable:
         pass
     remote = _remote_nodes(nodes)
     if remote:
-        cleanup_on_nodes(job_id, remote, wait=False)
+        cleanup_on_nodes(job_id, remote, wait=False, plan_file=plan_file)
     return removed
 
 
-def cleanup_on_nodes(job_id: str, nodes: list[str], wait: bool = True, timeout: float = 300) -> int:
+def plan_file_of(state: JobState) -> Path | None:
+    """The job's plan file: next to its batch script (Slurm's ``Command``), when that is the runner's."""
+    script = Path(state.fields.get("Command") or "")
+    return script.with_name(PLAN_FILE) if script.name == SCRIPT_FILE else None
+
+
+def cleanup_on_nodes(job_id: str, nodes: list[str], wait: bool = True, timeout: float = 300, plan_file: Path | None = None) -> int:
     """Run ``node-agent --cleanup JOB`` once on each node (after a cancel, ``srun --jobid`` is impossible).
 
     ``cancel`` does not wait for it: on a busy cluster the cleanup job may queue.
     """
     agent = " ".join(shlex.quote(a) for a in agent_command())
-    wrap = f"srun --ntasks-per-node=1 {agent} node-agent --cleanup {job_id}"
+    plan = f" {shlex.quote(str(plan_file))}" if plan_file else ""
+    wrap = f"srun --ntasks-per-node=1 {agent} node-agent --cleanup {job_id}{plan}"
     result = _run(
         [tool("sbatch"), "--parsable", *(["--wait"] if wait else []), f"--nodelist={','.join(nodes)}", f"--nodes={len(nodes)}",
          "--ntasks-per-node=1", "--time=5", "--job-name=primus-cleanup", "--export=PATH", "--output=/dev/null", f"--wrap={wrap}"],

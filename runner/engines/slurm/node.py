@@ -6,8 +6,10 @@ squeue, the log followers) to get these."""
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import socket
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from runner.errors import EngineUnavailable, UsageError
@@ -107,3 +109,14 @@ def address_of(addr: str) -> str:
         return socket.getaddrinfo(addr, None, socket.AF_INET)[0][4][0]
     except OSError:
         return addr
+
+
+def planned_engine(plan_file: str | Path | None) -> str:
+    """``container.engine`` as the job's plan file records it; ``auto`` without one (a plan file
+    from before the field, or none given)."""
+    if not plan_file:
+        return "auto"
+    try:
+        return str(json.loads(Path(plan_file).read_text())["plan"].get("container_engine") or "auto")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return "auto"

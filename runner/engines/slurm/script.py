@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runner import __version__
+from runner.engines.slurm import values
 from runner.errors import ConfigError, Problem
 from runner.options import SlurmFlags
 from runner.engines.slurm.node import LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, PLAN_DIGEST, PLAN_FORMAT  # noqa: F401  (shared with the node)
@@ -57,42 +58,20 @@ class SlurmSettings:
         return self.cluster.args
 
 
-# Each value is ONE token of the characters Slurm's own syntax uses for that option: no
-# whitespace, newline, quote or '#' (a new directive), no leading '-' (another option), no '='
-# where Slurm has none. So no value can add a directive or widen --export.
-_NODES = r"[A-Za-z0-9_.\[\]-]+(,[A-Za-z0-9_.\[\]-]+)*"
-_MAIL_TYPES = {"NONE", "BEGIN", "END", "FAIL", "REQUEUE", "ALL", "INVALID_DEPEND", "STAGE_OUT", "TIME_LIMIT",
-               "TIME_LIMIT_90", "TIME_LIMIT_80", "TIME_LIMIT_50", "ARRAY_TASKS"}
-_DEP = r"(singleton|[a-z_]+(:[0-9]+(_[0-9]+)?(\+[0-9]+)?)+)"
-FLAG_RULES: dict[str, tuple[str, str]] = {
-    "nodelist": (rf"^{_NODES}$", "node names or ranges, e.g. n[1-4],gpu7"),
-    "exclude": (rf"^{_NODES}$", "node names or ranges, e.g. n3,n[7-8]"),
-    "qos": (r"^[A-Za-z0-9_.-]+$", "a QOS name"),
-    "reservation": (r"^[A-Za-z0-9_.-]+(,[A-Za-z0-9_.-]+)*$", "reservation name(s), comma separated"),
-    "gres": (r"^[A-Za-z0-9_.-]+(:[A-Za-z0-9_.-]+)*(,[A-Za-z0-9_.-]+(:[A-Za-z0-9_.-]+)*)*$", "e.g. gpu:8 or gpu:mi300x:8,nic:1"),
-    "constraint": (r"^[A-Za-z0-9_.:*&|!()\[\]-]+$", "features with & | [ ] ( ) *N, e.g. a100&ib"),
-    "mem": (r"^[0-9]+[KMGT]?$", "a size such as 64G (0: all of the node's memory)"),
-    "mail_user": (r"^[A-Za-z0-9_.+-]+(@[A-Za-z0-9.-]+)?$", "a user name or mail address"),
-    "dependency": (rf"^{_DEP}([,?]{_DEP})*$", "e.g. afterok:1234 or afterany:12:34,singleton"),
-    "signal": (r"^(R:|B:|RB:|BR:)?([A-Z0-9]+)(@[0-9]+)?$", "[R:|B:]SIG[@SECONDS], e.g. B:USR1@90"),
-}
+FLAG_RULES = values.FLAG_RULES  # the cluster options' rules (runner.engines.slurm.values checks every value)
 FLAG_ORDER = ("nodelist", "exclude", "qos", "reservation", "exclusive", "gres", "constraint", "mem", "cpus_per_task",
               "mail_type", "mail_user", "dependency", "requeue", "signal")
 
 
-def _flag_problems(settings: "SlurmSettings") -> list[Problem]:
-    problems = []
-    for key, (pattern, form) in FLAG_RULES.items():
-        value = getattr(settings.cluster, key)
-        if value is not None and (not isinstance(value, str) or not re.match(pattern, value) or value.startswith("-")):
-            problems.append(Problem(f"--{key.replace('_', '-')} is not {form}", hint="one value in Slurm's own syntax; no spaces, quotes, '#' or options"))
-    if settings.cluster.mail_type is not None:
-        kinds = settings.cluster.mail_type.split(",")
-        if not all(k in _MAIL_TYPES for k in kinds):
-            problems.append(Problem(f"--mail-type takes a comma list of {', '.join(sorted(_MAIL_TYPES))}"))
-    if settings.cluster.cpus_per_task is not None and settings.cluster.cpus_per_task < 1:
-        problems.append(Problem(f"--cpus-per-task {settings.cluster.cpus_per_task}: at least 1"))
-    return problems
+def _value_problems(settings: "SlurmSettings", flags: SlurmFlags, config) -> list[Problem]:
+    """Every value of the job through the one check (``values``), each blamed on where it came
+    from: the flag, or the config file's line."""
+    given = {"nodes": settings.nodes, "gpus_per_node": settings.gpus_per_node, "partition": settings.partition,
+             "time": settings.time, "account": settings.account}
+    from_flag = {key: f"--{key.replace('_', '-')}" for key in given if getattr(flags, key) is not None}
+    cluster = {key: getattr(settings.cluster, key) for key in (*values.FLAG_RULES, "mail_type", "cpus_per_task")}
+    return values.problems({**given, **cluster}, {**from_flag, **{key: f"--{key.replace('_', '-')}" for key in cluster}},
+                           lambda key: config.where(("slurm", key)))
 
 
 def flag_directives(settings: "SlurmSettings") -> list[str]:
@@ -121,11 +100,11 @@ def settings_from(config, flags: SlurmFlags) -> SlurmSettings:
     given = _given(flags.args)
     unless_given = lambda flag, key: None if key in given else pick(flag, key)  # noqa: E731
     settings = SlurmSettings(
-        nodes=int(pick(flags.nodes, "nodes", 1)),
+        nodes=values.count(pick(flags.nodes, "nodes", 1)),
         partition=unless_given(flags.partition, "partition"),
         time=None if unless_given(flags.time, "time") is None else str(pick(flags.time, "time")),
         account=unless_given(flags.account, "account"),
-        gpus_per_node=int(flags.gpus_per_node if flags.gpus_per_node is not None else _gpu_count(config) or get("gpus_per_node", 0)),
+        gpus_per_node=values.count(flags.gpus_per_node if flags.gpus_per_node is not None else _gpu_count(config) or get("gpus_per_node", 0)),
         master_port=int(get("master_port", 1234)),
         output_dir=get("output_dir"),
         sbatch_args=tuple(str(a) for a in (get("sbatch_args", []) or [])),
@@ -134,23 +113,16 @@ def settings_from(config, flags: SlurmFlags) -> SlurmSettings:
         output=flags.output or (None if "output" in given else _text(get("output"))),
         error=flags.error or (None if "error" in given else _text(get("error"))),
     )
-    problems = _flag_problems(settings)
-    for flag in settings.config_flags:
-        if not _DIRECTIVE.match(flag):
-            key = flag[2:].split("=")[0]
+    problems = _value_problems(settings, flags, config)
+    for flag in settings.config_flags:  # the launcher's slurm: keys, by the same rules as their flags
+        key, eq, value = flag[2:].partition("=")
+        name = key.replace("-", "_")
+        if eq and values.checked(name):
+            issue = values.problem(name, config.get("slurm", key), where=config.where(("slurm", key)), config_key=key)
+            problems += [issue] if issue else []
+        elif not _DIRECTIVE.match(flag):
             problems.append(Problem(f"slurm.{key}: one value in Slurm's own syntax (no spaces, quotes or '#')",
                                     where=config.where(("slurm", key))))
-    if settings.nodes < 1:
-        problems.append(Problem(f"--nodes {settings.nodes}: a job needs at least one node"))
-    if settings.gpus_per_node < 0:
-        problems.append(Problem(f"--gpus-per-node {settings.gpus_per_node} is negative"))
-    for key in ("partition", "time", "account"):
-        value = getattr(settings, key)
-        if value is not None and not _TOKEN.match(value):
-            from_flag = getattr(flags, key) is not None  # blame where the value came from: the flag, or the file's line
-            problems.append(Problem(f"slurm {key} '{value}'{f' (from --{key})' if from_flag else ''} has characters Slurm does not accept",
-                                    where=None if from_flag else config.where(("slurm", key)),
-                                    hint=f"one value in Slurm's own syntax, e.g. --{key} {'4:00:00' if key == 'time' else 'NAME'}"))
     for index, arg in enumerate(settings.sbatch_args):
         where = config.where(("slurm", "sbatch_args", index))
         if "\n" in arg or "\r" in arg:

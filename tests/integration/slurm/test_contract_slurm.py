@@ -11,6 +11,7 @@ import time
 import pytest
 
 from engine_fixtures import assert_no_leak
+from runs_helpers import slurm_job_files
 from test_slurm_jobs import runner
 
 pytestmark = [pytest.mark.slurm, pytest.mark.docker]
@@ -48,7 +49,7 @@ def test_submit_json_status_json_and_launch_options_on_every_node(tmp_path_facto
         time.sleep(0.5)
     assert {k: state[k] for k in ("job_id", "state", "exit_code")} == {"job_id": job_id, "state": "completed", "exit_code": 0}
 
-    (out_file,) = (work / "primus-runs").glob(f"*/slurm-{job_id}.out")
+    (out_file,) = slurm_job_files(work, f"slurm-{job_id}.out")
     # srun --label: "RANK: text"
     lines = sorted(line.split(": ", 1)[1] for line in out_file.read_text().splitlines() if ": R=" in line)
     expected = f"N=2 M={lines[0].split('M=')[1].split()[0]} G=0 pwd=/w uid=1000 lit=1 host=host value hflen={len(canary['HF_TOKEN'])} volume ok"

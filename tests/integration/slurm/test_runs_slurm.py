@@ -78,6 +78,11 @@ def test_every_kind_of_run_is_listed_and_its_log_shown_from_another_directory(tm
                 break
             time.sleep(0.5)
         slurm_rec = next(r for r in records.values() if r["engine"] == "slurm")
+        # slurm.output_dir unset: the job's files are the run's own, under the state directory (both nodes run on
+        # this host, so they see it), and no ./primus-runs appears where the job was submitted from.
+        assert Path(slurm_rec["job_dir"]) == tmp_path / "state" / "primus-runner" / "runs" / slurm_rec["id"] / "slurm"
+        assert Path(slurm_rec["log"]).parent == Path(slurm_rec["job_dir"]) and Path(slurm_rec["log"]).is_file()
+        assert not (ws.cwd / "primus-runs").exists()
         assert (slurm_rec["exit_code"], records[attached]["exit_code"], records[detached]["exit_code"]) == (0, 3, 4)
         assert slurm_rec["trackers"]["run_ids"]["wandb"] == run_id and slurm_rec["job_id"]
         assert all(set(r) >= {"id", "engine", "name", "state", "exit_code", "started", "ended", "log"} for r in records.values())
@@ -88,7 +93,7 @@ def test_every_kind_of_run_is_listed_and_its_log_shown_from_another_directory(tm
         assert run("logs", detached).stdout == "detached\n"
     finally:
         force_remove(detached)
-    for base in (tmp_path / "state", tmp_path / "project" / "primus-runs", tmp_path / "cache", node_cache.parent):
+    for base in (tmp_path / "state", tmp_path / "cache", node_cache.parent):
         for path in base.rglob("*"):
             if path.is_file():
                 assert_no_leak(path.read_bytes(), canary, str(path))

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from runs_helpers import slurm_job_dirs, slurm_job_files
 from test_slurm_jobs import job_containers, job_dir, project, runner, wait_until  # noqa: F401  (project: a fixture)
 
 pytestmark = [pytest.mark.slurm, pytest.mark.docker]
@@ -54,7 +55,7 @@ def _nothing_left(docker_client, job_id: str) -> None:
 
 def _running_job(work: Path, docker_client) -> str:
     def both():
-        outs = list((work / "primus-runs").glob("*/slurm-*.out")) if (work / "primus-runs").exists() else []
+        outs = slurm_job_files(work, "slurm-*.out")
         if not outs:
             return None
         job = outs[0].name[len("slurm-"):-len(".out")]
@@ -91,7 +92,7 @@ def test_time_limit_is_timeout_with_its_documented_code(project, docker_client):
     work, env = project
     done = runner(work, env, "submit", "--gpu", "none", "--time", "1", "--wait", "--", "sleep", "300", timeout=400)
     out = done.stdout + done.stderr
-    assert (work / "primus-runs").exists(), out
+    assert slurm_job_dirs(work), out
     job_id = next(job_dir(work).glob("slurm-*.out")).name[len("slurm-"):-len(".out")]
     assert done.returncode == 143, out  # docs/slurm.md: a job stopped at its time limit ends as SIGTERM does
     assert f"job {job_id}: TIMEOUT" in done.stderr, out
@@ -102,6 +103,10 @@ def test_time_limit_is_timeout_with_its_documented_code(project, docker_client):
     assert "TIMEOUT" in text.stdout
     # The agents had KillWait (10 s) to stop their containers; by the time Slurm says the job has ended, none is left.
     _nothing_left(docker_client, job_id)
+
+
+def _squeue_state(job_id: str) -> str:
+    return subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%T"], capture_output=True, text=True, timeout=30).stdout.strip()
 
 
 @pytest.mark.parametrize("store", ["server", "file"])
@@ -134,8 +139,12 @@ def test_requeue_runs_again_with_the_same_tracker_run(project, docker_client, re
         first_ids = {c["Id"] for c in first}
         requeued = subprocess.run(["scontrol", "requeue", job_id], capture_output=True, text=True, timeout=30)
         assert requeued.returncode == 0, requeued.stderr
-        # The first run's containers go; the second run's come (new containers, same names). Slurm
-        # holds a requeued job back for a while (BeginTime) before it runs again.
+        # Slurm holds a requeued job back for 120 s (reason BeginTime) before it may run again: its
+        # own policy, not the runner's. Once the job is pending again, it may start now.
+        wait_until(lambda: _squeue_state(job_id) == "PENDING", 120, "the requeued job pending again")
+        released = subprocess.run(["scontrol", "update", f"JobId={job_id}", "StartTime=now"], capture_output=True, text=True, timeout=30)
+        assert released.returncode == 0, released.stderr
+        # The first run's containers go; the second run's come (new containers, same names).
         second = wait_until(lambda: (c := job_containers(docker_client, job_id, running_only=True)) and len(c) == 2
                             and not first_ids & {x["Id"] for x in c} and c, 300, "the second run")
         assert not first_ids & {c["Id"] for c in job_containers(docker_client, job_id)}, "the first run's containers are removed"

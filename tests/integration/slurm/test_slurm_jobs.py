@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from engine_fixtures import assert_no_leak
+from runs_helpers import slurm_job_dirs, slurm_job_files
 from runner.engines.slurm import jobs
 from runner.engines.slurm import script as slurm_script
 
@@ -74,7 +75,8 @@ def wait_until(predicate, timeout: float, what: str, interval: float = 0.1):
 
 
 def job_dir(work: Path) -> Path:
-    (only,) = [p for p in (work / "primus-runs").iterdir() if p.is_dir()]
+    """The project's one job directory: slurm.output_dir is unset, so the run's own, under HOME=work's state directory."""
+    (only,) = slurm_job_dirs(work)
     return only
 
 
@@ -109,7 +111,7 @@ def test_two_node_job_sees_its_env_and_secrets_leak_nowhere(project, docker_clie
     try:
         # While both containers run: command lines of every process, and docker inspect.
         def both_running():
-            dirs = list((work / "primus-runs").glob("*/slurm-*.out")) if (work / "primus-runs").exists() else []
+            dirs = slurm_job_files(work, "slurm-*.out")
             if not dirs:
                 return None
             job = dirs[0].name[len("slurm-"):-len(".out")]

@@ -72,7 +72,7 @@ def test_submit_wait_reports_each_change_once_and_polls_with_back_off(project, t
     (bin_dir / "scontrol").write_text(f'#!/bin/sh\necho "$*" >> {calls}\nexec {real} "$@"\n')
     (bin_dir / "scontrol").chmod(0o755)
     env = {**env, "PATH": f"{bin_dir}:{env['PATH']}", "CI": "true"}
-    done = runner(work, env, "submit", "--gpu", "none", "--wait", "--", "sleep", "25")
+    done = runner(work, env, "submit", "--gpu", "none", "--wait", "--", "sleep", "14")
     assert done.returncode == 0, done.stderr
     job_id = next(job_dir(work).glob("slurm-*.out")).name[len("slurm-"):-len(".out")]
     progress = [line for line in done.stderr.splitlines() if line.startswith(f"job {job_id}: ")]
@@ -81,5 +81,5 @@ def test_submit_wait_reports_each_change_once_and_polls_with_back_off(project, t
     assert progress[-1].startswith(f"job {job_id}: COMPLETED (exit 0), after "), progress
     assert len(progress) == len(set(line.split(", ")[0] for line in progress)), "one line per change"
     polls = [line for line in calls.read_text().splitlines() if line.startswith("show job -o")]
-    # Every second would be ~25 queries; back-off from 1.5 s (1.5, 3, 6, 12 …) makes about 6.
+    # Every second would be over 14 queries; back-off from 1.5 s (1.5, 3, 6, 12 …) makes about 5.
     assert len(polls) <= 10, polls

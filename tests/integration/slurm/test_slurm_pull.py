@@ -16,6 +16,7 @@ import pytest
 
 from engine_fixtures import assert_no_leak
 from registry_helpers import CmdlineWatch, docker_inspect, files_containing, remove_local, test_registry  # noqa: F401
+from runs_helpers import slurm_job_files
 from test_slurm_jobs import job_containers, job_dir, wait_until
 
 pytestmark = [pytest.mark.slurm, pytest.mark.docker]
@@ -44,7 +45,7 @@ def test_both_nodes_pull_the_private_image_with_the_forwarded_login(tmp_path_fac
                                     cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             try:
                 def running():
-                    outs = list((work / "primus-runs").glob("*/slurm-*.out")) if (work / "primus-runs").exists() else []
+                    outs = slurm_job_files(work, "slurm-*.out")
                     if not outs:
                         return None
                     found = job_containers(docker_client, outs[0].name[len("slurm-"):-len(".out")], running_only=True)

@@ -11,6 +11,8 @@ import sys
 
 import pytest
 
+from runs_helpers import slurm_job_files, state_runs
+
 pytestmark = [pytest.mark.slurm, pytest.mark.docker]
 
 PASSWORD = "url-pw-canary-7e1d2c9b4a"
@@ -43,9 +45,9 @@ slurm:
     assert result.returncode == 0, result.stderr[-2000:]
     digest = hashlib.sha256(URL.encode()).hexdigest()
     assert result.stdout.count(digest) == 2, "each node's job received the exact value"
-    outputs = list((work / "primus-runs").rglob("slurm-*.out"))
+    outputs = slurm_job_files(work, "slurm-*.out")
     assert outputs, "the job wrote its output file"
-    for path in (work / "primus-runs").rglob("*"):
+    for path in state_runs(work).rglob("*"):
         if path.is_file():
             assert PASSWORD.encode() not in path.read_bytes(), f"the URL's password is in {path}"
             assert TOKEN.encode() not in path.read_bytes(), f"the embedded token is in {path}"

@@ -1,0 +1,63 @@
+"""``container.engine`` travels to the Slurm nodes: it is decided in the plan, recorded in the
+job's plan file, and each node agent (and ``cancel``'s cleanup) uses it instead of guessing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from runner.config import load_config
+from runner.config.envfile import EnvFile
+from runner.engines.base import RunContext
+from runner.engines.slurm import SlurmEngine
+from runner.engines.slurm.agent import plan_from_document
+from runner.engines.slurm.jobs import JobState, plan_file_of, planned_engine
+from runner.engines.slurm.script import plan_document
+from runner.options import LaunchFlags, RunOptions, SlurmFlags
+from runner.plan import build_plan
+from runner.ui import Output
+
+
+def _plan(engine: str | None):
+    container = {"gpu": "none", "options": {"image": "primus-test/busybox:latest", "privileged": False, "ulimit": [], "group-add": []}}
+    if engine:
+        container["engine"] = engine
+    config = load_config(None, {"container": container}, user_files=False)
+    planned = build_plan(config, ["true"], {"PATH": "/usr/bin"}, EnvFile(None, {}), LaunchFlags(name="engine-job"))
+    return config, planned.require(), planned.scope
+
+
+@pytest.mark.parametrize("engine", ["podman", "docker", None])
+def test_the_plan_file_carries_container_engine_to_the_node(work, engine):
+    config, plan, scope = _plan(engine)
+    assert plan.container_engine == (engine or "auto")
+    ctx = RunContext(RunOptions(command=("true",)), scope, Output(), SlurmEngine.settings(config, RunOptions(command=("true",), slurm=SlurmFlags())))
+    request = SlurmEngine().request(plan, ctx)
+    doc = json.loads(json.dumps(plan_document(plan, request.settings, request.job_dir)))
+    node_plan, _, _ = plan_from_document(doc, {"PATH": "/usr/bin"})
+    assert node_plan.container_engine == (engine or "auto")
+    plan_file = work / "plan.json"
+    plan_file.write_text(json.dumps(doc))
+    assert planned_engine(plan_file) == (engine or "auto")
+
+
+def test_the_dry_run_shows_each_node_running_the_chosen_engine(work):
+    config, plan, scope = _plan("podman")
+    ctx = RunContext(RunOptions(command=("true",)), scope, Output(), SlurmEngine.settings(config, RunOptions(command=("true",))))
+    assert list(SlurmEngine().request(plan, ctx).node_command)[:2] == ["podman", "run"]
+
+
+def test_an_unreadable_or_old_plan_file_means_auto(work):
+    assert planned_engine(None) == "auto"
+    assert planned_engine(work / "absent.json") == "auto"
+    (work / "old.json").write_text(json.dumps({"plan": {"image": "x"}}))
+    assert planned_engine(work / "old.json") == "auto"
+    (work / "bad.json").write_text("{not json")
+    assert planned_engine(work / "bad.json") == "auto"
+
+
+def test_cancel_finds_the_plan_file_next_to_the_runner_batch_script(work):
+    state = JobState("7", "running", None, "RUNNING", {"Command": str(work / "job" / "job.sbatch")})
+    assert plan_file_of(state) == work / "job" / "plan.json"
+    assert plan_file_of(JobState("8", "running", None, "RUNNING", {"Command": "/home/u/other.sh"})) is None
