@@ -4,11 +4,9 @@ unwrap of a tracker credential into an ``Authorization`` header, failures in one
 from __future__ import annotations
 
 import json
-import ssl
-import urllib.error
 import urllib.parse
-import urllib.request
 from dataclasses import dataclass
+from functools import cache
 
 from runner import __version__
 from runner.secrets import Secret
@@ -60,35 +58,44 @@ def show_origin(url: str) -> str:
     return f"{scheme}://{host}" + (f":{port}" if port else "")
 
 
-class SameOriginRedirects(urllib.request.HTTPRedirectHandler):
-    """Follow a redirect only within the configured origin; urllib would resend Authorization anywhere (https -> http too)."""
+@cache
+def _handler_classes() -> tuple[type, type]:
+    """The two urllib handlers, defined on first use: ``urllib.request`` (with ``ssl`` and ``http.client``)
+    loads only in a command that talks to a tracker, not in every ``plan`` that reads tracker settings."""
+    import urllib.request
 
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
-        target = urllib.parse.urljoin(req.full_url, newurl)
-        if origin(target) != origin(req.full_url):
-            raise HTTPFailure(
-                code,
-                f"HTTP {code}: redirected to another origin, {show_origin(target)}; credentials are only sent to "
-                f"{show_origin(req.full_url)} (set the tracker URL to the address that answers, if you trust it)",
-                redirect=show_origin(target),
-            )
-        return super().redirect_request(req, fp, code, msg, headers, newurl)
+    class SameOriginRedirects(urllib.request.HTTPRedirectHandler):
+        """Follow a redirect only within the configured origin; urllib would resend Authorization anywhere (https -> http too)."""
+
+        def redirect_request(self, req, fp, code, msg, headers, newurl):
+            target = urllib.parse.urljoin(req.full_url, newurl)
+            if origin(target) != origin(req.full_url):
+                raise HTTPFailure(
+                    code,
+                    f"HTTP {code}: redirected to another origin, {show_origin(target)}; credentials are only sent to "
+                    f"{show_origin(req.full_url)} (set the tracker URL to the address that answers, if you trust it)",
+                    redirect=show_origin(target),
+                )
+            return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+    class NoDefaultContentType(urllib.request.BaseHandler):
+        """Drop the form Content-Type urllib adds to a body sent without one (after its own handler, order 500):
+        a signed upload URL may have been signed without any."""
+
+        handler_order = 900
+
+        def http_request(self, req):
+            req.unredirected_hdrs.pop("Content-type", None)
+            return req
+
+        https_request = http_request
+
+    return SameOriginRedirects, NoDefaultContentType
 
 
-class _NoDefaultContentType(urllib.request.BaseHandler):
-    """Drop the form Content-Type urllib adds to a body sent without one (after its own handler, order 500):
-    a signed upload URL may have been signed without any."""
+def tls_context(ep: Endpoint) -> "ssl.SSLContext":
+    import ssl
 
-    handler_order = 900
-
-    def http_request(self, req):
-        req.unredirected_hdrs.pop("Content-type", None)
-        return req
-
-    https_request = http_request
-
-
-def tls_context(ep: Endpoint) -> ssl.SSLContext:
     context = ssl.create_default_context(cafile=ep.cafile) if ep.cafile else ssl.create_default_context()
     if ep.insecure_tls:
         context.check_hostname = False
@@ -108,7 +115,7 @@ def authorization(ep: Endpoint) -> dict[str, str]:
     return {}
 
 
-def http_error(exc: urllib.error.HTTPError) -> HTTPFailure:
+def http_error(exc: "urllib.error.HTTPError") -> HTTPFailure:
     # Not cut short here: a secret the server echoes must reach the masker whole (it masks at print).
     text = exc.read(64 << 10).decode("utf-8", "replace") if exc.fp else ""
     code, message = "", text.strip()
@@ -135,7 +142,11 @@ def request(ep: Endpoint, method: str, path: str, *, body=None, raw: bytes | Non
         sent["Content-Type"] = "text/plain; charset=utf-8"
     sent.update(headers or {})
     headers = {k: v for k, v in sent.items() if v != ""}
-    handlers: list = [SameOriginRedirects()] + ([_NoDefaultContentType()] if data is not None and "Content-Type" not in headers else [])
+    import urllib.error
+    import urllib.request
+
+    same_origin, no_default_type = _handler_classes()
+    handlers: list = [same_origin()] + ([no_default_type()] if data is not None and "Content-Type" not in headers else [])
     if url.startswith("https:"):
         handlers.append(urllib.request.HTTPSHandler(context=tls_context(ep)))
     opener = urllib.request.build_opener(*handlers)

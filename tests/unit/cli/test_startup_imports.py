@@ -16,11 +16,13 @@ REPO = Path(__file__).resolve().parents[3]
 # A launch's, not a plan's: the tracker clients and their HTTP stack, the run store, the
 # submit side of Slurm, third-party SDKs; the schema validator and the YAML parser (what they
 # found is cached by the files' text); the Engine API's HTTP client (nothing this request
-# shows needs the engine's answer: the socket that answers names the engine).
+# shows needs the engine's answer: the socket that answers names the engine). The tracker
+# modules themselves load (a plan reads each one's declared settings); what they talk with
+# (urllib.request, http.client, ssl, the mlflow client) loads only when they talk.
 NOT_IN_PLAN = (
     "jsonschema", "yaml", "http.client", "ssl", "email.parser", "runner.clients.engine_api.client",
     "docker", "rich", "mlflow", "wandb", "boto3", "sqlite3", "urllib.request", "concurrent.futures",
-    "runner.trackers.runs", "runner.trackers.mlflow", "runner.trackers.httpapi", "runner.runs.store",
+    "runner.trackers.runs", "runner.runs.store",
     "runner.engines.slurm.engine", "runner.engines.slurm.jobs", "runner.engines.docker.run",
 )
 # The node agent's: none of the submit side (sbatch, squeue, the batch script, the log followers),
@@ -32,9 +34,24 @@ NOT_IN_AGENT = (
 )
 
 
+# `-X importtime` logs no module that `importlib.import_module` loads (the tracker registry's
+# way), so the names are also read from `sys.modules` at exit, through this driver.
+_DRIVER = (
+    "import atexit, runpy, sys\n"
+    "atexit.register(lambda: sys.stderr.write('modules: ' + ' '.join(sorted(sys.modules)) + '\\n'))\n"
+    "sys.argv = ['runner', *sys.argv[1:]]\n"
+    "runpy.run_module('runner', run_name='__main__', alter_sys=True)\n"
+)
+
+
 def imported(args: list[str], cwd: Path, env: dict) -> tuple[subprocess.CompletedProcess, set[str]]:
-    done = subprocess.run([sys.executable, "-X", "importtime", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
-    names = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    at = args.index("-m")  # interpreter flags (-P) stay before the driver
+    assert args[at + 1] == "runner", args
+    done = subprocess.run([sys.executable, "-X", "importtime", *args[:at], "-c", _DRIVER, *args[at + 2:]], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
+    lines = done.stderr.splitlines()
+    names = {line.rsplit("|", 1)[1].strip() for line in lines if line.startswith("import time:")}
+    names |= {name for line in lines if line.startswith("modules: ") for name in line.split()[1:]}
     return done, names
 
 
