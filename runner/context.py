@@ -87,7 +87,7 @@ def early_scope(sources: Sources) -> SecretScope:
 def _early_entries(config_file: str | None) -> list[str]:
     """The ``passthrough.secrets`` entries of the default and config files, read one by one:
     a broken file adds nothing (load_config reports it), the others still count."""
-    from runner.config.yamlsource import load_yaml  # size-limited and bounded, like load_config
+    from runner.config.yamlsource import load_file  # size-limited, bounded and cached by text, like load_config
     from runner.resources import policies_dir
 
     entries: list[str] = []
@@ -97,7 +97,7 @@ def _early_entries(config_file: str | None) -> list[str]:
         paths = [policies_dir() / "defaults.yaml"]
     for path in paths:
         try:
-            data = load_yaml(Path(path)).data if Path(path).is_file() else None
+            data = load_file(Path(path)).data if Path(path).is_file() else None
             listed = (data.get("passthrough") or {}).get("secrets") if isinstance(data, dict) else None
             entries += [str(p) for p in listed or [] if isinstance(p, (str, int))]
         except Exception:

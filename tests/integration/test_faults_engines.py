@@ -49,7 +49,8 @@ def wait_for_line(proc: subprocess.Popen, marker: bytes, timeout: float = 60) ->
 
 
 def partial_state(ws: Workspace) -> list[str]:
-    """Files under HOME/XDG_CACHE_HOME other than the complete (empty) validity markers and the
+    """Files under HOME/XDG_CACHE_HOME other than the complete (empty) validity markers, complete
+    parse-cache entries (whole JSON documents; a left-over ``.tmp`` counts as partial) and the
     run store (every launch's record, checked complete by ``final_states``)."""
     bad = []
     store = ws.home / ".local" / "state" / "primus-runner"
@@ -58,9 +59,18 @@ def partial_state(ws: Workspace) -> list[str]:
             if path.is_dir() or path.is_relative_to(store):
                 continue
             marker = path.parent.name == "valid" and MARKER.match(path.name) and path.stat().st_size == 0
-            if not marker:
+            if not marker and not _complete_parse(path):
                 bad.append(str(path))
     return bad
+
+
+def _complete_parse(path: Path) -> bool:
+    if path.parent.name != "parsed" or path.suffix == ".tmp":
+        return False
+    try:
+        return "format" in json.loads(path.read_bytes())
+    except ValueError:
+        return False
 
 
 def final_states(ws: Workspace) -> list[str]:

@@ -65,7 +65,8 @@ def test_a_flags_value_is_blamed_on_the_flag_not_the_file(tmp_path):
     (tmp_path / ".primus.yaml").write_text("container:\n  gpu: none\n  options:\n    image: busybox\nslurm:\n  time: \"4:00:00\"\n")
     result = cli(tmp_path, "submit", "--time", "1 hour", "--dry-run", "--", "true")
     assert result.returncode == 2
-    assert "(from --time)" in result.stderr and ".primus.yaml" not in result.stderr and "defaults.yaml" not in result.stderr
+    # the value is named with the flag that gave it, as typed; never a file it did not come from
+    assert "--time '1 hour'" in result.stderr and ".primus.yaml" not in result.stderr and "defaults.yaml" not in result.stderr
     (tmp_path / "c.yaml").write_text("slurm:\n  time: \"1 hour\"\n")
     from_file = cli(tmp_path, "--config", "c.yaml", "submit", "--dry-run", "--", "true")
     assert from_file.returncode == 2 and "c.yaml:2" in from_file.stderr
