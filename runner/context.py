@@ -97,7 +97,7 @@ def _early_entries(config_file: str | None) -> list[str]:
         paths = [policies_dir() / "defaults.yaml"]
     for path in paths:
         try:
-            data = load_file(Path(path)).data if Path(path).is_file() else None
+            data = load_file(Path(path), accepted=False).data if Path(path).is_file() else None  # not validated yet
             listed = (data.get("passthrough") or {}).get("secrets") if isinstance(data, dict) else None
             entries += [str(p) for p in listed or [] if isinstance(p, (str, int))]
         except Exception:

@@ -54,6 +54,13 @@ class Config:
     lines: dict[tuple, str] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
     loaded: list[LoadedFile] = field(default_factory=list)
+    unsettled: list = field(default_factory=list, repr=False)  # parses of its files to cache once accepted
+
+    def settle(self) -> None:
+        """The command accepted this config: its files' new parses may be cached (``parse_cache``)."""
+        for pending in self.unsettled:
+            pending.store()
+        self.unsettled.clear()
 
     def get(self, *path: str, default: Any = None) -> Any:
         node: Any = self.data
@@ -96,7 +103,7 @@ def load_config(
     forced = trust.forced(trust_project)
     for layer_file in layer_files(extra, project_dir=project_dir, user_files=user_files):
         text = read_text(layer_file.path, "config file")
-        located = parse_file(text, str(layer_file.path))
+        located = parse_file(text, str(layer_file.path), accepted=False)
         trusted = True
         if layer_file.project and not forced:
             trusted = trust.is_trusted(layer_file.path, trust.digest(text.encode("utf-8", "surrogateescape")))
@@ -113,7 +120,8 @@ def load_config(
         layers.append(cli)
     if problems:
         raise ConfigError(problems)
-    merged = Config(data={}, files=[layer.source for layer in layers], loaded=loaded)
+    merged = Config(data={}, files=[layer.source for layer in layers], loaded=loaded,
+                    unsettled=[layer.pending for layer in layers if layer.pending])
     for layer in layers:
         merged.data = _merge(merged.data, layer.data, (), merged.lines, _Lines(layer.lines))
     return merged

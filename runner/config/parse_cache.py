@@ -3,8 +3,10 @@ parsed again, and PyYAML (a quarter of `plan`'s start-up when imported) is not e
 
 An entry is the parse's result (the data and every ``file:line``) as JSON, named by the sha256
 of the file's path and text, in the user's cache directory (0700), beside the schema verdicts.
-It holds what the file says, which is never a secret value (a config refuses one), and only a
-parse that succeeded: a file with an error is parsed, and reported, every time. Whatever JSON
+A file the user writes is remembered only once the command has accepted it (``Pending``,
+stored by ``Config.settle``): a refused file may hold a secret value (a literal the runner
+refuses, a token pasted in place of a name) that the user is about to remove, and a copy here
+would outlive the fix. A file with an error is parsed, and reported, every time. Whatever JSON
 cannot give back exactly (a mapping with non-string keys, a date, bytes) is not stored.
 """
 
@@ -51,19 +53,27 @@ def _exact(value) -> bool:
     return False
 
 
-def remember(source: str, text: str, data, lines: dict) -> None:
-    """Store a successful parse (never fails: a read-only home only costs speed)."""
+class Pending:
+    """A parse to store once the config it belongs to is accepted, serialized when it was parsed."""
+
+    def __init__(self, entry: Path, blob: bytes):
+        self.entry, self.blob = entry, blob
+
+    def store(self) -> None:
+        """Write the entry (never fails: a read-only home only costs speed)."""
+        try:
+            self.entry.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            tmp = self.entry.with_name(f"{self.entry.name}.{os.getpid()}.tmp")
+            tmp.write_bytes(self.blob)
+            os.replace(tmp, self.entry)  # whole or not at all: a reader never sees half an entry
+        except OSError:
+            pass
+
+
+def pending(source: str, text: str, data, lines: dict) -> Pending | None:
+    """A successful parse, ready to store; None when JSON cannot give it back exactly or it is huge."""
     if not _exact(data) or not all(isinstance(p, (str, int)) and not isinstance(p, bool) for path in lines for p in path):
-        return
+        return None
     blob = json.dumps({"format": FORMAT, "source": source, "data": data, "lines": [[list(p), w] for p, w in lines.items()]},
                       allow_nan=True).encode()
-    if len(blob) > MAX_ENTRY:
-        return
-    entry = _entry(source, text)
-    try:
-        entry.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = entry.with_name(f"{entry.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(blob)
-        os.replace(tmp, entry)  # whole or not at all: a reader never sees half an entry
-    except OSError:
-        pass
+    return Pending(_entry(source, text), blob) if len(blob) <= MAX_ENTRY else None

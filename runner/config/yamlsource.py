@@ -32,6 +32,7 @@ class Located:
     lines: dict[tuple, str] = field(default_factory=dict)
     source: str = ""
     digest: str = ""  # sha256 of the file's text: what a cache keys on, never the expanded data
+    pending: Any = field(default=None, repr=False, compare=False)  # parse_cache.Pending, until the file is accepted
 
     def where(self, path: tuple) -> str | None:
         return nearest_line(self.lines, path) or self.lines.get((), None)
@@ -81,9 +82,11 @@ def load_yaml(path: Path, what: str = "config file") -> Located:
     return parse_yaml(text, str(path))
 
 
-def parse_file(text: str, source: str) -> Located:
+def parse_file(text: str, source: str, accepted: bool = True) -> Located:
     """``parse_yaml`` of a config file, remembered by its text (``parse_cache``): an unchanged
-    file is not parsed again, and YAML is not loaded at all."""
+    file is not parsed again, and YAML is not loaded at all. ``accepted=False`` (a file the
+    user writes, not yet validated): the new parse is left in ``Located.pending`` for the
+    caller to store once the command accepts the file."""
     from runner.config import parse_cache
 
     digest = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
@@ -91,13 +94,16 @@ def parse_file(text: str, source: str) -> Located:
     if known is not None:
         return Located(data=known[0], lines=known[1], source=source, digest=digest)
     located = parse_yaml(text, source)
-    parse_cache.remember(source, text, located.data, located.lines)
+    located.pending = parse_cache.pending(source, text, located.data, located.lines)
+    if accepted and located.pending:
+        located.pending.store()
+        located.pending = None
     return located
 
 
-def load_file(path: Path, what: str = "config file") -> Located:
+def load_file(path: Path, what: str = "config file", accepted: bool = True) -> Located:
     """``load_yaml`` through the parse cache (``parse_file``)."""
-    return parse_file(read_text(path, what), str(path))
+    return parse_file(read_text(path, what), str(path), accepted)
 
 
 def parse_yaml(text: str, source: str) -> Located:

@@ -144,18 +144,27 @@ def prepare(
     from runner.engines import config_problems
 
     planned.problems += config_problems(config)  # the engines' own sections (slurm:), as a launch checks them
+    if not planned.problems:
+        config.settle()  # accepted: its files' parses may be cached (a refused file may hold a secret value)
     out.use_masker(planned.scope.masker)
     from runner.ui import ci
 
     ci.register_masks(planned.scope.values())
+    if not quiet:
+        _report(planned, out, report_unset)
+    elif planned.absent_optional:
+        out.debug("optional tracker variables not set: " + ", ".join(planned.absent_optional))
+    return Prepared(config, env_file, planned)
+
+
+def _report(planned, out: Output, report_unset: bool) -> None:
+    """The plan's warnings and notices, each once."""
     if planned.absent_optional:  # optional tracker variables simply not set: noise unless asked for
         out.debug("optional tracker variables not set: " + ", ".join(planned.absent_optional))
-    if not quiet:
-        for warning in dict.fromkeys(planned.warnings):  # each once
-            out.warn(warning)
-        if planned.plan:
-            for notice in dict.fromkeys(planned.plan.notices):
-                out.notice(notice)
-            if planned.unset and report_unset:
-                out.notice(unset_notice(planned.unset))
-    return Prepared(config, env_file, planned)
+    for warning in dict.fromkeys(planned.warnings):
+        out.warn(warning)
+    if planned.plan:
+        for notice in dict.fromkeys(planned.plan.notices):
+            out.notice(notice)
+        if planned.unset and report_unset:
+            out.notice(unset_notice(planned.unset))
