@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What tests/integration/test_mlflow_stores.py needs beside the MLflow server of
+# What tests/integration/trackers/test_mlflow_stores.py needs beside the MLflow server of
 # setup-engines.sh: the runner's `mlflow` extra (mlflow-skinny + boto3) in the
 # project's Python, and moto's S3 server (moto_server) as an S3 endpoint on
 # loopback. The tests start their own servers (moto, two more MLflow servers

@@ -32,20 +32,18 @@ class Findings:
 
 
 def run_check(opts: CheckOptions, out: Output) -> int:
-    from runner.session.prepare import prepare
-
-    from runner.session.prepare import unset_notice
+    from runner.session.prepare import load_sources, prepare, unset_notice
 
     from runner.engines import engine_named
 
     found = Findings()
     engine = engine_named(opts.engine)  # the registry's: an unknown name is a usage error (exit 2)
-    resolved = _check_refs(opts, found)
     prepared = None
     computed = tuple(engine.computed_env)  # what the engine sets itself is never "not set"
     try:
-        prepared = prepare(out, opts.sources, opts.command or ("true",), opts.flags, quiet=True, resolved=resolved,
-                           extra_env=[(name, "(per node)") for name in computed])
+        loaded = load_sources(opts.sources, opts.flags)  # once: the references and the plan read the same config
+        prepared = prepare(out, opts.sources, opts.command or ("true",), opts.flags, quiet=True, loaded=loaded,
+                           resolved=_check_refs(opts, loaded, found), extra_env=[(name, "(per node)") for name in computed])
     except ConfigError as exc:
         found.problems += exc.problems
     plan = prepared.planned.plan if prepared is not None else None
@@ -72,24 +70,21 @@ def run_check(opts: CheckOptions, out: Output) -> int:
     return found.exit_code()
 
 
-def _check_refs(opts: CheckOptions, found: Findings) -> dict:
+def _check_refs(opts: CheckOptions, loaded: tuple, found: Findings) -> dict:
     """Resolve every ``secrets:`` reference once: the report (found or not, never a value)
     and the values for the plan."""
-    from runner.context import early_scope, load_context
+    from runner.context import early_scope
 
-    try:
-        context = load_context(opts.sources)
-    except ConfigError:
-        return {}  # prepare reports the config's problems
-    if not context.config.get("secrets"):
+    env_file, config = loaded
+    if not config.get("secrets"):
         return {}
     from runner.secrets.refs import parse_refs, resolve_and_report
 
-    refs, problems = parse_refs(context.config)
+    refs, problems = parse_refs(config)
     found.problems += problems
     from runner.config.envfile import env_lookup
 
-    values, found.secrets = resolve_and_report(refs, env_lookup(context.env_file), opts.timeout, mask=early_scope(opts.sources).masker.mask)
+    values, found.secrets = resolve_and_report(refs, env_lookup(env_file), opts.timeout, mask=early_scope(opts.sources).masker.mask)
     where = {ref.name: ref.where for ref in refs}
     for item in found.secrets:
         if not item["found"]:

@@ -99,6 +99,15 @@ def unset_notice(names) -> str:
     return f"not set on this host, not forwarded: {', '.join(names)}"
 
 
+def load_sources(sources: Sources, flags: LaunchFlags = LaunchFlags(), extra_layer: dict | None = None,
+                 user_files: bool = True) -> tuple[EnvFile, Config]:
+    """The env file and the merged config, the flags' layer on top (a command's own layer, the demo's, below them)."""
+    layer = flags.config_layer()
+    if extra_layer:
+        layer = _merge(extra_layer, layer, (), {}, {})
+    return load_env_and_config(sources, layer or None, user_files=user_files)
+
+
 def prepare(
     out: Output,
     sources: Sources,
@@ -112,6 +121,7 @@ def prepare(
     report_unset: bool = True,
     resolve_refs: bool | None = True,
     gpu_mode: str = "host",
+    loaded: tuple[EnvFile, Config] | None = None,
 ) -> Prepared:
     """Config, env file, flags → the plan and its secret scope; installs the scope's masker.
 
@@ -123,11 +133,9 @@ def prepare(
     ``gpu_mode``: "node" when each Slurm node chooses its GPUs (nothing is chosen here),
     "off" for a launch without a container; else ("host") ``--gpus N`` is previewed against
     the GPUs other runner containers hold now (the launch claims them for real, under a
-    lock: ``runner.gpus.holders.claim``)."""
-    layer = flags.config_layer()
-    if extra_layer:  # a command's own layer (demo): below the flags
-        layer = _merge(extra_layer, layer, (), {}, {})
-    env_file, config = load_env_and_config(sources, layer or None, user_files=user_files)
+    lock: ``runner.gpus.holders.claim``). ``loaded``: what ``load_sources`` gave a caller
+    that read the config first (``check``), so it is loaded once per command."""
+    env_file, config = loaded or load_sources(sources, flags, extra_layer, user_files)
     host_env = dict(os.environ)
     refs = secret_refs(config)
     if resolve_refs is None:  # a launch: run the references unless the config asks for a dry run

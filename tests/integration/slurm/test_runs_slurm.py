@@ -14,7 +14,7 @@ import pytest
 from docker_helpers import CONFIG, Workspace, force_remove, unique
 from engine_fixtures import assert_no_leak
 from runs_helpers import TB_WRITER, WANDB_JOB, host_path, is_event_file, runs_json, sync_path
-from test_tracking import job_image  # noqa: F401  (a fixture: the python image with the W&B client)
+from job_images import job_image  # noqa: F401  (a fixture: the python image with the W&B client)
 
 pytestmark = [pytest.mark.slurm, pytest.mark.docker]
 

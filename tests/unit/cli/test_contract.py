@@ -1,7 +1,7 @@
 """docs/cli-contract.md, sentence by sentence, against the real CLI (a subprocess, no engine needed).
 
 Each test names the contract claim it proves. Engine-backed claims live in
-tests/integration/test_contract_docker.py and test_contract_slurm.py.
+tests/integration/container/test_contract_docker.py and test_contract_slurm.py.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Secret references (runner.secrets.refs): parsing with file:line, and the env:, file:
 and cmd: sources with real files and real programs. pass: and aws-sm: against real
-stores are in tests/integration/test_secret_refs_stores.py.
+stores are in tests/integration/secrets/test_secret_refs_stores.py.
 
 Every value is a fresh canary; errors and reports are checked for it (and its
 encodings) with engines.assert_no_leak. No wall-clock asserts: parallelism is shown

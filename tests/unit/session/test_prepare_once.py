@@ -63,3 +63,22 @@ def test_dry_run_true_in_the_config_runs_no_reference(work, monkeypatch):
     result = subprocess.run([sys.executable, "-m", "runner", "up", "--", "true"], cwd=work, env=env, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert not marker.exists() and "HF_TOKEN" in result.stdout
+
+
+def test_check_loads_the_config_once_and_runs_each_reference_once(work, monkeypatch, capsys):
+    from runner.commands.check import run_check
+    from runner.options import CheckOptions
+
+    ran = work / "ran"
+    (work / ".primus.yaml").write_text(
+        "container:\n  gpu: none\n  options:\n    image: primus-test/busybox:latest\n    env: [HF_TOKEN]\n"
+        f"secrets:\n  HF_TOKEN: cmd:sh -c 'echo once >> {ran}; echo {CANARY}'\n")
+    monkeypatch.setenv("PRIMUS_RUNNER_TRUST_PROJECT", "1")
+    loads = _counting(monkeypatch, runner.config, "load_config")
+    monkeypatch.setattr(prepare_module, "load_config", runner.config.load_config)
+    plans = _counting(monkeypatch, prepare_module, "build_plan")
+    assert run_check(CheckOptions(("true",), Sources(), engine="process"), Output()) == 0
+    assert loads == ["load_config"] and plans == ["build_plan"]
+    assert ran.read_text().splitlines() == ["once"]
+    shown = capsys.readouterr()
+    assert "secret HF_TOKEN (cmd:" in shown.err and CANARY not in shown.out + shown.err

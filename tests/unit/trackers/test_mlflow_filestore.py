@@ -1,6 +1,6 @@
 """A ``file:`` tracking URI gets the run handshake: the runner creates the run in the directory as MLflow's
 FileStore lays it out, hands its id to the job, and closes it. (MLflow's own client reading these runs, and a
-job logging into one, is in tests/integration/test_mlflow_stores.py; ranks and a requeue sharing it, in
+job logging into one, is in tests/integration/trackers/test_mlflow_stores.py; ranks and a requeue sharing it, in
 test_slurm_faults.py.)"""
 
 from __future__ import annotations

@@ -13,16 +13,13 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from docker_helpers import RUNNER, Workspace, container_pids, unique  # noqa: E402
-
-from engine_fixtures import PYTHON_IMAGE, assert_no_leak  # noqa: E402
-from pty_session import PtySession  # noqa: E402
+from docker_helpers import RUNNER, Workspace, container_pids, unique
+from engine_fixtures import PYTHON_IMAGE, assert_no_leak
+from pty_session import PtySession
 
 pytestmark = pytest.mark.docker
 PROMPT = (r"# ", r"\$ ")  # root's and a user's shell prompt

@@ -16,7 +16,7 @@ import uuid
 import pytest
 
 from engine_fixtures import assert_no_leak
-from test_launcher_modes import TRAIN, Space, seen, space, standin_image  # noqa: F401 - fixtures
+from primus_standin import TRAIN, Space, seen, space, standin_image  # noqa: F401 - fixtures
 
 pytestmark = [pytest.mark.docker]
 

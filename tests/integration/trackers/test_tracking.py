@@ -1,17 +1,14 @@
 """Trackers end to end: a real MLflow server, jobs in real containers, the real CLI.
 
-The job image (``images/mlflow-job``: Python with mlflow-skinny and wandb) is
+The job image (``job_image``, tests/integration/job_images.py: Python with mlflow-skinny and wandb) is
 built once and cached by a tag derived from its Dockerfile.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import shutil
 import socket
 import subprocess
-import tempfile
 import urllib.request
 from pathlib import Path
 
@@ -19,9 +16,8 @@ import pytest
 
 from docker_helpers import LABEL_JOB, Workspace, containers, force_remove, unique
 from engine_fixtures import assert_no_leak, mlflow_api
+from job_images import job_image  # noqa: F401 - a fixture
 
-IMAGE_DIR = Path(__file__).parent / "images" / "mlflow-job"
-CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 
 CONFIG = """container:
   gpu: none
@@ -35,24 +31,6 @@ trackers:
   framework: generic
 {trackers}
 """
-
-
-@pytest.fixture(scope="session")
-def job_image(docker_client, python_image) -> str:
-    """primus-test/mlflow-job:<hash of the Dockerfile>, built on the local python image if missing."""
-    import docker.errors
-
-    tag = "primus-test/mlflow-job:" + hashlib.sha256((IMAGE_DIR / "Dockerfile").read_bytes()).hexdigest()[:12]
-    try:
-        docker_client.images.get(tag)
-        return tag
-    except docker.errors.ImageNotFound:
-        pass
-    with tempfile.TemporaryDirectory() as ctx:
-        shutil.copy(IMAGE_DIR / "Dockerfile", ctx)
-        shutil.copy(CA_BUNDLE, Path(ctx) / "ca-certificates.crt")  # pip inside the build trusts what the host trusts
-        docker_client.images.build(path=ctx, tag=tag, network_mode="host", rm=True, forcerm=True, buildargs={"BASE_IMAGE": python_image})
-    return tag
 
 
 def workspace(tmp_path: Path, canary: dict, trackers: str) -> Workspace:

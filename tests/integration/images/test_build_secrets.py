@@ -233,7 +233,7 @@ def test_recipe_installs_from_a_private_index_given_as_a_secret(tmp_path, python
     recipes = tmp_path / "recipes"
     import shutil
 
-    shutil.copytree(Path(__file__).resolve().parents[2] / "images", recipes)
+    shutil.copytree(Path(__file__).resolve().parents[3] / "images", recipes)
     # Unique per run: BuildKit caches the install step by its inputs, never by the secret's value.
     (recipes / "common" / "requirements.txt").write_text(f"# {uuid.uuid4().hex}\ntinypkg==1.0\n")
     ws = Workspace(tmp_path / "ws", canary, config=f"container:\n  gpu: none\nimages:\n  dir: {recipes}\n")

@@ -5,15 +5,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from docker_helpers import Workspace, unique  # noqa: E402
-
-from engine_fixtures import assert_no_leak  # noqa: E402
+from docker_helpers import Workspace, unique
+from engine_fixtures import assert_no_leak
 
 pytestmark = pytest.mark.docker
 

@@ -7,16 +7,13 @@ import hashlib
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from docker_helpers import Workspace, container_pids, force_remove, inspect, unique  # noqa: E402
-
-from engine_fixtures import assert_no_leak  # noqa: E402
+from docker_helpers import Workspace, container_pids, force_remove, inspect, unique
+from engine_fixtures import assert_no_leak
 
 pytestmark = pytest.mark.docker
 

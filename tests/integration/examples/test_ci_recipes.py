@@ -21,7 +21,7 @@ from engine_fixtures import assert_no_leak
 
 pytestmark = pytest.mark.docker
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 RECIPES = ROOT / "docs" / "ci"
 SCHEMA = ROOT / "policies" / "report.schema.json"
 # The sandboxed CI host refuses privileged containers, extra caps' rlimits and the video group.

@@ -530,9 +530,7 @@ def _only_run(client, experiment: str) -> tuple[str]:
 
 # ------------------------------------------------------------------ the job's own client writes to the S3 store
 
-from test_tracking import CA_BUNDLE, job_image  # noqa: E402,F401  (the tracker job image fixture)
-
-S3_IMAGE_DIR = Path(__file__).parent / "images" / "mlflow-s3-job"
+from job_images import job_image, s3_job_image  # noqa: E402,F401  (the tracker job image fixtures)
 
 PY_JOB = """
 import os, sys, mlflow
@@ -544,29 +542,6 @@ mlflow.log_artifact("/tmp/model.txt", artifact_path="job")
 print("aws", os.environ["AWS_SECRET_ACCESS_KEY"])
 print("logged", run_id, mlflow.active_run().info.run_id == run_id)
 """
-
-
-@pytest.fixture(scope="session")
-def s3_job_image(docker_client, job_image) -> str:
-    """The tracker job image plus boto3: primus-test/mlflow-s3-job:<hash of both Dockerfiles>."""
-    import hashlib
-    import shutil
-    import tempfile
-
-    import docker.errors
-
-    digest = hashlib.sha256(job_image.encode() + (S3_IMAGE_DIR / "Dockerfile").read_bytes()).hexdigest()[:12]
-    tag = f"primus-test/mlflow-s3-job:{digest}"
-    try:
-        docker_client.images.get(tag)
-        return tag
-    except docker.errors.ImageNotFound:
-        pass
-    with tempfile.TemporaryDirectory() as ctx:
-        shutil.copy(S3_IMAGE_DIR / "Dockerfile", ctx)
-        shutil.copy(CA_BUNDLE, Path(ctx) / "ca-certificates.crt")
-        docker_client.images.build(path=ctx, tag=tag, network_mode="host", rm=True, forcerm=True, buildargs={"BASE_IMAGE": job_image})
-    return tag
 
 
 @pytest.mark.docker

@@ -20,7 +20,6 @@ import re
 import shlex
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -29,12 +28,9 @@ from pathlib import Path
 import pytest
 
 from engine_fixtures import PYTHON_IMAGE, SLURM_PARTITION, engine_missing
-from test_launcher_modes import IMAGE, OTHER_PYTHON, OTHER_USER, STANDIN, seen
+from primus_standin import IMAGE, OTHER_PYTHON, OTHER_USER, ROOT, RUNNER, STANDIN, seen, standin_image  # noqa: F401 (a fixture)
 
 pytestmark = [pytest.mark.docker, pytest.mark.slurm]
-
-ROOT = Path(__file__).resolve().parents[2]
-RUNNER = [sys.executable, "-P", "-m", "runner"]
 
 
 def help_examples() -> list[tuple[str, str]]:
@@ -168,10 +164,7 @@ def expect(lab: Lab, where: str, command: str, result: subprocess.CompletedProce
 
 
 @pytest.fixture(scope="module")
-def lab(slurm_cluster, busybox_image, python_image):
-    setup = subprocess.run(["bash", str(ROOT / ".ci" / "setup-primus-standin.sh")], capture_output=True, text=True)
-    if setup.returncode != 0:
-        engine_missing("the stand-in Primus image", setup.stderr[-500:], "run bash .ci/setup-primus-standin.sh")
+def lab(slurm_cluster, busybox_image, python_image, standin_image):
     root = Path(tempfile.mkdtemp(prefix="help-examples-"))
     the_lab = Lab(root, slurm_cluster.partition)
     yield the_lab
