@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import socket
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -99,8 +100,6 @@ def master_address(nodelist: str) -> str:
 
 def address_of(addr: str) -> str:
     """A node's address as an IP (a name resolved here), so every container sees the same."""
-    import socket  # a plan that checks the slurm: section resolves no address
-
     try:
         socket.inet_aton(addr)
         return addr
