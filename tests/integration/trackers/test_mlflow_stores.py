@@ -30,6 +30,7 @@ import pytest
 from docker_helpers import Workspace, force_remove, tracker_config, unique
 from plan_factory import plan_from
 from engine_fixtures import assert_no_leak, engine_missing, free_port, start_mlflow_server, stop_process_group
+from hostile_servers import Loopback
 
 SETUP = "bash .ci/setup-mlflow-stores.sh"
 BUCKET = "primus-runner-artifacts"
@@ -316,15 +317,14 @@ def test_without_the_extra_the_proxied_server_still_gets_the_log(home, mlflow_se
     assert log == b"token ***\n"
 
 
-class _DatabricksFront:
+class _DatabricksFront(Loopback):
     """A Databricks workspace stand-in on loopback: its OAuth endpoints (OIDC discovery, client-credentials
     token), and /api/ forwarded to a real MLflow server; records what each request carried."""
 
     ACCESS_TOKEN = "oauth-access-" + uuid.uuid4().hex
 
     def __init__(self, backend: str, dbfs: bool = False):
-        import threading
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        from http.server import BaseHTTPRequestHandler
 
         self.requests: list[tuple[str, str, str, bytes]] = []  # (method, path, Authorization, body)
         self.signed: list[tuple[str, dict, bytes]] = []  # (path, headers, body) of uploads to a signed URL
@@ -376,13 +376,7 @@ class _DatabricksFront:
             def log_message(self, *args):
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+        self._serve(Handler)
 
 
 @pytest.fixture
