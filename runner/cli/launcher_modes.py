@@ -130,15 +130,11 @@ def _clean(opts: ModeOptions, out: Output, dry_run: bool, preference: str) -> No
     """``--clean``: the invoking user's runner containers (every user's with ``--all-users``),
     never any other container, and nothing in a dry run."""
     from runner.clients.engine_api.shared import engine_client
-    from runner.engines.docker.verbs import owner_filter, remove_containers
-    from runner.plan import LABEL
+    from runner.engines.containers import managed, owner_filter, remove_containers, would_remove
 
     eng = engine_client(preference)  # the first call chooses the engine (container.engine) for the whole process
     if dry_run:
-        labels = [f"{LABEL}=true"] + [f"{k}={v}" for k, v in owner_filter(opts.all_users).items()]
-        from runner.engines.docker.verbs import would_remove
-
-        out.info("--clean (dry run): " + would_remove(eng.containers(labels)))
+        out.info("--clean (dry run): " + would_remove(managed(eng, owner_filter(opts.all_users))))
         return
     count = remove_containers(owner_filter(opts.all_users), eng)
     out.info(f"--clean: removed {count} primus-runner container{'s' if count != 1 else ''}")

@@ -12,11 +12,14 @@ Adding an engine: see the checklist in docs/architecture.md.
 
 from __future__ import annotations
 
+import importlib
 from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from runner.config import Config
     from runner.options import RunOptions, Selection
     from runner.plan import LaunchPlan
@@ -128,6 +131,29 @@ class Engine(Protocol):
         """Engine facts for the report and ``--json`` after a watched run (job id, state …)."""
 
 
+class delegate:
+    """An engine method written as a function of another module, imported on its first call: an
+    engine class says ``ps = delegate("runner.engines.slurm.verbs")`` and loads that module only
+    when the command runs (``getattr(engine, "ps")`` imports nothing). ``function`` defaults to the
+    attribute's own name."""
+
+    def __init__(self, module: str, function: str | None = None):
+        self.module, self.function = module, function
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.function = self.function or name
+
+    def __get__(self, engine, owner=None) -> Callable:
+        module, function = self.module, self.function
+
+        def call(*args, **kwargs):
+            return getattr(importlib.import_module(module), function)(*args, **kwargs)
+
+        call.__name__ = call.__qualname__ = function
+        call.__doc__ = f"{module}.{function}"
+        return call
+
+
 # The commands that act on what an engine started, by name: each engine declares those it
 # supports as methods of these names (``Verbs``); the registry finds them (``runner.engines.verb``).
 VERBS = ("ps", "logs", "down", "exec", "status", "cancel")
@@ -161,3 +187,35 @@ class Verbs(Protocol):
 
     def claims(self, name: str) -> bool:
         """Whether ``name`` is this engine's kind of id."""
+
+
+class Recorded(Protocol):
+    """What the run store (``runner.runs``) asks an engine about its runs, so a new engine needs no
+    edit there. All optional; an engine that lacks one gets the default said here.
+
+    ``runs_on_nodes`` (default False): the job runs on other hosts, so its files go to a job
+    directory they all see, each node mounts its own cache, and the runner keeps no log of its
+    output (it is in the job's files). ``runs_in_container`` (default True): tracker outputs and the
+    cache are mounts (False: a host process writes where its paths say). ``job_dir_setting``: the
+    setting that moves the job directory, named when the nodes do not see the default one."""
+
+    runs_on_nodes: bool
+    runs_in_container: bool
+    job_dir_setting: str
+
+    def job_dir(self, config: "Config", run_id: str, name: str) -> "Path | None":
+        """Where the job's files go; one under the run's own directory is checked with ``job_dir_unseen``
+        (default: no job directory)."""
+
+    def job_dir_unseen(self, path: "Path") -> "str | None":
+        """Why the nodes do not see ``path`` (None: they do, or it cannot be told)."""
+
+    def record_started(self, launched: Launched, job_dir: "Path | None") -> dict:
+        """The record's fields once the job runs (default: ``job_id`` = ``launched.id``; a container's
+        are the run store's own: its name, id and engine socket)."""
+
+    def record_ended(self, rec: dict) -> "tuple[int | None, str | None] | None":
+        """A detached job's end, asked once: (exit code, note), or None while it runs or cannot be asked."""
+
+    def record_logs(self, rec: dict, out: "Output", *, follow: bool, tail: "int | None", node: "str | None") -> int:
+        """``logs RUN`` from the engine's own files (default: the run's log the runner kept)."""

@@ -36,8 +36,12 @@ def reconcile(store: Store, rec: dict, masker_of=None) -> dict:
             if alive is False:
                 rec.update(state="lost", note="the runner ended without recording the job's end (killed, SIGKILL included); "
                                               "the log so far is kept")
-    elif rec.get("engine") == "slurm" and rec.get("job_id"):
-        _reconcile_slurm(rec)
+    elif callable(getattr(engine := _engine_of(rec), "record_ended", None)):  # the engine asks its own (Slurm: scontrol)
+        ended = engine.record_ended(rec)
+        if ended is not None:
+            record.finish(rec, ended[0], time.time())
+            if ended[1]:
+                rec["note"] = ended[1]
     elif rec.get("container_id"):
         _reconcile_container(rec, masker_of)
     if rec != before:
@@ -74,23 +78,13 @@ def _reconcile_container(rec: dict, masker_of=None) -> None:
     record.finish(rec, state.get("ExitCode"), engine_time(state.get("FinishedAt")) or time.time())
 
 
-def _reconcile_slurm(rec: dict) -> None:
-    from runner.engines.slurm import jobs
-    from runner.errors import EngineUnavailable
+def _engine_of(rec: dict):
+    """The registered engine a record names; None for one the registry does not hold (``podman``: the
+    docker engine's kind, read here through the record's container and socket)."""
+    from runner.engines import ENGINES, engine_for
 
-    job_dir = paths.resolved(rec.get("job_dir"))
-    if not shutil.which("scontrol"):
-        return
-    try:
-        state = jobs.job_state(rec["job_id"])
-    except EngineUnavailable:
-        return
-    if state is not None and not state.done:
-        return
-    code = jobs.final_exit_code(state, job_dir, rec["job_id"]) if job_dir is not None else (state.exit_code if state else None)
-    record.finish(rec, code, time.time())
-    if state is None:
-        rec["note"] = "Slurm no longer knows the job; the exit code is from its nodes' exit files"
+    name = rec.get("engine")
+    return engine_for(name) if name in ENGINES else None
 
 
 # ---------------------------------------------------------------- runs
@@ -251,11 +245,9 @@ def cmd_logs(key: str, out, sources, *, follow: bool = False, tail: int | None =
         raise UsageError("--tail takes a number of lines (0 or more)")
     masker = run_masker(rec, sources, out)
     out.use_masker(masker)
-    if rec.get("engine") == "slurm":
-        from runner.engines.slurm import jobs
-
-        job_dir = paths.resolved(rec.get("job_dir"))
-        return jobs.cmd_logs(rec["job_id"], out, follow=follow, node=node, tail=tail, output_dir=str(job_dir.parent) if job_dir else None)
+    engine = _engine_of(rec)
+    if callable(getattr(engine, "record_logs", None)):  # the engine's own files (Slurm: the job's output, rank by rank)
+        return engine.record_logs(rec, out, follow=follow, tail=tail, node=node)
     if node is not None:
         raise UsageError(f"--node is for a Slurm job; run {rec['id']} ran on {rec.get('engine')}", "primus-runner logs JOB_ID --node 1")
     log = paths.resolved(rec.get("log"))

@@ -33,9 +33,10 @@ if TYPE_CHECKING:
 class Run:
     def __init__(self, plan, run_id: str, out, *, dry: bool = False):
         self.plan, self.id, self.out, self.dry = plan, run_id, out, dry
+        self.engine = None  # the engine it runs on: what its record holds (runner.engines.base.Recorded)
         self.dir: Path | None = None
-        self.job_dir: Path | None = None  # Slurm: where the job's files go (nodes see it)
-        self.node_cache: dict | None = None  # Slurm: what each node mounts as its own cache
+        self.job_dir: Path | None = None  # an engine on nodes (Slurm): where the job's files go (the nodes see it)
+        self.node_cache: dict | None = None  # an engine on nodes: what each node mounts as its own cache
         self.outputs: list = []
         self.cache_dir: Path | None = None
         self.log: RunLog | None = None
@@ -91,8 +92,8 @@ class Run:
             rec.update(engine=getattr(eng, "kind", None) or rec["engine"], engine_host=getattr(eng, "host", None), container=launched.name)
             rec["container_id"] = launched.id
             self._digest_soon(getattr(eng, "host", None))
-        elif rec["engine"] == "slurm":
-            _slurm_started(rec, launched, self.job_dir)
+        elif callable(getattr(self.engine, "record_started", None)):  # the engine says (Slurm: job id, job files, nodes)
+            rec.update(self.engine.record_started(launched, self.job_dir))
         else:
             rec["job_id"] = launched.id  # the process's pid
         self._save()
@@ -163,16 +164,6 @@ class Run:
         liveness.release(self._lock)
 
 
-def _slurm_started(rec: dict, launched, job_dir: Path | None) -> None:
-    rec["job_id"] = launched.id
-    request = (launched.state or {}).get("request")
-    job_dir = getattr(request, "job_dir", None) or job_dir
-    if job_dir is not None:
-        rec["job_dir"] = paths.stored(job_dir)
-        rec["log"] = paths.stored(Path(job_dir) / f"slurm-{launched.id}.out")
-    rec["nodes"] = getattr(getattr(request, "settings", None), "nodes", None)
-
-
 def _image_digest(host: str | None, image: str) -> str | None:
     from runner.clients.engine_api.shared import thread_client
 
@@ -192,43 +183,39 @@ def _setting(config, key: str, default: Any) -> Any:
     return config.get("runs", key, default=default) if config is not None else default
 
 
-def _job_dir(engine_name: str, config, run_id: str, name: str) -> Path | None:
-    """Slurm: ``<slurm.output_dir>/<run id>-<name>`` when it is set, else the run's own ``slurm/`` under
-    the state directory (``_settle_job_dir`` checks that the nodes see it); the record points there."""
-    if engine_name != "slurm":
-        return None
-    base = config.get("slurm", "output_dir", default=None) if config is not None else None
-    if not base:
-        return paths.runs_dir() / run_id / "slurm"
-    return Path(os.path.expanduser(str(base))).absolute() / f"{run_id}-{_safe(name)}"
+def _on_nodes(engine) -> bool:
+    """The job runs on other hosts (Slurm): its files in a job directory, a cache per node, no runner log."""
+    return bool(getattr(engine, "runs_on_nodes", False))
+
+
+def _job_dir(engine, config, run_id: str, name: str) -> Path | None:
+    """Where the engine puts the job's files (the record points there); None: it has no job directory."""
+    return engine.job_dir(config, run_id, name) if callable(getattr(engine, "job_dir", None)) else None
 
 
 def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
 
 
-def _settle_job_dir(run: Run, config, out) -> None:
-    """A Slurm job's files under the state directory need a run directory and nodes that see it; else
-    they go to ``./primus-runs/<run id>-<name>`` (as before the state location), and a notice says why."""
-    if run.job_dir is None or run.job_dir != paths.runs_dir() / run.id / "slurm":
-        return  # slurm.output_dir: the user's choice
-    from runner.engines.slurm.shared_fs import nodes_see
-
+def _settle_job_dir(run: Run, engine, out) -> None:
+    """A job directory under the run's own directory needs that directory and nodes that see it; else
+    the job's files go to ``./primus-runs/<run id>-<name>`` (as before the state location), and a notice says why."""
+    if run.job_dir is None or not run.job_dir.is_relative_to(paths.runs_dir() / run.id):
+        return  # a directory the user chose (slurm.output_dir)
     why = None
     if run.dir is None:
         why = "there is no run directory (runs.record: false, or the state directory cannot be written)"
-    else:
-        seen, reason = nodes_see(paths.state_dir())
-        if seen is False:
-            why = f"the Slurm nodes do not see the state directory {paths.state_dir()}: {reason}"
+    elif callable(getattr(engine, "job_dir_unseen", None)):
+        why = engine.job_dir_unseen(paths.state_dir())
     if why is None:
         return
     moved = (Path.cwd() / "primus-runs" / f"{run.id}-{_safe(run.plan.name)}").absolute()
     _move_outputs(run, run.job_dir / "outputs", moved / "outputs")
     run.job_dir = moved
+    setting = getattr(engine, "job_dir_setting", None)
     if run.dir is not None:
-        out.notice(f"this job's files go to {moved}, not under the state directory: {why}; "
-                   "set slurm.output_dir to a directory every node sees")
+        out.notice(f"this job's files go to {moved}, not under the state directory: {why}"
+                   + (f"; set {setting} to a directory every node sees" if setting else ""))
 
 
 def begin(options, engine, plan, ctx, out, config) -> Run:
@@ -239,19 +226,20 @@ def begin(options, engine, plan, ctx, out, config) -> Run:
     dry = bool(options.dry_run or launcher_switch(config, "dry_run"))
     run = Run(plan, paths.new_run_id(), out, dry=dry)
     run.masker, run.scope, run.audit = ctx.scope.masker, ctx.scope, bool(options.audit)
-    run.job_dir = _job_dir(engine.name, config, run.id, plan.name)
-    uncached = _plan_mounts(run, engine.name, config)
+    run.engine = engine
+    run.job_dir = _job_dir(engine, config, run.id, plan.name)
+    uncached = _plan_mounts(run, engine, config)
     if dry:
         ctx.run = run  # the dry run renders the job directory a launch would use
         return run
     recording = bool(_setting(config, "record", True))  # runs.record: false: no record, run directory or log
     if recording:
         _make_run_dir(run, out)
-    _settle_job_dir(run, config, out)
+    _settle_job_dir(run, engine, out)
     _make_output_dirs(run, out)
     _make_cache_dir(run, out, uncached)
-    slurm = engine.name == "slurm"
-    if run.dir is not None and not slurm and not options.detach:  # a detached job's output is the engine's until it ends
+    on_nodes = _on_nodes(engine)
+    if run.dir is not None and not on_nodes and not options.detach:  # a detached job's output is the engine's until it ends
         from runner.runs.logdir import DEFAULT_LIMIT_MB, LOG_NAME, RunLog
 
         limit = int(_setting(config, "log_limit_mb", DEFAULT_LIMIT_MB)) << 20
@@ -263,28 +251,28 @@ def begin(options, engine, plan, ctx, out, config) -> Run:
     for line in outputs.before(run.outputs):
         out.info(line)
     if recording and run.dir is not None:
-        run.record = _initial_record(run, engine.name, options, config, slurm)
+        run.record = _initial_record(run, engine.name, options, config, on_nodes)
         run._save()  # the first write: on the writer's thread, once the job runs (runner.runs.writer)
         atexit.register(run._at_exit)
     return run
 
 
-def _plan_mounts(run: Run, engine_name: str, config):
+def _plan_mounts(run: Run, engine, config):
     """Pure: the tracker outputs' and the cache's mounts into ``run.plan`` (a dry run shows them);
     the plan without the cache, should the cache directory not be made."""
-    plan, slurm = run.plan, engine_name == "slurm"
+    plan, on_nodes = run.plan, _on_nodes(engine)
     # A process on the host (direct mode) writes where its paths say, into the host's own caches:
     # no container, so nothing to mount and nothing to redirect.
-    if engine_name == "process":
+    if not getattr(engine, "runs_in_container", True):
         return plan
     outputs_dir = (run.job_dir or paths.runs_dir() / run.id) / "outputs"
-    plan, run.outputs, problems = outputs.plan_outputs(plan, _setting(config, "tracker_outputs", "mount"), outputs_dir, slurm,
+    plan, run.outputs, problems = outputs.plan_outputs(plan, _setting(config, "tracker_outputs", "mount"), outputs_dir, on_nodes,
                                                        where=config.where if config is not None else None)
     if problems:
         raise ConfigError(problems)
     uncached, settings = plan, cache.settings(config)
     if settings.enabled and plan.image:
-        if slurm:
+        if on_nodes:
             run.node_cache = {"dir": settings.node_dir, "key": cache.image_key(plan.image)}
         else:
             run.cache_dir = cache.host_dir(settings.dir, plan.image)
@@ -316,7 +304,7 @@ def _make_cache_dir(run: Run, out, uncached) -> None:
         run.cache_dir, run.plan = None, uncached  # a bind mount of a missing directory would fail the launch
 
 
-def _initial_record(run: Run, engine_name: str, options, config, slurm: bool) -> dict:
+def _initial_record(run: Run, engine_name: str, options, config, on_nodes: bool) -> dict:
     from runner.runs.logdir import LOG_NAME
 
     if run.cache_dir:
@@ -328,7 +316,7 @@ def _initial_record(run: Run, engine_name: str, options, config, slurm: bool) ->
     from runner.runs import record  # a launch's only (datetime, getpass): a dry run writes no record
 
     return record.initial(run.id, run.plan, engine_name, started=time.time(), run_dir=run.dir,
-                          log=None if slurm else run.dir / LOG_NAME, outputs=run.outputs, cache=where,
+                          log=None if on_nodes else run.dir / LOG_NAME, outputs=run.outputs, cache=where,
                           sources=options.sources, detached=bool(options.detach),
                           pid_start=liveness.process_start(os.getpid()), job_dir=run.job_dir)
 

@@ -78,12 +78,20 @@ def imports_of(module: str, tree: ast.Module, modules, packages=frozenset()) -> 
                 package = package[: len(package) - (node.level - 1)]
                 base = ".".join(package + ([base] if base else []))
             targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names]
+        elif _delegated(node):  # an engine method another module implements, imported on its first call
+            targets = [node.args[0].value]
         else:
             continue
         for target in targets:
             if target.split(".")[0] == "runner" and (known := _known(target, modules)) and known != module:
                 found.add(known)
     return found
+
+
+def _delegated(node: ast.AST) -> bool:
+    """``delegate("runner.x.y", …)`` (``runner.engines.base.delegate``): a lazy import by name."""
+    return (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "delegate" and bool(node.args)
+            and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str))
 
 
 def graph_of(modules, packages=frozenset()) -> dict[str, set[str]]:
@@ -194,6 +202,13 @@ def test_the_checker_finds_a_planted_cycle_of_lazy_imports():
     graph = _planted(runner__secrets__value="def f():\n    from runner.secrets import scope\n",
                      runner__secrets__scope="from runner.secrets.value import Secret\n")
     assert ["runner.secrets.scope", "runner.secrets.value"] in import_cycles(graph)
+
+
+def test_the_checker_sees_an_engine_method_delegated_to_a_module_by_name():
+    graph = _planted(runner__engines__process="from runner.engines.base import delegate\n"
+                                              "class P:\n    ps = delegate('runner.session.pipeline')\n")
+    assert any(v.startswith("runner.engines.process -> runner.session.pipeline (up") for v in layer_violations(graph))
+    assert "runner.engines.slurm.verbs" in GRAPH["runner.engines.slurm.engine"]  # the real delegates are edges too
 
 
 def test_relative_imports_are_resolved():

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
-from runner.engines.base import Launched, RunContext
+from runner.engines.base import Launched, RunContext, delegate
 from runner.engines.docker.container import DockerRequest
 from runner.engines.docker.request import inspect_local, make_request, resolve, resolve_unasked
 from runner.errors import EngineUnavailable
@@ -221,26 +221,7 @@ class DockerEngine:
         return {"engine": e, "notes": [f"engine: {e['engine']} {e.get('version') or ''} at {e['host']} ({e['source']}), API {e['api_version']}"]}
 
     # The verbs (runner.engines.base.Verbs), on the engine container.engine names.
-    @staticmethod
-    def ps(sel, out) -> int:
-        from runner.engines.docker import verbs
-
-        return verbs.ps(sel, out)
-
-    @staticmethod
-    def logs(sel, out) -> int:
-        from runner.engines.docker import verbs
-
-        return verbs.logs(sel, out)
-
-    @staticmethod
-    def down(sel, out) -> int:
-        from runner.engines.docker import verbs
-
-        return verbs.down(sel, out)
-
-    @staticmethod
-    def exec(sel, out) -> int:
-        from runner.engines.docker.exec_into import cmd_exec
-
-        return cmd_exec(sel.names[0], sel.command, sel.sources, out, all_users=sel.all_users)
+    ps = delegate("runner.engines.docker.verbs")
+    logs = delegate("runner.engines.docker.verbs")
+    down = delegate("runner.engines.docker.verbs")
+    exec = delegate("runner.engines.docker.exec_into", "verb")

@@ -14,7 +14,13 @@ import sys
 from runner.clients.engine_api import ApiError
 from runner.engines.docker.verbs import NOT_FOUND
 from runner.errors import RuntimeFailure, UsageError
+from runner.options import Selection
 from runner.ui import Output
+
+
+def verb(sel: Selection, out: Output) -> int:
+    """The engine's ``exec`` verb: ``sel.command`` in the running container ``sel.names[0]``."""
+    return cmd_exec(sel.names[0], sel.command, sel.sources, out, all_users=sel.all_users)
 
 
 def cmd_exec(name: str, command: tuple[str, ...], sources, out: Output, all_users: bool = False) -> int:

@@ -14,6 +14,7 @@ import sys
 
 from runner.clients.engine_api import ApiError, Demux, Engine
 from runner.clients.engine_api.shared import engine_client
+from runner.engines.containers import managed, name_of, owner_filter, remove_containers, would_remove
 from runner.errors import RuntimeFailure, UsageError
 from runner.options import Selection
 from runner.plan import LABEL, LABEL_OWNER
@@ -24,41 +25,11 @@ from runner.ui import Output
 NOT_FOUND = 1
 
 
-def owner_filter(all_users: bool = False) -> dict[str, str]:
-    """The label filter of the invoking user's containers (nothing with ``all_users``)."""
-    return {} if all_users else {LABEL_OWNER: str(os.getuid())}
-
-
-def remove_containers(filters: dict[str, str], eng: Engine | None = None) -> int:
-    """Stop and remove the runner's containers matching these labels (ANDed with the managed label),
-    on ``eng`` (default: the process's client)."""
-    eng = eng or engine_client()
-    labels = [f"{LABEL}=true"] + [f"{k}={v}" for k, v in filters.items()]
-    count = 0
-    for item in eng.containers(labels):
-        if item.get("State") == "running":
-            eng.stop(item["Id"])
-        eng.remove(item["Id"])
-        count += 1
-    return count
-
-
 def _client(sel: Selection, config=None) -> Engine:
     """The engine the config's ``container.engine`` names: the one ``up`` launched on."""
     from runner.context import container_engine
 
     return engine_client(container_engine(sel.sources, config))
-
-
-def would_remove(items: list[dict]) -> str:
-    """What a dry run of ``down``/``--clean`` says: ``would remove N: names…`` (nothing is touched)."""
-    names = [_name(item) for item in items]
-    return f"would remove {len(names)}" + (f": {', '.join(names)}" if names else "")
-
-
-def _name(item: dict) -> str:
-    names = item.get("Names") or [item.get("Id", "")[:12]]
-    return names[0].lstrip("/")
 
 
 def _exit_code(status: str) -> int | None:
@@ -70,10 +41,9 @@ def ps(sel: Selection, out: Output) -> int:
     from datetime import datetime, timezone
 
     rows = []
-    labels = [f"{LABEL}=true"] + [f"{k}={v}" for k, v in owner_filter(sel.all_users).items()]
-    for item in _client(sel).containers(labels):
+    for item in managed(_client(sel), owner_filter(sel.all_users)):
         rows.append({
-            "name": _name(item),
+            "name": name_of(item),
             "id": item["Id"][:12],
             "image": item.get("Image"),
             "status": item.get("State"),
@@ -187,13 +157,12 @@ def _down_dry_run(eng: Engine, sel: Selection, out: Output) -> int:
     """``down`` in a dry run: the containers it would stop and remove, found as ``down`` finds
     them (read-only calls only), and exit 0."""
     if sel.all:
-        labels = [f"{LABEL}=true"] + [f"{k}={v}" for k, v in owner_filter(sel.all_users).items()]
-        items = eng.containers(labels)
+        items = managed(eng, owner_filter(sel.all_users))
     elif not sel.names:
         raise UsageError("name the containers to remove, or use --all", hint="primus-runner ps lists them")
     else:
         items = [{"Names": [name]} for name in sel.names if _owned(eng, name, out, sel.all_users) is not None]
     if out.json_mode:
-        out.json({"dry_run": True, "would_remove": [_name(item) for item in items]})
+        out.json({"dry_run": True, "would_remove": [name_of(item) for item in items]})
     out.info(f"dry run: {would_remove(items)}")
     return 0

@@ -58,7 +58,7 @@ def cleanup(job: str, out: Output, plan_file: str | None = None) -> int:
     """``node-agent --cleanup JOB [PLAN]``: remove this Slurm job's containers on this node, on the
     engine the job's plan names (``container.engine``)."""
     from runner.clients.engine_api.shared import engine_client
-    from runner.engines.docker.verbs import remove_containers
+    from runner.engines.containers import remove_containers
 
     removed = remove_containers({LABEL_SLURM_JOB: require_job_id(job)}, engine_client(planned_engine(plan_file)))
     if removed:
@@ -81,7 +81,7 @@ def run_node(plan_file: str, out: Output) -> int:
         # agent left behind would hold the name.
         exit_file.unlink(missing_ok=True)
         from runner.clients.engine_api.shared import engine_client
-        from runner.engines.docker.verbs import remove_containers
+        from runner.engines.containers import remove_containers
 
         remove_containers({LABEL_SLURM_JOB: job_id, LABEL_NODE_RANK: rank}, engine_client(plan.container_engine))
     plan = _this_node(plan, doc, environ, job_id, rank, out)

@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.engines.base import Launched, RunContext
+from runner.engines.base import Launched, RunContext, delegate
 from runner.engines.slurm import jobs
 from runner.engines.slurm.script import COMPUTED, LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, SlurmRequest, SlurmSettings, export_names, render_script, settings_from
 from runner.plan import LaunchPlan
@@ -63,6 +63,10 @@ class SlurmEngine:
     audit_after = True  # audit the job's output files once it has ended
     computed_env = COMPUTED  # per node, by the agent: planned as such, never taken from this host
     gpu_mode = "node"  # each node's agent chooses its GPUs from what Slurm allocated
+    # The job runs on other hosts: its files go to a job directory they all see (``job_dir``), each
+    # node mounts its own cache, and its output stays in the job's files (the runner keeps no log).
+    runs_on_nodes = True
+    job_dir_setting = "slurm.output_dir"  # where the user puts the job directory instead
 
     @staticmethod
     def settings(config, options) -> SlurmOptions:
@@ -197,32 +201,15 @@ class SlurmEngine:
         return {"warnings": jobs.check_engine()}
 
     # The verbs (runner.engines.base.Verbs): the runner's jobs in Slurm's queue, by job id.
-    @staticmethod
-    def claims(name: str) -> bool:
-        from runner.engines.slurm import verbs
+    claims = delegate("runner.engines.slurm.verbs")
+    ps = delegate("runner.engines.slurm.verbs")
+    logs = delegate("runner.engines.slurm.verbs")
+    status = delegate("runner.engines.slurm.verbs")
+    cancel = delegate("runner.engines.slurm.verbs")
 
-        return verbs.claims(name)
-
-    @staticmethod
-    def ps(sel, out) -> int:
-        from runner.engines.slurm import verbs
-
-        return verbs.ps(sel, out)
-
-    @staticmethod
-    def logs(sel, out) -> int:
-        from runner.engines.slurm import verbs
-
-        return verbs.logs(sel, out)
-
-    @staticmethod
-    def status(sel, out) -> int:
-        from runner.engines.slurm import verbs
-
-        return verbs.status(sel, out)
-
-    @staticmethod
-    def cancel(sel, out) -> int:
-        from runner.engines.slurm import verbs
-
-        return verbs.cancel(sel, out)
+    # Its runs in the run store (runner.runs): the job's own directory, read back by job id.
+    job_dir = delegate("runner.engines.slurm.recorded")
+    job_dir_unseen = delegate("runner.engines.slurm.recorded", "unseen")
+    record_started = delegate("runner.engines.slurm.recorded", "started")
+    record_ended = delegate("runner.engines.slurm.recorded", "ended")
+    record_logs = delegate("runner.engines.slurm.recorded", "logs")

@@ -707,7 +707,7 @@ def remove_job_containers(job_id: str, nodes: str = "", plan_file: Path | None =
     removed = 0
     try:
         from runner.clients.engine_api.shared import engine_client
-        from runner.engines.docker.verbs import remove_containers
+        from runner.engines.containers import remove_containers
 
         removed = remove_containers({LABEL_SLURM_JOB: job_id}, engine_client(planned_engine(plan_file)))
     except EngineUnavailable:

@@ -155,7 +155,7 @@ def test_down_by_name_and_unknown_name(ws):
 
 @pytest.mark.engines("docker")  # in-process API with the process's cached engine: engine-agnostic
 def test_remove_containers_by_extra_label(ws):
-    from runner.engines.docker import verbs as backend
+    from runner.engines import containers as backend
 
     a, b = unique(), unique()
     for name in (a, b):

@@ -122,10 +122,11 @@ def _engine_name_comparisons(path: Path) -> list[str]:
     return found
 
 
-def test_the_cli_and_the_commands_choose_no_behaviour_by_an_engine_name():
+def test_the_cli_the_commands_and_the_run_store_choose_no_behaviour_by_an_engine_name():
     root = Path(runner.__file__).parent
     files = [*sorted((root / "cli").glob("*.py")), *sorted((root / "commands").glob("*.py")),
-             root / "options.py", root / "plan.py", *sorted((root / "session").glob("*.py"))]
+             root / "options.py", root / "plan.py", *sorted((root / "session").glob("*.py")),
+             *sorted((root / "runs").glob("*.py"))]  # the run store: job directories and logs are engine facts
     found = [hit for path in files for hit in _engine_name_comparisons(path)]
     text = {path: path.read_text() for path in files}
     found += [f"{p.name}: engine.name looked up in a table" for p, t in text.items() if ".get(engine.name" in t]

@@ -47,7 +47,9 @@ def launch(tmp_path, monkeypatch):
         opts = RunOptions(command=("true",), sources=Sources(str(project / "cfg.yaml"), None), flags=LaunchFlags(gpu="none", image="img:1"))
         prepared = prepare(out, opts.sources, opts.command, opts.flags, gpu_mode="node")
         ctx = RunContext(opts, prepared.scope, out, None, lookup=prepared.lookup)
-        engine = type("Slurm", (), {"name": "slurm"})()
+        from runner.engines.slurm.engine import SlurmEngine
+
+        engine = SlurmEngine()  # its job directory and the nodes' view are the engine's facts
         run = recorder.begin(opts, engine, prepared.plan, ctx, out, prepared.config)
         run._ended = True  # nothing launched: no record at exit
         return run, capsys.readouterr().err

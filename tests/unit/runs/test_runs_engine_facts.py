@@ -1,0 +1,100 @@
+"""runner.runs asks the engine, never its name: a toy engine on nodes, registered by its one line in
+``ENGINES``, gets a job directory of its own, no runner log, the tracker outputs beside its files, a
+record that says what it says, and its own end and output read back later (``runs``, ``logs RUN``)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from runner.engines import ENGINES
+from runner.engines.base import Launched
+
+SEEN: dict[str, object] = {}
+
+
+class NodesEngine:
+    """The least an engine on other hosts states for the run store (``runner.engines.base.Recorded``)."""
+
+    name = "toynodes"
+    runs_on_nodes = True
+    job_dir_setting = "toynodes.shared_dir"
+
+    @staticmethod
+    def job_dir(config, run_id: str, name: str) -> Path:
+        return Path(SEEN["shared"]) / f"{run_id}-{name}"
+
+    @staticmethod
+    def record_started(launched, job_dir) -> dict:
+        return {"job_id": launched.id, "job_dir": str(job_dir), "log": str(job_dir / "toy.out")}
+
+    @staticmethod
+    def record_ended(rec: dict):
+        SEEN["ended"] = rec["job_id"]
+        return 3, "the toy's queue says it ended"
+
+    @staticmethod
+    def record_logs(rec: dict, out, *, follow: bool, tail, node) -> int:
+        SEEN["logs"] = (rec["job_id"], follow, tail, node)
+        return 0
+
+
+@pytest.fixture
+def toy(tmp_path, monkeypatch):
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "cfg.yaml").write_text("cache:\n  enabled: false\ntrackers:\n  disable_tensorboard: false\n  tensorboard_dir: /tmp/tb\n")
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}:/usr/bin:/bin")
+    monkeypatch.setitem(ENGINES, "toynodes", (__name__, "NodesEngine"))  # the engine's one registry line
+    SEEN.clear()
+    SEEN["shared"] = tmp_path / "shared"
+    yield project / "cfg.yaml"
+    SEEN.clear()
+
+
+def _begin(config_file: Path):
+    from runner.engines import engine_for
+    from runner.engines.base import RunContext
+    from runner.options import LaunchFlags, RunOptions, Sources
+    from runner.runs import recorder
+    from runner.session.prepare import prepare
+    from runner.ui import Output
+
+    out = Output(color=False)
+    opts = RunOptions(command=("true",), sources=Sources(str(config_file), None), flags=LaunchFlags(gpu="none", image="img:1"), detach=True)
+    prepared = prepare(out, opts.sources, opts.command, opts.flags, gpu_mode="node")
+    ctx = RunContext(opts, prepared.scope, out, None, lookup=prepared.lookup)
+    return recorder.begin(opts, engine_for("toynodes"), prepared.plan, ctx, out, prepared.config), opts, out
+
+
+class _Handshake:
+    env: dict = {}
+    links: dict = {}
+
+
+def test_an_engine_on_nodes_states_its_job_directory_and_keeps_no_runner_log(toy):
+    run, _, _ = _begin(toy)
+    assert run.job_dir == SEEN["shared"] / f"{run.id}-{run.plan.name}"
+    assert run.log is None  # the job's output is in its own files
+    mounts = {m.target: m.source for m in run.plan.mounts}
+    assert mounts["/tmp/tb"].startswith(str(run.job_dir / "outputs"))  # the tracker outputs with the job's files
+    run.started(Launched("toy-7", run.plan.name), _Handshake(), detached=True)
+    assert run.record["job_id"] == "toy-7" and run.record["log"] == str(run.job_dir / "toy.out")
+
+
+def test_the_run_store_reads_the_end_and_the_output_back_through_the_engine(toy):
+    from runner.runs import commands
+    from runner.runs.reading import open_store
+
+    run, opts, out = _begin(toy)
+    run.started(Launched("toy-8", run.plan.name), _Handshake(), detached=True)
+    rec = commands.find(open_store(), run.id)
+    assert SEEN["ended"] == "toy-8"
+    assert rec["state"] != "running" and rec["exit_code"] == 3 and rec["note"] == "the toy's queue says it ended"
+    assert commands.cmd_logs(run.id, out, opts.sources, tail=5) == 0
+    assert SEEN["logs"] == ("toy-8", False, 5, None)
