@@ -4,7 +4,7 @@ S3 (one ``put_object``, as MLflow's S3 store makes with the same variables). Imp
 costs seconds; boto3 alone is what S3 costs, and it loads in a thread while the job runs.
 
 Credentials: boto3 reads them from ``os.environ``, which the caller fills for the call
-(``runner.trackers.mlflow._client_env``).
+(``runner.trackers.mlflow_client.client_env``).
 """
 
 from __future__ import annotations
@@ -12,12 +12,11 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import threading
 import urllib.parse
-import uuid
 
 from runner.trackers.httpapi import UPLOAD_TIMEOUT, truthy
-from runner.trackers.mlflow_api import LOG_ARTIFACT
+from runner.trackers.mlflow_api import LOG_ARTIFACT, PROBE_DATA, probe_dir
+from runner.trackers.background import Background, silence_logs
 
 
 def local_path(uri: str) -> str | None:
@@ -47,37 +46,6 @@ def writes_directly(location: str) -> bool:
     return local_path(location) is not None or urllib.parse.urlsplit(location).scheme == "s3"
 
 
-class _Background:
-    """``load()`` run once in a background thread; ``get()`` waits for it (and raises what it raised)."""
-
-    def __init__(self, name: str, load):
-        self.name, self._load_fn = name, load
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self._value = None
-        self._error: BaseException | None = None
-
-    def start(self) -> None:
-        with self._lock:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._load, name=f"primus-runner-{self.name}", daemon=True)
-                self._thread.start()
-
-    def _load(self) -> None:
-        try:
-            self._value = self._load_fn()
-        except BaseException as exc:  # a broken install must not kill the thread silently
-            self._error = exc
-
-    def get(self):
-        self.start()
-        assert self._thread is not None
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._value
-
-
 def _s3_session():
     """A boto3 session whose S3 client machinery is loaded: importing boto3 and making the first client (the
     service model, the endpoint rules) is nearly all of S3's cost; a second client of the session takes ms.
@@ -89,7 +57,7 @@ def _s3_session():
     return session
 
 
-_S3_SESSION = _Background("s3-client", _s3_session)
+_S3_SESSION = Background("s3-client", _s3_session)
 
 
 def preload(location: str) -> None:
@@ -99,13 +67,10 @@ def preload(location: str) -> None:
 
 
 def _s3_client():
-    import logging
-
     session = _S3_SESSION.get()
     from botocore.config import Config
 
-    for name in ("botocore", "boto3", "s3transfer", "urllib3"):  # library logs go to stderr unmasked
-        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+    silence_logs("botocore", "boto3", "s3transfer", "urllib3")
     attempts = int(os.environ.get("AWS_MAX_ATTEMPTS") or 3)
     config = Config(signature_version="s3v4", retries={"max_attempts": attempts, "mode": "standard"},
                     connect_timeout=UPLOAD_TIMEOUT, read_timeout=UPLOAD_TIMEOUT)
@@ -131,14 +96,14 @@ def upload(location: str, data: bytes) -> None:
 
 def probe(location: str) -> None:
     """Write a small file under ``location`` and remove it again (``check --online``)."""
-    name = f"primus-runner-probe-{uuid.uuid4().hex}"
+    name = probe_dir()
     directory = local_path(location)
     if directory is not None:
-        write_artifact(directory, f"{name}/probe.txt", b"primus-runner write probe\n")
+        write_artifact(directory, f"{name}/probe.txt", PROBE_DATA)
         os.unlink(os.path.join(directory, name, "probe.txt"))
         os.rmdir(os.path.join(directory, name))
         return
     bucket, key = _s3_key(location, f"{name}/probe.txt")
     client = _s3_client()
-    client.put_object(Bucket=bucket, Key=key, Body=b"primus-runner write probe\n")
+    client.put_object(Bucket=bucket, Key=key, Body=PROBE_DATA)
     client.delete_object(Bucket=bucket, Key=key)

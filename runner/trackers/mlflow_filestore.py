@@ -75,7 +75,7 @@ def _failure(exc: OSError, what: str) -> HTTPFailure:
 
 
 class FileStore:
-    """The calls ``runner.trackers.mlflow`` makes of a tracking API (``_Rest``, ``_Client``), on a directory."""
+    """The calls the MLflow handshake makes of a tracking API (``mlflow_rest.Rest``, ``mlflow_client.Client``), on a directory."""
 
     def __init__(self, root: str, job_root: str | None = None):
         self.root = root  # on the host

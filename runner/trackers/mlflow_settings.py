@@ -58,7 +58,7 @@ STORE_SECRETS = (
     "AZURE_STORAGE_ACCESS_KEY",
     "AZURE_CLIENT_SECRET",
 )
-# Everything the runner's own MLflow client sees (runner.trackers.mlflow._client_env).
+# Everything the runner's own MLflow client sees (runner.trackers.mlflow_client.client_env).
 CLIENT_NAMES = MLFLOW_NAMES + STORE_NAMES
 
 _BOOL = {"type": "boolean"}
@@ -68,6 +68,11 @@ _TEXT = {"type": ["string", "null"]}
 def is_databricks_uri(uri: str) -> bool:
     """``databricks`` or ``databricks://profile[:prefix]`` (not ``databricks-uc``, a registry URI)."""
     return uri == "databricks" or uri.startswith("databricks://")
+
+
+def uri_profile(uri: str) -> str:
+    """The ``~/.databrickscfg`` profile a ``databricks://profile[:prefix]`` URI names ("" for none)."""
+    return uri[len("databricks://"):].split(":")[0] if uri.startswith("databricks://") else ""
 
 
 def _needs(analysis: Analysis) -> None:
@@ -147,7 +152,7 @@ def databricks_profile(profile: str, config_file: str | None = None) -> tuple[st
 
 def _databricks_signin(uri: str, lookup: Callable[[str], str | None], found: Findings) -> dict[str, str]:
     """Required names (with why) for the sign-in the user chose; a profile's gaps become problems."""
-    profile = uri[len("databricks://"):].split(":")[0] if uri.startswith("databricks://") else lookup("DATABRICKS_CONFIG_PROFILE")
+    profile = uri_profile(uri) if uri.startswith("databricks://") else lookup("DATABRICKS_CONFIG_PROFILE")
     if profile:
         _check_profile(uri, profile, databricks_config_file(lookup), found)
         return {}

@@ -7,7 +7,6 @@ from concurrent.futures import ThreadPoolExecutor
 
 from runner.trackers import enabled
 from runner.trackers.base import Finisher, Handshake, TrackedPlan
-from runner.trackers.mlflow import _client_env  # noqa: F401  (tests set the client's environment through it)
 from runner.ui import Output
 
 __all__ = ["Handshake", "begin", "online_check", "prefetch", "run_env_names"]

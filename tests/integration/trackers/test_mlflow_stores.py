@@ -295,7 +295,7 @@ def test_without_the_extra_a_local_store_still_gets_the_log(home, local_store_se
     """A directory store needs no MLflow client: the log is copied into it (it needed the extra before)."""
     from runner.trackers import runs as tracker_runs
 
-    monkeypatch.setattr(importlib.import_module("runner.trackers.mlflow"), "_client_available", lambda: False)
+    monkeypatch.setattr(importlib.import_module("runner.trackers.mlflow_client"), "installed", lambda: False)
     uri, root = local_store_server
     planned = _planned(home, {"MLFLOW_TRACKING_URI": uri})
     hs = tracker_runs.begin(planned.plan, _output(planned))
@@ -314,7 +314,7 @@ def test_without_the_extra_a_local_store_still_gets_the_log(home, local_store_se
 def test_without_the_extra_the_proxied_server_still_gets_the_log(home, mlflow_server, monkeypatch, canary):
     from runner.trackers import runs as tracker_runs
 
-    monkeypatch.setattr(importlib.import_module("runner.trackers.mlflow"), "_client_available", lambda: False)
+    monkeypatch.setattr(importlib.import_module("runner.trackers.mlflow_client"), "installed", lambda: False)
     planned = _planned(home, {"MLFLOW_TRACKING_URI": mlflow_server, **canary})
     hs = tracker_runs.begin(planned.plan, _output(planned))
     hs.finish(1, b"token " + canary["HF_TOKEN"].encode() + b"\n")
@@ -451,7 +451,7 @@ def test_databricks_token_puts_the_log_to_the_signed_url_without_the_client(home
     needed the MLflow client, and without it the log was not uploaded)."""
     from runner.trackers import runs as tracker_runs
 
-    monkeypatch.setattr(importlib.import_module("runner.trackers.mlflow"), "_client_available", lambda: False)
+    monkeypatch.setattr(importlib.import_module("runner.trackers.mlflow_client"), "installed", lambda: False)
     front = _DatabricksFront(str(mlflow_server), dbfs=True)
     token = canary["DATABRICKS_TOKEN"]
     try:

@@ -276,7 +276,7 @@ def test_handshake_stops_at_a_redirect_to_another_origin(work, stand_in, redirec
     """begin() (experiment, run) over plain HTTP: the redirect target never sees the token; the launch stops (exit 1)."""
     from runner.errors import EngineUnavailable
 
-    monkeypatch.setattr(importlib.import_module("runner.trackers.mlflow"), "_client_available", lambda: False)  # the no-extra HTTP path
+    monkeypatch.setattr(importlib.import_module("runner.trackers.mlflow_client"), "installed", lambda: False)  # the no-extra HTTP path
     other = stand_in(200, {"experiment": {"experiment_id": "1"}})
     front = redirector(other.url)
     host = {"MLFLOW_TRACKING_URI": front.url, "MLFLOW_TRACKING_TOKEN": REDIRECT_TOKEN}
@@ -330,6 +330,7 @@ def test_client_env_holds_the_plans_values_only_during_the_call(work, monkeypatc
     import os
 
     from runner.config.envfile import load_env_file
+    from runner.trackers.mlflow_client import client_env
 
     secret = "canary-client-env-3e9d0c1b7a5f"
     (work / "job.env").write_text(f"AWS_SECRET_ACCESS_KEY={secret}\n")
@@ -339,7 +340,7 @@ def test_client_env_holds_the_plans_values_only_during_the_call(work, monkeypatc
     env_file = load_env_file(str(work / "job.env"))
     planned = build_plan(load_config(), ["true"], {"MLFLOW_TRACKING_URI": "http://127.0.0.1:9"}, env_file, LaunchFlags(gpu="none"), name="j")
     assert not planned.problems, planned.problems
-    with tracker_runs._client_env(planned.plan):
+    with client_env(planned.plan):
         assert os.environ["AWS_SECRET_ACCESS_KEY"] == secret
         assert os.environ["MLFLOW_TRACKING_URI"] == "http://127.0.0.1:9"
         assert "MLFLOW_TRACKING_TOKEN" not in os.environ  # not the plan's: the client sees what the job sees
@@ -350,7 +351,7 @@ def test_client_env_holds_the_plans_values_only_during_the_call(work, monkeypatc
 def test_databricks_oauth_or_profile_without_the_extra_names_the_extra(work, monkeypatch):
     from runner.errors import EngineUnavailable
 
-    monkeypatch.setattr(importlib.import_module("runner.trackers.mlflow"), "_client_available", lambda: False)
+    monkeypatch.setattr(importlib.import_module("runner.trackers.mlflow_client"), "installed", lambda: False)
     (work / ".databrickscfg").write_text("[team]\nhost = https://team.cloud\ntoken = canary-dbcfg-5a1e0c9d\n")
     for host in ({"MLFLOW_TRACKING_URI": "databricks://team"},
                  {"MLFLOW_TRACKING_URI": "databricks", "DATABRICKS_HOST": "https://h", "DATABRICKS_CLIENT_ID": "c", "DATABRICKS_CLIENT_SECRET": "canary-oauth-7d2c"}):
@@ -391,7 +392,7 @@ def test_https_never_downgrades_to_http_on_a_redirect(work, tmp_path, stand_in):
 def test_a_store_only_the_mlflow_client_writes_to_names_the_extra(work, stand_in, monkeypatch, capsys):
     """Without the extra, a GCS artifact store cannot take the log: the run is closed all the same, and the
     warning names what to install (a directory or S3 store needs no MLflow client)."""
-    monkeypatch.setattr(importlib.import_module("runner.trackers.mlflow"), "_client_available", lambda: False)
+    monkeypatch.setattr(importlib.import_module("runner.trackers.mlflow_client"), "installed", lambda: False)
     server = stand_in(200, {"experiment": {"experiment_id": "1"},
                             "run": {"info": {"run_id": "r1", "artifact_uri": "gs://bucket/1/r1/artifacts", "status": "RUNNING"}}})
     planned = planned_for(work, "  disable_mlflow: false\n  mlflow_upload_logs: true\n", {"MLFLOW_TRACKING_URI": server.url})
