@@ -236,12 +236,13 @@ def _local_commands(cmd) -> None:
     """check, plan and up: one launch on this host."""
     p = cmd("check", "validate config, env policy, required secrets, devices and the engine", "primus-runner check --gpu none")
     p.add_argument("--online", action="store_true", help="also contact the trackers (MLflow, W&B) with the real credentials")
-    p.add_argument("--engine", choices=_engine_names(), default="docker", help="which engine must answer (default docker)")
+    p.add_argument("--engine", choices=_engine_names(), default=None, help="which engine must answer (default docker)")
     p.add_argument("--timeout", type=float, default=10.0, help="seconds per online check (default 10)")
     _launch_options(p)
 
     p = cmd("plan", "print the fully resolved launch, secrets as ***, without side effects", "primus-runner plan --gpu none -- python train.py")
     _launch_options(p)
+    _launch_engine_option(p)
 
     p = cmd("up", "run the job in a local Docker container and return its exit code", "primus-runner up --gpu none -- python train.py")
     _launch_options(p)
@@ -254,6 +255,7 @@ def _local_commands(cmd) -> None:
     p.add_argument("--report", metavar="FILE", help="write a JSON report of the run (no secret values)")
     _terminal_options(p)
     _pull_option(p)
+    _launch_engine_option(p)
 
     p = cmd("shell", "an interactive shell in the job's image, with the job's env, mounts, GPUs and secrets (up -it, the "
                      "image's bash, else sh)", "primus-runner shell --gpu none")
@@ -306,6 +308,28 @@ def _engine_option(p: argparse.ArgumentParser) -> None:
     """``--engine NAME``: the engine a verb acts through (a name of ``runner.engines.ENGINES``)."""
     p.add_argument("--engine", metavar="ENGINE", help=f"the engine to ask: {', '.join(_engine_names())}; docker is Docker or Podman, "
                    "as container.engine says (default: the first engine that has this command)")
+
+
+def _launch_engine_option(p: argparse.ArgumentParser) -> None:
+    """``--engine NAME`` on ``up`` and ``plan``: the engine that runs the job (``runner.engines.ENGINES``)."""
+    p.add_argument("--engine", metavar="ENGINE", help=f"the engine that runs the job: {', '.join(_engine_names())} (default docker: "
+                   "Docker or Podman, as container.engine says; slurm: as submit --wait, with --detach as submit)")
+
+
+def _launch_engine(args, default: str | None = None):
+    """The engine a launch runs on: ``--engine``, else ``default``, else the registry's default; an
+    option of ``up`` the engine does not honour (``--keep`` for Slurm) is a usage error (exit 2)."""
+    from runner.engines import DEFAULT, engine_named
+    from runner.errors import UsageError
+
+    engine = engine_named(getattr(args, "engine", None) or default or DEFAULT)
+    taken = getattr(engine, "launch_options", ())
+    refused = [flag for key, flag in (("keep", "--keep"), ("build", "--build"), ("interactive", "-i"), ("tty", "-t"))
+               if getattr(args, key, False) and key not in taken]
+    if refused:
+        raise UsageError(f"the {engine.name} engine does not take {', '.join(refused)}",
+                         hint=f"drop {'them' if len(refused) > 1 else 'it'}, or launch with --engine {DEFAULT}")
+    return engine
 
 
 def _runs_command(cmd) -> None:
@@ -598,35 +622,35 @@ def _check(args, sources, out, parser) -> int:
     from runner.commands.check import run_check
     from runner.options import CheckOptions
 
-    return run_check(CheckOptions(tuple(args.command), sources, _flags(args), args.engine, args.online, args.timeout), out)
+    from runner.engines import DEFAULT
+
+    return run_check(CheckOptions(tuple(args.command), sources, _flags(args), args.engine or DEFAULT, args.online, args.timeout), out)
 
 
 def _plan(args, sources, out, parser) -> int:
-    from runner.engines import engine_for
     from runner.options import RunOptions
     from runner.session import pipeline
 
     # `plan` is `up --dry-run`: the same plan, the same request, the same problems.
     return pipeline.run(RunOptions(command=tuple(args.command), sources=sources, flags=_flags(args), dry_run=True,
-                                   debug=args.global_debug), engine_for("docker"), out)
+                                   debug=args.global_debug), _launch_engine(args), out)
 
 
 def _launch(args, sources, out, parser) -> int:
     from runner.session import pipeline
-    from runner.engines import engine_for
 
     options = _run_options(args, sources)
-    if args.cmd == "up":
+    engine = _launch_engine(args, "slurm" if args.cmd == "submit" else None)  # submit is the Slurm engine's own command
+    if options.interactive or options.tty:
         from runner.engines.docker.interactive import check_terminal_options
 
         check_terminal_options(options.interactive, options.tty, options.detach, options.dry_run)
-    return pipeline.run(options, engine_for("docker" if args.cmd == "up" else "slurm"), out)
+    return pipeline.run(options, engine, out)
 
 
 def _shell(args, sources, out, parser) -> int:
     from dataclasses import replace
 
-    from runner.engines import engine_for
     from runner.engines.docker.interactive import SHELL_COMMAND, check_terminal_options
     from runner.errors import UsageError
     from runner.session import pipeline
@@ -635,7 +659,7 @@ def _shell(args, sources, out, parser) -> int:
         raise UsageError("shell takes no command (it runs the image's shell)", f"run a command with: primus-runner up -it -- {' '.join(args.command)}")
     options = replace(_run_options(args, sources), command=SHELL_COMMAND, interactive=True, tty=True)
     check_terminal_options(True, True, False, options.dry_run)
-    return pipeline.run(options, engine_for("docker"), out)
+    return pipeline.run(options, _launch_engine(args), out)
 
 
 def _verb(args, sources, out, parser) -> int:
