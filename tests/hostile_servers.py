@@ -39,7 +39,27 @@ def make_cert(directory: Path) -> Cert:
 Answer = Callable[["Server", dict], "tuple[int, dict, bytes | dict]"]
 
 
-class Server:
+class Loopback:
+    """A ``ThreadingHTTPServer`` on 127.0.0.1 serving a handler class in a daemon thread: ``server``, ``port``,
+    ``url`` (``https`` with ``tls``), ``close()``. ``Server`` and the tests' own stand-ins build on it."""
+
+    def _serve(self, handler: type[BaseHTTPRequestHandler], tls: Cert | None = None, host_name: str = "127.0.0.1") -> None:
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        if tls is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(tls.cert, tls.key)
+            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+        self.port = self.server.server_address[1]
+        self.netloc = f"{host_name}:{self.port}"
+        self.url = f"{'https' if tls else 'http'}://{self.netloc}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class Server(Loopback):
     def __init__(self, answer: Answer, tls: Cert | None = None, host_name: str = "127.0.0.1"):
         self.requests: list[dict] = []
         outer = self
@@ -64,21 +84,18 @@ class Server:
             def log_message(self, *args):
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        if tls is not None:
-            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-            context.load_cert_chain(tls.cert, tls.key)
-            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
-        self.port = self.server.server_address[1]
-        self.netloc = f"{host_name}:{self.port}"
-        self.url = f"{'https' if tls else 'http'}://{self.netloc}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self._serve(Handler, tls, host_name)
 
     def raw(self) -> str:
         """Everything this server received, for a leak check."""
         return json.dumps(self.requests, default=lambda b: b.decode("utf-8", "replace"))
 
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
+def json_answer(status: int = 200, body: dict | None = None) -> Answer:
+    """Every request answered with ``status`` and ``body`` as JSON."""
+    return lambda _server, _request: (status, {"Content-Type": "application/json"}, body or {})
+
+
+def redirect_answer(target: str, status: int = 302) -> Answer:
+    """Every request answered with a redirect to ``target`` + the same path."""
+    return lambda _server, request: (status, {"Location": target + request["path"]}, b"")

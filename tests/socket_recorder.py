@@ -71,18 +71,9 @@ class RecordingProxy:
 
     def _client_side(self, client: socket.socket, upstream: socket.socket) -> None:
         buffer, parsing = b"", True
-        while True:
-            try:
-                data = client.recv(65536)
-            except OSError:
-                data = b""
-            if not data:
-                _half_close(upstream)
-                return
-            upstream.sendall(data)
+        for data in _forwarded(client, upstream):
             if parsing:
-                buffer += data
-                buffer, parsing = self._parse(buffer)
+                buffer, parsing = self._parse(buffer + data)
 
     def _parse(self, buffer: bytes) -> tuple[bytes, bool]:
         """Record every complete request in ``buffer``; (what is left, still HTTP)."""
@@ -102,7 +93,9 @@ class RecordingProxy:
         return buffer, True
 
 
-def _pipe(src: socket.socket, dst: socket.socket) -> None:
+def _forwarded(src: socket.socket, dst: socket.socket):
+    """Copy ``src`` to ``dst`` until either closes, yielding each chunk once it is sent; at ``src``'s end,
+    half-close ``dst`` (the other direction may still carry the answer)."""
     while True:
         try:
             data = src.recv(65536)
@@ -115,6 +108,12 @@ def _pipe(src: socket.socket, dst: socket.socket) -> None:
             dst.sendall(data)
         except OSError:
             return
+        yield data
+
+
+def _pipe(src: socket.socket, dst: socket.socket) -> None:
+    for _ in _forwarded(src, dst):
+        pass
 
 
 def _half_close(sock: socket.socket) -> None:

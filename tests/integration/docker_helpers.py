@@ -42,6 +42,19 @@ passthrough:
   deny: [NCCL_DENIED_VAR]
 """
 
+# The host's own tracker settings: a tracker test keeps only the canaries it gave and what it sets itself.
+TRACKER_PREFIXES = ("MLFLOW_", "WANDB_", "DATABRICKS_")
+
+
+def tracker_config(trackers: str, image: str | None = None) -> str:
+    """A config whose job reaches the host's tracker servers on loopback (host network), with ``trackers``
+    (YAML lines indented under ``trackers:``) after ``framework: generic``."""
+    image_line = f"    image: {image}\n" if image else ""
+    return ("container:\n  gpu: none\n  stop_timeout: 2\n  options:\n" + image_line
+            + "    privileged: false\n    ulimit: []\n    group-add: []\n    network: host\n"
+            + "trackers:\n  framework: generic\n" + trackers)
+
+
 RUNNER = [shutil.which("primus-runner") or sys.executable, *([] if shutil.which("primus-runner") else ["-m", "runner"])]
 
 
@@ -64,7 +77,14 @@ class Workspace:
         self.env.update(HOME=str(self.home), XDG_CACHE_HOME=str(self.cache), NO_COLOR="1")
         if trusted:  # the test wrote this project file itself: it is the user's, as in a pipeline
             self.env["PRIMUS_RUNNER_TRUST_PROJECT"] = "1"
-        self.env.update(canary or {})
+        self.canary = dict(canary or {})
+        self.env.update(self.canary)
+
+    def without_host_trackers(self, *more_prefixes: str) -> "Workspace":
+        """Drop the host's tracker settings (and variables starting with ``more_prefixes``) but the canaries."""
+        for name in [k for k in self.env if k.startswith(TRACKER_PREFIXES + more_prefixes) and k not in self.canary]:
+            self.env.pop(name)
+        return self
 
     def argv(self, *args: str) -> list[str]:
         return [*RUNNER, *args]

@@ -37,8 +37,7 @@ TRACKERS = """trackers:
 def _workspace(tmp_path: Path, canary: dict, engine_host=None, extra: str = "") -> Workspace:
     ws = Workspace(tmp_path, canary, CONFIG + extra)
     ws.env["XDG_STATE_HOME"] = str(tmp_path / "state")
-    for name in [k for k in ws.env if k.startswith(("MLFLOW_", "WANDB_")) and k not in canary]:
-        ws.env.pop(name)
+    ws.without_host_trackers()
     if engine_host is not None:
         ws.env.update(engine_host.env)
     return ws

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from docker_helpers import LABEL_JOB, Workspace, containers, force_remove, unique
+from docker_helpers import LABEL_JOB, Workspace, containers, force_remove, tracker_config, unique
 from engine_fixtures import assert_no_leak, start_mlflow_server, stop_process_group
 
 
@@ -116,19 +116,7 @@ def test_read_only_home_and_cache(read_only, canary):
         assert_no_leak(result.stdout + result.stderr, canary, "output with a read-only home")
 
 
-MLFLOW_CONFIG = """container:
-  gpu: none
-  stop_timeout: 2
-  options:
-    image: primus-test/busybox:latest
-    privileged: false
-    ulimit: []
-    group-add: []
-    network: host
-trackers:
-  framework: generic
-  disable_mlflow: false
-"""
+MLFLOW_CONFIG = tracker_config("  disable_mlflow: false\n", image="primus-test/busybox:latest")
 
 
 @pytest.mark.docker
@@ -136,9 +124,7 @@ trackers:
 def test_mlflow_server_dies_mid_run(tmp_path, canary, busybox_image, mlflow_server):
     """The job keeps its own exit code; the lost tracker is a warning, not a crash."""
     server, proc_server = start_mlflow_server(tmp_path / "mlflow")
-    ws = Workspace(tmp_path / "ws", canary, MLFLOW_CONFIG)
-    for key in [k for k in ws.env if k.startswith(("MLFLOW_", "DATABRICKS_")) and k not in canary]:
-        ws.env.pop(key)
+    ws = Workspace(tmp_path / "ws", canary, MLFLOW_CONFIG).without_host_trackers()
     ws.env["MLFLOW_TRACKING_URI"] = str(server)
     name = unique("mlf")
     proc = ws.popen("up", "--name", name, "--", "sh", "-c", "echo ready; sleep 3; exit 7")

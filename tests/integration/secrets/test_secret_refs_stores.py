@@ -8,7 +8,6 @@ for them (engines.assert_no_leak names the secret, never the value).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import socket
 import sys
@@ -19,30 +18,9 @@ import pytest
 
 from engine_fixtures import assert_no_leak, free_port
 from runner.errors import ConfigError, EngineUnavailable
-from runner.secrets.refs import SecretRef, check_refs, parse_ref, resolve
+from runner.secrets.refs import SecretRef, check_refs, resolve
+from secret_ref_helpers import canary, error_text, no_env, ref, script, secret_file, sha
 from secret_stores import isolated_aws_env, make_pass_store, remove_pass_store, start_moto_server
-
-
-def sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def canary(tag: str) -> str:
-    return f"canary-{tag}-{uuid.uuid4().hex}"
-
-
-def ref(name: str, source: str) -> SecretRef:
-    parsed = parse_ref(name, source, f"test:{name}")
-    assert isinstance(parsed, SecretRef), parsed
-    return parsed
-
-
-def no_env(name: str):
-    return None
-
-
-def text_of(exc) -> str:
-    return f"{exc.message}\n{exc.hint or ''}"
 
 
 # ------------------------------------------------------------------ fixtures
@@ -111,7 +89,7 @@ def test_pass_missing_entry_is_exit_2_naming_the_reference(pass_env):
     store.insert("ml/other", other + "\n")
     with pytest.raises(ConfigError) as info:
         resolve([ref("HF_TOKEN", "pass:ml/absent")], no_env)
-    text = text_of(info.value)
+    text = error_text(info.value)
     assert info.value.exit_code == 2
     assert "HF_TOKEN (pass:ml/absent)" in text and "not in the password store" in text
     assert_no_leak(text, {"ml/other": other}, "the missing pass entry error")
@@ -185,7 +163,7 @@ def test_aws_sm_missing_secret_key_or_json_are_exit_2_without_values(aws_env):
     ]
     with pytest.raises(ConfigError) as info:
         resolve(refs, no_env)
-    text = text_of(info.value)
+    text = error_text(info.value)
     assert_no_leak(text, values, "the aws-sm errors")
     assert len(info.value.problems) == 3
     assert "ABSENT (aws-sm:primus/does-not-exist): no such secret" in text
@@ -266,15 +244,9 @@ def _five_sources(stores_env, tmp_path: Path) -> tuple[list[SecretRef], dict[str
               ("HF_TOKEN", "WANDB_API_KEY", "DATABRICKS_TOKEN", "MLFLOW_TRACKING_TOKEN", "GH_TOKEN")}
     store.insert("ml/hf", values["HF_TOKEN"] + "\n")
     wandb, _ = new_secret(moto, json.dumps({"api_key": values["WANDB_API_KEY"]}))
-    vault = tmp_path / "vault-data"
-    vault.write_text(values["DATABRICKS_TOKEN"] + "\n")
-    vault.chmod(0o600)
-    fake_op = tmp_path / "op"
-    fake_op.write_text(f'#!/bin/sh\n# op read op://ml/databricks/token\ncat {vault}\n')
-    fake_op.chmod(0o755)
-    mlflow = tmp_path / "mlflow-token"
-    mlflow.write_text(values["MLFLOW_TRACKING_TOKEN"] + "\n")
-    mlflow.chmod(0o600)
+    vault = secret_file(tmp_path / "vault-data", values["DATABRICKS_TOKEN"] + "\n")
+    fake_op = script(tmp_path / "op", f"# op read op://ml/databricks/token\ncat {vault}\n")
+    mlflow = secret_file(tmp_path / "mlflow-token", values["MLFLOW_TRACKING_TOKEN"] + "\n")
     env = {"GITHUB_TOKEN": values["GH_TOKEN"]}
     refs = [
         ref("HF_TOKEN", "pass:ml/hf"),
@@ -312,7 +284,7 @@ def test_five_sources_failing_together_are_listed_at_once(stores_env, tmp_path):
     Path(refs[3].target).chmod(0o644)
     with pytest.raises(ConfigError) as info:
         resolve(broken, {}.get)
-    text = text_of(info.value)
+    text = error_text(info.value)
     assert_no_leak(text, values, "the five-failures error")
     assert info.value.exit_code == 2
     assert [p.where for p in info.value.problems] == [f"test:{r.name}" for r in broken]

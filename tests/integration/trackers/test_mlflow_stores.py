@@ -27,28 +27,20 @@ from pathlib import Path
 
 import pytest
 
-from docker_helpers import Workspace, force_remove, unique
+from docker_helpers import Workspace, force_remove, tracker_config, unique
 from plan_factory import plan_from
 from engine_fixtures import assert_no_leak, engine_missing, free_port, start_mlflow_server, stop_process_group
+from hostile_servers import Loopback
 
 SETUP = "bash .ci/setup-mlflow-stores.sh"
 BUCKET = "primus-runner-artifacts"
 
-CONFIG = """container:
-  gpu: none
-  stop_timeout: 2
-  options:
-    privileged: false
-    ulimit: []
-    group-add: []
-    network: host
-trackers:
-  framework: generic
-  disable_mlflow: false
+MLFLOW_TRACKERS = """  disable_mlflow: false
   mlflow_experiment_name: {experiment}
   mlflow_run_name: {run_name}
   mlflow_upload_logs: true
 """
+CONFIG = tracker_config(MLFLOW_TRACKERS)
 
 # The job: the run id it was given, its secrets (masked by the runner before the
 # log is uploaded), and a metric logged into the runner's run with busybox wget.
@@ -197,9 +189,7 @@ def _s3_objects(endpoint: str, secrets: dict) -> bytes:
 
 
 def _workspace(tmp_path: Path, secrets: dict, env: dict, experiment: str, run_name: str) -> Workspace:
-    ws = Workspace(tmp_path, secrets, CONFIG.format(experiment=experiment, run_name=run_name))
-    for name in [k for k in ws.env if k.startswith(("MLFLOW_", "WANDB_", "DATABRICKS_", "AWS_")) and k not in secrets]:
-        ws.env.pop(name)
+    ws = Workspace(tmp_path, secrets, CONFIG.format(experiment=experiment, run_name=run_name)).without_host_trackers("AWS_")
     ws.env.update(env)
     return ws
 
@@ -327,15 +317,14 @@ def test_without_the_extra_the_proxied_server_still_gets_the_log(home, mlflow_se
     assert log == b"token ***\n"
 
 
-class _DatabricksFront:
+class _DatabricksFront(Loopback):
     """A Databricks workspace stand-in on loopback: its OAuth endpoints (OIDC discovery, client-credentials
     token), and /api/ forwarded to a real MLflow server; records what each request carried."""
 
     ACCESS_TOKEN = "oauth-access-" + uuid.uuid4().hex
 
     def __init__(self, backend: str, dbfs: bool = False):
-        import threading
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        from http.server import BaseHTTPRequestHandler
 
         self.requests: list[tuple[str, str, str, bytes]] = []  # (method, path, Authorization, body)
         self.signed: list[tuple[str, dict, bytes]] = []  # (path, headers, body) of uploads to a signed URL
@@ -387,13 +376,7 @@ class _DatabricksFront:
             def log_message(self, *args):
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+        self._serve(Handler)
 
 
 @pytest.fixture
@@ -487,11 +470,7 @@ slurm:
   master_port: 29511
 trackers:
   framework: generic
-  disable_mlflow: false
-  mlflow_experiment_name: {experiment}
-  mlflow_run_name: {run_name}
-  mlflow_upload_logs: true
-"""
+""" + MLFLOW_TRACKERS
 
 
 @pytest.mark.slurm

@@ -14,30 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from docker_helpers import LABEL_JOB, Workspace, containers, force_remove, unique
+from docker_helpers import LABEL_JOB, Workspace, containers, force_remove, tracker_config, unique
 from engine_fixtures import assert_no_leak, mlflow_api
 from job_images import job_image  # noqa: F401 - a fixture
 
 
-CONFIG = """container:
-  gpu: none
-  stop_timeout: 2
-  options:
-    privileged: false
-    ulimit: []
-    group-add: []
-    network: host
-trackers:
-  framework: generic
-{trackers}
-"""
-
-
 def workspace(tmp_path: Path, canary: dict, trackers: str) -> Workspace:
-    ws = Workspace(tmp_path, canary, CONFIG.format(trackers=trackers))
-    for name in [k for k in ws.env if k.startswith(("MLFLOW_", "WANDB_", "DATABRICKS_")) and k not in canary]:
-        ws.env.pop(name)  # only the canaries and what each test sets
-    return ws
+    return Workspace(tmp_path, canary, tracker_config(trackers + "\n")).without_host_trackers()
 
 
 def run_tags(run: dict) -> dict:

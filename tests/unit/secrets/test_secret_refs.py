@@ -9,11 +9,9 @@ by a barrier the programs can only pass together.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shlex
-import uuid
 from pathlib import Path
 
 import pytest
@@ -23,40 +21,7 @@ from runner.config import load_config
 from runner.errors import ConfigError, EngineUnavailable
 from runner.secrets.refs import SecretRef, check_refs, parse_ref, parse_refs, resolve
 from runner.secrets import Secret, secret_scope
-
-
-def sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def canary(tag: str) -> str:
-    return f"canary-{tag}-{uuid.uuid4().hex}"
-
-
-def ref(name: str, source: str) -> SecretRef:
-    parsed = parse_ref(name, source, f"test:{name}")
-    assert isinstance(parsed, SecretRef), parsed
-    return parsed
-
-
-def no_env(name: str):
-    return None
-
-
-def secret_file(path: Path, content: str, mode: int = 0o600) -> Path:
-    path.write_text(content, encoding="utf-8")
-    path.chmod(mode)
-    return path
-
-
-def script(path: Path, body: str) -> Path:
-    path.write_text("#!/bin/sh\n" + body)
-    path.chmod(0o755)
-    return path
-
-
-def error_text(exc: BaseException) -> str:
-    return f"{exc.message}\n{exc.hint or ''}"
+from secret_ref_helpers import canary, error_text, no_env, ref, script, secret_file, sha
 
 
 # ---------------------------------------------------------------- parsing

@@ -6,19 +6,15 @@ import os
 import subprocess
 import sys
 import urllib.parse
-import uuid
 
 import pytest
 
 from engine_fixtures import assert_no_leak
 from plan_factory import plan_from
+from secret_ref_helpers import canary
 
 from runner.secrets import Secret
 from runner.secrets.scope import url_credentials
-
-
-def canary(tag: str) -> str:
-    return f"canary-{tag}-{uuid.uuid4().hex}"
 
 
 @pytest.mark.parametrize("url, part", [

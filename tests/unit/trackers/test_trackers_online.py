@@ -12,13 +12,12 @@ import base64
 import importlib
 import json
 import socket
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from engine_fixtures import assert_no_leak
+from hostile_servers import Server, json_answer, make_cert, redirect_answer
 from plan_factory import plan_from
 
 from runner.trackers import runs as tracker_runs
@@ -28,51 +27,10 @@ from runner.secrets import Masker
 from runner.ui import Output
 
 
-class StandIn:
-    """A loopback HTTP server answering every request with (status, json body)."""
-
-    def __init__(self, status: int = 200, body: dict | None = None):
-        self.requests: list[dict] = []
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def _answer(self):
-                length = int(self.headers.get("Content-Length") or 0)
-                outer.requests.append(
-                    {"method": self.command, "path": self.path, "headers": dict(self.headers), "body": self.rfile.read(length)}
-                )
-                data = json.dumps(body or {}).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            do_GET = do_POST = do_PUT = _answer
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture
-def stand_in():
-    servers = []
-
-    def make(status=200, body=None):
-        servers.append(StandIn(status, body))
-        return servers[-1]
-
-    yield make
-    for s in servers:
-        s.close()
+def stand_in(servers):
+    """``stand_in(status=200, body=None)``: a loopback server answering every request with ``status`` and JSON ``body``."""
+    return lambda status=200, body=None: servers(json_answer(status, body))
 
 
 def planned_for(work: Path, trackers: str, host: dict):
@@ -204,43 +162,10 @@ def test_host_wandb_run_id_is_kept_for_resume(work):
     assert hs.env["WANDB_RUN_ID"] == "resume12"
 
 
-class Redirector(StandIn):
-    """A loopback server that answers every request with a redirect to ``target`` + the same path."""
-
-    def __init__(self, target: str, status: int = 302):
-        self.requests = []
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def _answer(self):
-                length = int(self.headers.get("Content-Length") or 0)
-                outer.requests.append({"method": self.command, "path": self.path, "headers": dict(self.headers), "body": self.rfile.read(length)})
-                self.send_response(status)
-                self.send_header("Location", target + self.path)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            do_GET = do_POST = do_PUT = _answer
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-
 @pytest.fixture
-def redirector():
-    servers = []
-
-    def make(target, status=302):
-        servers.append(Redirector(target, status))
-        return servers[-1]
-
-    yield make
-    for s in servers:
-        s.close()
+def redirector(servers):
+    """``redirector(target, status=302)``: a loopback server redirecting every request to ``target`` + its path."""
+    return lambda target, status=302: servers(redirect_answer(target, status))
 
 
 # A credential only the request under test carries: in no environment, never printed by the test.
@@ -291,35 +216,19 @@ def test_handshake_stops_at_a_redirect_to_another_origin(work, stand_in, redirec
 
 def test_a_redirect_on_the_same_origin_is_followed_with_the_credentials(work):
     """A proxy prefix move (same scheme, host, port) keeps working."""
-    seen = []
+    def answer(_server, request):
+        if request["path"].startswith("/old/"):
+            return 302, {"Location": "/new/" + request["path"][len("/old/"):]}, b""
+        return 200, {}, {"experiments": []}
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):
-            seen.append((self.path, self.headers.get("Authorization")))
-            if self.path.startswith("/old/"):
-                self.send_response(302)
-                self.send_header("Location", "/new/" + self.path[len("/old/"):])
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-                return
-            data = json.dumps({"experiments": []}).encode()
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = Server(answer)
     try:
-        url = f"http://127.0.0.1:{server.server_address[1]}/old"
+        url = f"{server.url}/old"
         planned = planned_for(work, "  disable_mlflow: false\n", {"MLFLOW_TRACKING_URI": url, "MLFLOW_TRACKING_TOKEN": REDIRECT_TOKEN})
         [result] = tracker_runs.online_check(planned.plan, timeout=5)
     finally:
-        server.shutdown()
-        server.server_close()
+        server.close()
+    seen = [(request["path"], request["headers"].get("Authorization")) for request in server.requests]
     assert result["status"] == "reachable", result
     assert [path.split("/")[1] for path, _ in seen[:2]] == ["old", "new"]
     assert all(auth == "Bearer " + REDIRECT_TOKEN for _, auth in seen), "a same-origin request lost its credentials"
@@ -365,20 +274,12 @@ def test_databricks_oauth_or_profile_without_the_extra_names_the_extra(work, mon
 
 def test_https_never_downgrades_to_http_on_a_redirect(work, tmp_path, stand_in):
     """An https server (its own CA) that redirects to plain http on the same host: the token is not sent in clear."""
-    import ssl
-    import subprocess
-
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
-                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    tls = make_cert(tmp_path)
     plain = stand_in(200, {"experiments": []})
-    front = Redirector(plain.url)
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert, key)
-    front.server.socket = context.wrap_socket(front.server.socket, server_side=True)
+    front = Server(redirect_answer(plain.url), tls=tls)
     try:
-        host = {"MLFLOW_TRACKING_URI": front.url.replace("http://", "https://"), "MLFLOW_TRACKING_TOKEN": REDIRECT_TOKEN,
-                "MLFLOW_TRACKING_SERVER_CERT_PATH": str(cert)}
+        host = {"MLFLOW_TRACKING_URI": front.url, "MLFLOW_TRACKING_TOKEN": REDIRECT_TOKEN,
+                "MLFLOW_TRACKING_SERVER_CERT_PATH": str(tls.cert)}
         planned = planned_for(work, "  disable_mlflow: false\n", host)
         [result] = tracker_runs.online_check(planned.plan, timeout=5)
     finally:

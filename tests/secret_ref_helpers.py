@@ -1,0 +1,49 @@
+"""What the secret-reference tests build their cases from (unit: tests/unit/secrets/test_secret_refs.py;
+real stores: tests/integration/secrets/test_secret_refs_stores.py): fresh canary values, parsed
+references, the files and programs a source reads, the text of a refusal."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from pathlib import Path
+
+from runner.secrets.refs import SecretRef, parse_ref
+
+
+def sha(text: str) -> str:
+    """The checksum a job prints for a value: compared instead of the value."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def canary(tag: str) -> str:
+    return f"canary-{tag}-{uuid.uuid4().hex}"
+
+
+def ref(name: str, source: str) -> SecretRef:
+    parsed = parse_ref(name, source, f"test:{name}")
+    assert isinstance(parsed, SecretRef), parsed
+    return parsed
+
+
+def no_env(name: str):
+    """An environment in which no variable is set (the ``env`` argument of ``resolve``)."""
+    return None
+
+
+def secret_file(path: Path, content: str, mode: int = 0o600) -> Path:
+    path.write_text(content, encoding="utf-8")
+    path.chmod(mode)
+    return path
+
+
+def script(path: Path, body: str) -> Path:
+    """An executable ``/bin/sh`` program (a ``cmd:`` source)."""
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return path
+
+
+def error_text(exc: BaseException) -> str:
+    """A ConfigError's message and hint, as the user reads them."""
+    return f"{exc.message}\n{exc.hint or ''}"
