@@ -60,6 +60,10 @@ class Mount:
 
 @dataclass(frozen=True)
 class LaunchPlan:
+    """One launch, fully resolved: the image, the command, each variable's decision (a secret's
+    value as a ``Secret``), the mounts, devices, GPUs and container options; every engine turns it
+    into its own request. (Its docstring also spares ``dataclass`` rendering the 35-field signature.)"""
+
     image: str
     command: tuple[str, ...]
     name: str
