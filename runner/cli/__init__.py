@@ -33,6 +33,8 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str):  # argparse's own usage errors: exit 2, one line, no traceback
+        if getattr(_Parser.root, "partial", False):
+            raise _NeedsWholeTree  # say it as the whole tree would: parsed again with every command built
         from runner.cli import suggest
         from runner.context import early_scope
         from runner.options import Sources
@@ -46,6 +48,21 @@ class _Parser(argparse.ArgumentParser):
         if hint:
             print(f"  fix: {mask(hint)}", file=sys.stderr)
         raise SystemExit(2)
+
+
+class _NeedsWholeTree(Exception):
+    """A parse with only one command's parser built failed: parse again with the whole tree."""
+
+
+class _Unbuilt:
+    """What a command's builder is handed for a command this run does not parse: it takes
+    every call (arguments, groups, nested subcommands) and builds nothing."""
+
+    def __getattr__(self, name):
+        return self._nothing
+
+    def _nothing(self, *args, **kwargs):
+        return self
 
 
 def _sources_in(argv: list[str]) -> tuple[str | None, str | None]:
@@ -398,7 +415,9 @@ def _tool_commands(cmd) -> None:
     p.add_argument("--revoke", action="store_true", help="forget the trust of this directory's project files")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; with ``only``, that command's parser alone beside the global options
+    (a run parses one command: building the other 25 took longer than anything ``plan`` does)."""
     parser = _Parser(
         prog="primus-runner",
         description="Launch ML training jobs in containers (local Docker, CI, Slurm) without leaking a secret.",
@@ -412,7 +431,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="cmd", metavar="COMMAND", parser_class=_Parser)
     _Parser.root = parser
 
+    parser.partial = only is not None
+
     def cmd(name: str, help: str, example: str) -> argparse.ArgumentParser:
+        if only is not None and name != only:
+            return _Unbuilt()
         p = sub.add_parser(name, help=help, description=help, epilog=f"example:\n  {example}", formatter_class=argparse.RawDescriptionHelpFormatter)
         _global_options(p, argparse.SUPPRESS)  # also after the command, as docker/kubectl/gh accept them
         return p
@@ -420,11 +443,13 @@ def build_parser() -> argparse.ArgumentParser:
     for add in (_local_commands, _container_commands, _runs_command, _build_command, _slurm_commands, _tool_commands, _launcher_modes):
         add(cmd)
 
-    p = sub.add_parser("node-agent")  # no help=: hidden from --help, completion and errors; started by srun on each Slurm node
-    p.add_argument("plan_file", nargs="?", help="the job's plan file (names only)")
-    p.add_argument("--cleanup", metavar="JOB", help="remove this Slurm job's containers on this node, then exit")
-    p = sub.add_parser("__complete")  # hidden: the completion scripts ask it for container names and job ids on TAB
-    p.add_argument("kind", choices=["containers", "jobs", "names"], help="what to list, one per line")
+    if only in (None, "node-agent"):
+        p = sub.add_parser("node-agent")  # no help=: hidden from --help, completion and errors; started by srun on each Slurm node
+        p.add_argument("plan_file", nargs="?", help="the job's plan file (names only)")
+        p.add_argument("--cleanup", metavar="JOB", help="remove this Slurm job's containers on this node, then exit")
+    if only in (None, "__complete"):
+        p = sub.add_parser("__complete")  # hidden: the completion scripts ask it for container names and job ids on TAB
+        p.add_argument("kind", choices=["containers", "jobs", "names"], help="what to list, one per line")
     return parser
 
 
@@ -445,9 +470,8 @@ def _main(argv: list[str]) -> int:
     from runner.options import Sources
     from runner.ui import Output
 
-    parser = build_parser()
     _Parser.argv = argv
-    args = _parse(parser, argv)
+    parser, args = _parse(argv)
     sources = Sources(args.config, args.env_file, args.trust_project)
     out = Output(json_mode=args.json, color=not args.no_color, verbose=args.verbose, fallback=_early_masker(args.cmd, sources),
                  quiet=args.quiet)
@@ -512,9 +536,31 @@ def _run_options(args, sources):
     )
 
 
-def _parse(parser: argparse.ArgumentParser, argv: list[str]):
+_LAUNCHER_MODES = ("container", "direct", "slurm")  # launcher_args.MODES, known without importing it
+_WHOLE_TREE = ("completion",)  # walks every command's parser
+
+
+def _parse(argv: list[str]):
+    """(the parser, the namespace): only the command's own parser is built; any usage error
+    is reported from the whole tree, as if it had been built (the messages name other commands)."""
+    command = _command_in(argv)[1]
+    if command is not None and not command.startswith("-") and command not in _WHOLE_TREE:
+        parser = build_parser(only=command)
+        try:
+            return parser, _parse_with(parser, argv, command)
+        except _NeedsWholeTree:
+            pass
+        finally:
+            parser.partial = False  # a later error (a handler's) is reported, not retried
+    parser = build_parser()
+    return parser, _parse_with(parser, argv, command)
+
+
+def _parse_with(parser: argparse.ArgumentParser, argv: list[str], command: str | None):
     """argparse for the runner's own commands; the launcher's modes as the launcher parses them
     (``runner.cli.launcher_args``: docker run options, Slurm flags, direct options as given)."""
+    if command not in _LAUNCHER_MODES:
+        return parser.parse_args(argv)
     from runner.cli import launcher_args
 
     split = launcher_args.split_mode(argv)
