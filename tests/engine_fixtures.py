@@ -392,6 +392,14 @@ def labeled_encodings(value: str) -> list[tuple[str, str]]:
     return out
 
 
+def common_forms(value: str) -> list[str]:
+    """The value, its base64 (whole, and of bytes 1 to 21: a value inside a longer base64 stream), URL-quoted
+    and JSON-escaped: a quick check of a command's output, independent of runner.secrets."""
+    raw = value.encode()
+    return [value, base64.b64encode(raw).decode(), base64.b64encode(raw[1:22]).decode(),
+            urllib.parse.quote(value, safe=""), json.dumps(value)[1:-1]]
+
+
 def encodings(value: str) -> list[str]:
     """The value plus its base64 (whole, and the stable middle part it has at
     byte offsets 0, 1, 2 inside a longer stream; standard and URL-safe

@@ -2,24 +2,17 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import os
-import urllib.parse
-from pathlib import Path
 
 import pytest
 
 from cli_runner import run_cli
+from engine_fixtures import common_forms
+from plan_factory import write_project
 
 ENV_CANARY = "canary-env-0b7c51d2e9f4"
 FILE_CANARY = "canary-file-9a4e2c6f10d3"
-
-
-def forms(value: str) -> list[str]:
-    raw = value.encode()
-    return [value, base64.b64encode(raw).decode(), base64.b64encode(raw[1:22]).decode(),
-            urllib.parse.quote(value, safe=""), json.dumps(value)[1:-1]]
 
 
 def run(args, cwd, env_extra=None, **kw):
@@ -28,18 +21,13 @@ def run(args, cwd, env_extra=None, **kw):
 
 @pytest.fixture
 def project(tmp_path):
-    (tmp_path / ".primus.yaml").write_text(
-        "container:\n  gpu: none\n  options:\n    image: busybox\n    env: [HF_TOKEN, WANDB_API_KEY, PLAIN]\n"
-    )
-    env_file = tmp_path / ".env"
-    env_file.write_text(f"WANDB_API_KEY={FILE_CANARY}\nPLAIN=visible\n")
-    env_file.chmod(0o600)
-    return tmp_path
+    return write_project(tmp_path, "container:\n  gpu: none\n  options:\n    image: busybox\n    env: [HF_TOKEN, WANDB_API_KEY, PLAIN]\n",
+                         f"WANDB_API_KEY={FILE_CANARY}\nPLAIN=visible\n")
 
 
 def assert_clean(text: str, where: str) -> None:
     for value in (ENV_CANARY, FILE_CANARY):
-        for form in forms(value):
+        for form in common_forms(value):
             assert form not in text, f"a canary form leaked in {where}"
 
 
