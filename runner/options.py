@@ -6,7 +6,18 @@ knows argparse exists. Each command takes only the dataclass it needs.
 
 from __future__ import annotations
 
+from _thread import allocate_lock
 from dataclasses import dataclass
+
+_MAKING = allocate_lock()
+_LATER: dict[str, type] = {}
+
+
+def _on_first_use(cls: type) -> type:
+    """A frozen dataclass made on first use (``__getattr__`` below): generating a dataclass's methods
+    is most of this module's import, and a launch, the hot path, never uses the other commands'."""
+    _LATER[cls.__name__] = cls
+    return cls
 
 
 @dataclass(frozen=True)
@@ -18,7 +29,7 @@ class Sources:
     trust_project: bool = False  # --trust-project: the project's own files as they are (runner.config.trust)
 
 
-@dataclass(frozen=True)
+@_on_first_use
 class BuildOptions:
     """``primus-runner build`` (and the build behind ``up --build``)."""
 
@@ -161,7 +172,7 @@ class RunOptions:
     tty: bool = False  # up -t: the job gets a terminal (the user's, in raw mode)
 
 
-@dataclass(frozen=True)
+@_on_first_use
 class CheckOptions:
     command: tuple[str, ...]
     sources: Sources = Sources()
@@ -171,7 +182,7 @@ class CheckOptions:
     timeout: float = 10.0
 
 
-@dataclass(frozen=True)
+@_on_first_use
 class Selection:
     """What an engine's verb (``ps``, ``logs``, ``down``, ``exec``, ``status``, ``cancel``) acts on:
     container names or a job id, and the command's own switches."""
@@ -188,10 +199,10 @@ class Selection:
     engine: str | None = None  # --engine: a registry name; None: the first engine declaring the verb
 
 
-ContainerSelection = Selection  # the name before verbs took job ids too
+_ALIASES = {"ContainerSelection": "Selection"}  # the name before verbs took job ids too
 
 
-@dataclass(frozen=True)
+@_on_first_use
 class ModeOptions:
     """The Primus launcher's modes (``container``, ``slurm``, ``direct``) as the command line gave them.
 
@@ -214,3 +225,17 @@ class ModeOptions:
     pull: str | None = None
     direct_args: tuple[str, ...] = ()  # the launcher's direct options (--single, --patch …), for primus-cli-direct.sh
     notices: tuple[str, ...] = ()  # what the translation wants said (an option without effect …)
+
+
+for _name in _LATER:
+    del globals()[_name]  # so that the first `options.NAME` reaches __getattr__
+
+
+def __getattr__(name: str) -> type:
+    real = _ALIASES.get(name, name)
+    if real not in _LATER:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    with _MAKING:  # two threads asking at once get one class
+        if real not in globals():
+            globals()[real] = dataclass(frozen=True)(_LATER[real])
+    return globals()[real]

@@ -7,8 +7,8 @@ render its result, so what they print is exactly what would run.
 
 from __future__ import annotations
 
+import fnmatch
 import functools
-import glob
 import os
 import re
 import posixpath
@@ -258,7 +258,7 @@ def flavor_devices(gpu: str) -> list[str]:
 def _resolve_devices(config: Config, gpu: str, notices: list[str]) -> tuple[list[str], str | None, list[str]]:
     policy = _gpu_policy()
     flavor = policy["flavors"][gpu] or {}
-    gpu_device = lambda d: any(glob.fnmatch.fnmatchcase(d, p) for p in policy["gpu_devices"])  # noqa: E731
+    gpu_device = lambda d: any(fnmatch.fnmatchcase(d, p) for p in policy["gpu_devices"])  # noqa: E731
     wanted = list(flavor.get("devices", []))
     for device in _as_list(config.get("container", "options", "device")):
         if gpu_device(device) and device not in flavor.get("devices", []):

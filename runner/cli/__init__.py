@@ -33,6 +33,8 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str):  # argparse's own usage errors: exit 2, one line, no traceback
+        if getattr(_Parser.root, "partial", False):
+            raise _NeedsWholeTree  # say it as the whole tree would: parsed again with every command built
         from runner.cli import suggest
         from runner.context import early_scope
         from runner.options import Sources
@@ -46,6 +48,21 @@ class _Parser(argparse.ArgumentParser):
         if hint:
             print(f"  fix: {mask(hint)}", file=sys.stderr)
         raise SystemExit(2)
+
+
+class _NeedsWholeTree(Exception):
+    """A parse with only one command's parser built failed: parse again with the whole tree."""
+
+
+class _Unbuilt:
+    """What a command's builder is handed for a command this run does not parse: it takes
+    every call (arguments, groups, nested subcommands) and builds nothing."""
+
+    def __getattr__(self, name):
+        return self._nothing
+
+    def _nothing(self, *args, **kwargs):
+        return self
 
 
 def _sources_in(argv: list[str]) -> tuple[str | None, str | None]:
@@ -219,12 +236,13 @@ def _local_commands(cmd) -> None:
     """check, plan and up: one launch on this host."""
     p = cmd("check", "validate config, env policy, required secrets, devices and the engine", "primus-runner check --gpu none")
     p.add_argument("--online", action="store_true", help="also contact the trackers (MLflow, W&B) with the real credentials")
-    p.add_argument("--engine", choices=_engine_names(), default="docker", help="which engine must answer (default docker)")
+    p.add_argument("--engine", choices=_engine_names(), default=None, help="which engine must answer (default docker)")
     p.add_argument("--timeout", type=float, default=10.0, help="seconds per online check (default 10)")
     _launch_options(p)
 
     p = cmd("plan", "print the fully resolved launch, secrets as ***, without side effects", "primus-runner plan --gpu none -- python train.py")
     _launch_options(p)
+    _launch_engine_option(p)
 
     p = cmd("up", "run the job in a local Docker container and return its exit code", "primus-runner up --gpu none -- python train.py")
     _launch_options(p)
@@ -237,6 +255,7 @@ def _local_commands(cmd) -> None:
     p.add_argument("--report", metavar="FILE", help="write a JSON report of the run (no secret values)")
     _terminal_options(p)
     _pull_option(p)
+    _launch_engine_option(p)
 
     p = cmd("shell", "an interactive shell in the job's image, with the job's env, mounts, GPUs and secrets (up -it, the "
                      "image's bash, else sh)", "primus-runner shell --gpu none")
@@ -289,6 +308,28 @@ def _engine_option(p: argparse.ArgumentParser) -> None:
     """``--engine NAME``: the engine a verb acts through (a name of ``runner.engines.ENGINES``)."""
     p.add_argument("--engine", metavar="ENGINE", help=f"the engine to ask: {', '.join(_engine_names())}; docker is Docker or Podman, "
                    "as container.engine says (default: the first engine that has this command)")
+
+
+def _launch_engine_option(p: argparse.ArgumentParser) -> None:
+    """``--engine NAME`` on ``up`` and ``plan``: the engine that runs the job (``runner.engines.ENGINES``)."""
+    p.add_argument("--engine", metavar="ENGINE", help=f"the engine that runs the job: {', '.join(_engine_names())} (default docker: "
+                   "Docker or Podman, as container.engine says; slurm: as submit --wait, with --detach as submit)")
+
+
+def _launch_engine(args, default: str | None = None):
+    """The engine a launch runs on: ``--engine``, else ``default``, else the registry's default; an
+    option of ``up`` the engine does not honour (``--keep`` for Slurm) is a usage error (exit 2)."""
+    from runner.engines import DEFAULT, engine_named
+    from runner.errors import UsageError
+
+    engine = engine_named(getattr(args, "engine", None) or default or DEFAULT)
+    taken = getattr(engine, "launch_options", ())
+    refused = [flag for key, flag in (("keep", "--keep"), ("build", "--build"), ("interactive", "-i"), ("tty", "-t"))
+               if getattr(args, key, False) and key not in taken]
+    if refused:
+        raise UsageError(f"the {engine.name} engine does not take {', '.join(refused)}",
+                         hint=f"drop {'them' if len(refused) > 1 else 'it'}, or launch with --engine {DEFAULT}")
+    return engine
 
 
 def _runs_command(cmd) -> None:
@@ -374,7 +415,9 @@ def _tool_commands(cmd) -> None:
     p.add_argument("--revoke", action="store_true", help="forget the trust of this directory's project files")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; with ``only``, that command's parser alone beside the global options
+    (a run parses one command: building the other 25 took longer than anything ``plan`` does)."""
     parser = _Parser(
         prog="primus-runner",
         description="Launch ML training jobs in containers (local Docker, CI, Slurm) without leaking a secret.",
@@ -388,7 +431,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="cmd", metavar="COMMAND", parser_class=_Parser)
     _Parser.root = parser
 
+    parser.partial = only is not None
+
     def cmd(name: str, help: str, example: str) -> argparse.ArgumentParser:
+        if only is not None and name != only:
+            return _Unbuilt()
         p = sub.add_parser(name, help=help, description=help, epilog=f"example:\n  {example}", formatter_class=argparse.RawDescriptionHelpFormatter)
         _global_options(p, argparse.SUPPRESS)  # also after the command, as docker/kubectl/gh accept them
         return p
@@ -396,11 +443,13 @@ def build_parser() -> argparse.ArgumentParser:
     for add in (_local_commands, _container_commands, _runs_command, _build_command, _slurm_commands, _tool_commands, _launcher_modes):
         add(cmd)
 
-    p = sub.add_parser("node-agent")  # no help=: hidden from --help, completion and errors; started by srun on each Slurm node
-    p.add_argument("plan_file", nargs="?", help="the job's plan file (names only)")
-    p.add_argument("--cleanup", metavar="JOB", help="remove this Slurm job's containers on this node, then exit")
-    p = sub.add_parser("__complete")  # hidden: the completion scripts ask it for container names and job ids on TAB
-    p.add_argument("kind", choices=["containers", "jobs", "names"], help="what to list, one per line")
+    if only in (None, "node-agent"):
+        p = sub.add_parser("node-agent")  # no help=: hidden from --help, completion and errors; started by srun on each Slurm node
+        p.add_argument("plan_file", nargs="?", help="the job's plan file (names only)")
+        p.add_argument("--cleanup", metavar="JOB", help="remove this Slurm job's containers on this node, then exit")
+    if only in (None, "__complete"):
+        p = sub.add_parser("__complete")  # hidden: the completion scripts ask it for container names and job ids on TAB
+        p.add_argument("kind", choices=["containers", "jobs", "names"], help="what to list, one per line")
     return parser
 
 
@@ -421,9 +470,8 @@ def _main(argv: list[str]) -> int:
     from runner.options import Sources
     from runner.ui import Output
 
-    parser = build_parser()
     _Parser.argv = argv
-    args = _parse(parser, argv)
+    parser, args = _parse(argv)
     sources = Sources(args.config, args.env_file, args.trust_project)
     out = Output(json_mode=args.json, color=not args.no_color, verbose=args.verbose, fallback=_early_masker(args.cmd, sources),
                  quiet=args.quiet)
@@ -488,9 +536,31 @@ def _run_options(args, sources):
     )
 
 
-def _parse(parser: argparse.ArgumentParser, argv: list[str]):
+_LAUNCHER_MODES = ("container", "direct", "slurm")  # launcher_args.MODES, known without importing it
+_WHOLE_TREE = ("completion",)  # walks every command's parser
+
+
+def _parse(argv: list[str]):
+    """(the parser, the namespace): only the command's own parser is built; any usage error
+    is reported from the whole tree, as if it had been built (the messages name other commands)."""
+    command = _command_in(argv)[1]
+    if command is not None and not command.startswith("-") and command not in _WHOLE_TREE:
+        parser = build_parser(only=command)
+        try:
+            return parser, _parse_with(parser, argv, command)
+        except _NeedsWholeTree:
+            pass
+        finally:
+            parser.partial = False  # a later error (a handler's) is reported, not retried
+    parser = build_parser()
+    return parser, _parse_with(parser, argv, command)
+
+
+def _parse_with(parser: argparse.ArgumentParser, argv: list[str], command: str | None):
     """argparse for the runner's own commands; the launcher's modes as the launcher parses them
     (``runner.cli.launcher_args``: docker run options, Slurm flags, direct options as given)."""
+    if command not in _LAUNCHER_MODES:
+        return parser.parse_args(argv)
     from runner.cli import launcher_args
 
     split = launcher_args.split_mode(argv)
@@ -552,35 +622,35 @@ def _check(args, sources, out, parser) -> int:
     from runner.commands.check import run_check
     from runner.options import CheckOptions
 
-    return run_check(CheckOptions(tuple(args.command), sources, _flags(args), args.engine, args.online, args.timeout), out)
+    from runner.engines import DEFAULT
+
+    return run_check(CheckOptions(tuple(args.command), sources, _flags(args), args.engine or DEFAULT, args.online, args.timeout), out)
 
 
 def _plan(args, sources, out, parser) -> int:
-    from runner.engines import engine_for
     from runner.options import RunOptions
     from runner.session import pipeline
 
     # `plan` is `up --dry-run`: the same plan, the same request, the same problems.
     return pipeline.run(RunOptions(command=tuple(args.command), sources=sources, flags=_flags(args), dry_run=True,
-                                   debug=args.global_debug), engine_for("docker"), out)
+                                   debug=args.global_debug), _launch_engine(args), out)
 
 
 def _launch(args, sources, out, parser) -> int:
     from runner.session import pipeline
-    from runner.engines import engine_for
 
     options = _run_options(args, sources)
-    if args.cmd == "up":
+    engine = _launch_engine(args, "slurm" if args.cmd == "submit" else None)  # submit is the Slurm engine's own command
+    if options.interactive or options.tty:
         from runner.engines.docker.interactive import check_terminal_options
 
         check_terminal_options(options.interactive, options.tty, options.detach, options.dry_run)
-    return pipeline.run(options, engine_for("docker" if args.cmd == "up" else "slurm"), out)
+    return pipeline.run(options, engine, out)
 
 
 def _shell(args, sources, out, parser) -> int:
     from dataclasses import replace
 
-    from runner.engines import engine_for
     from runner.engines.docker.interactive import SHELL_COMMAND, check_terminal_options
     from runner.errors import UsageError
     from runner.session import pipeline
@@ -589,7 +659,7 @@ def _shell(args, sources, out, parser) -> int:
         raise UsageError("shell takes no command (it runs the image's shell)", f"run a command with: primus-runner up -it -- {' '.join(args.command)}")
     options = replace(_run_options(args, sources), command=SHELL_COMMAND, interactive=True, tty=True)
     check_terminal_options(True, True, False, options.dry_run)
-    return pipeline.run(options, engine_for("docker"), out)
+    return pipeline.run(options, _launch_engine(args), out)
 
 
 def _verb(args, sources, out, parser) -> int:

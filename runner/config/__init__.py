@@ -10,7 +10,6 @@ Maps merge key by key, scalars override, cumulative lists are unions.
 from __future__ import annotations
 
 import copy
-import difflib
 import hashlib
 import json
 import os
@@ -324,6 +323,8 @@ def _problem(error, layer: Located, schema: dict) -> Problem:
         instance = error.instance if isinstance(error.instance, dict) else {}
         unknown = [k for k in instance if k not in known]
         key = unknown[0] if unknown else "?"
+        import difflib  # a did-you-mean, only for a key that is not known
+
         guess = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
         hint = f"did you mean '{guess[0]}'?" if guess else f"known keys: {', '.join(known)}"
         return Problem(f"unknown key '{key}' in {_dotted(path)}", where=layer.where(path + (key,)), hint=hint)

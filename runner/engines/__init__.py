@@ -16,6 +16,7 @@ ENGINES: dict[str, tuple[str, str]] = {
     "slurm": ("runner.engines.slurm.engine", "SlurmEngine"),
     "process": ("runner.engines.process", "ProcessEngine"),
 }
+DEFAULT = "docker"  # what `up`, `plan`, `shell` and `check` launch on without --engine (Docker or Podman: container.engine)
 
 
 def engine_for(name: str):

@@ -91,6 +91,9 @@ class Engine(Protocol):
     name: str  # "docker", "slurm": the report's backend field
     audit_after: bool  # audit the finished job's files (True) or the started job (False)
     computed_env: tuple[str, ...]  # names the engine computes per launch (planned as such, never taken from the host)
+    # Optional: the ``RunOptions`` switches of ``up`` it honours beyond the plan (``keep``, ``build``,
+    # ``interactive``, ``tty``); the command line refuses the others for it (default: none).
+    launch_options: tuple[str, ...]
 
     def settings(self, config: "Config", options: "RunOptions") -> Any:
         """The engine's own options from its config section and flags, typed and validated

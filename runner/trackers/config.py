@@ -120,9 +120,9 @@ def analyze_trackers(
 
 def declared_settings() -> list[TrackerSettings]:
     """Every registered tracker's ``SETTINGS``, in their ``order``."""
-    from runner.trackers import TRACKERS, tracker
+    from runner.trackers import TRACKERS, settings
 
-    return sorted((tracker(name).SETTINGS for name in TRACKERS), key=lambda d: d.order)
+    return sorted((settings(name) for name in TRACKERS), key=lambda d: d.order)
 
 
 def _switched_on(declared: TrackerSettings, settings: dict, framework: str, found: Findings) -> bool:

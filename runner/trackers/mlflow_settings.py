@@ -5,7 +5,6 @@ keys (never a value but the host)."""
 
 from __future__ import annotations
 
-import configparser
 import os
 from typing import Callable
 
@@ -135,6 +134,8 @@ def databricks_profile(profile: str, config_file: str | None = None) -> tuple[st
 
     The host is the only value returned: the file also holds tokens and client secrets.
     """
+    import configparser  # only a Databricks sign-in by profile reads the file
+
     parser = configparser.ConfigParser(interpolation=None)
     try:
         if not parser.read(config_file or databricks_config_file()):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from runner.errors import Problem
-from runner.trackers import httpapi
 from runner.trackers.base import Analysis, Handshake, TrackedPlan, TrackerSettings
 
 NAME = "tensorboard"
@@ -45,6 +44,8 @@ def prefetch(plan: TrackedPlan) -> None:
 
 
 def check(plan: TrackedPlan, timeout: float) -> dict:
+    from runner.trackers import httpapi  # the HTTP stack: a launch's (a plan reads SETTINGS only)
+
     return httpapi.status(NAME, "skipped", "writes local event files; nothing to contact")
 
 

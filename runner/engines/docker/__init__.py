@@ -74,6 +74,7 @@ class DockerEngine:
     local_images = True  # pulls and builds on this host: `check` asks the registry and the builder
     gpu_mode = "host"  # the GPUs are chosen on this host, when the plan is made
     dry_run_lists_unset = True  # its dry run shows the plan, which lists the names not set
+    launch_options = ("keep", "build", "interactive", "tty")  # up's flags it honours beyond the plan's (runner.engines.base.Engine)
 
     def __init__(self, extra_labels: dict[str, str] | None = None):
         self.extra_labels = dict(extra_labels or {})

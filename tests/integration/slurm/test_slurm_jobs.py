@@ -171,6 +171,18 @@ def test_wait_returns_the_failing_ranks_code(project, docker_client):
     assert job_containers(docker_client, job_id) == []
 
 
+def test_up_engine_slurm_is_submit_wait(project, docker_client):
+    """``up --engine slurm``: the launch through the registry's Slurm engine, attached as ``up`` is
+    (``submit --wait``): the job's output streamed masked, the failing rank's code, no container left."""
+    work, env = project
+    result = runner(work, env, "up", "--engine", "slurm", "--gpu", "none", "--", "sh", "-c",
+                    'echo "token=$HF_TOKEN"; if [ "$NODE_RANK" = 1 ]; then sleep 2; exit 7; fi; sleep 60')
+    assert result.returncode == 7, result.stdout + result.stderr
+    assert "token=" in result.stdout and env["HF_TOKEN"] not in result.stdout + result.stderr
+    job_id = next(job_dir(work).glob("slurm-*.out")).name[len("slurm-"):-len(".out")]
+    assert job_containers(docker_client, job_id) == []
+
+
 def _submit_sleeper(work: Path, env: dict, docker_client) -> str:
     result = runner(work, env, "--json", "submit", "--gpu", "none", "--", "sleep", "300")
     assert result.returncode == 0, result.stderr

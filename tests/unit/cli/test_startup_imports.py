@@ -24,24 +24,56 @@ NOT_IN_PLAN = (
     "docker", "rich", "mlflow", "wandb", "boto3", "sqlite3", "urllib.request", "concurrent.futures",
     "runner.trackers.runs", "runner.runs.store",
     "runner.engines.slurm.engine", "runner.engines.slurm.jobs", "runner.engines.docker.run",
+    # A plan reads the trackers' declarations (mlflow_settings, wandb_settings), not their clients,
+    # and what only those clients use: logging, uuid, subprocess (git), getpass, configparser.
+    "runner.trackers.mlflow", "runner.trackers.wandb", "runner.trackers.httpapi", "runner.clients.git",
+    "logging", "uuid", "subprocess", "getpass", "configparser",
+    # The launcher modes' parser (`container`, `direct`, `slurm` only), a did-you-mean's difflib, glob.
+    "runner.cli.launcher_args", "difflib", "glob",
 )
+# The other commands' options: their dataclasses are made on first use (runner.options.__getattr__).
+OTHER_COMMANDS_OPTIONS = ("BuildOptions", "CheckOptions", "Selection", "ModeOptions")
+# How many of the runner's own modules each may load at most: a guard against what the lists above do
+# not name (this many loaded when it was written, plus a little room; before, plan loaded 76, the agent 43).
+PLAN_RUNNER_MODULES = 68
+AGENT_RUNNER_MODULES = 40
 # The node agent's: none of the submit side (sbatch, squeue, the batch script, the log followers),
 # no config files (the plan file is the config), no tracker client.
 NOT_IN_AGENT = (
     "runner.engines.slurm.engine", "runner.engines.slurm.jobs", "runner.engines.slurm.script", "yaml", "jsonschema",
     "runner.trackers.runs", "runner.trackers.mlflow", "runner.runs.store", "sqlite3",
     "urllib.request", "concurrent.futures", "docker",
+    # a direct or container entry is not a launcher mode; nor a docker engine on a direct entry
+    "runner.cli.launcher_args", "runner.engines.docker", "difflib", "glob", "logging", "uuid",
 )
 
 
 # `-X importtime` logs no module that `importlib.import_module` loads (the tracker registry's
 # way), so the names are also read from `sys.modules` at exit, through this driver.
+# It also says which commands' parsers were built and which of the options' dataclasses were made.
 _DRIVER = (
     "import atexit, runpy, sys\n"
-    "atexit.register(lambda: sys.stderr.write('modules: ' + ' '.join(sorted(sys.modules)) + '\\n'))\n"
+    "def said():\n"
+    "    sys.stderr.write('modules: ' + ' '.join(sorted(sys.modules)) + '\\n')\n"
+    "    cli, options = sys.modules.get('runner.cli'), sys.modules.get('runner.options')\n"
+    "    root = cli and cli._Parser.root\n"
+    "    subs = [a for a in (root._actions if root else ()) if a.__class__.__name__ == '_SubParsersAction']\n"
+    "    sys.stderr.write('parsers: ' + ' '.join(subs[0].choices if subs else ()) + '\\n')\n"
+    "    sys.stderr.write('options: ' + ' '.join(n for n, v in vars(options or sys).items()\n"
+    "                                             if hasattr(v, '__dataclass_fields__')) + '\\n')\n"
+    "atexit.register(said)\n"
     "sys.argv = ['runner', *sys.argv[1:]]\n"
     "runpy.run_module('runner', run_name='__main__', alter_sys=True)\n"
 )
+
+
+def said(done: subprocess.CompletedProcess, what: str) -> list[str]:
+    """The driver's ``what:`` line (parsers, options) as words."""
+    return next(line.split()[1:] for line in done.stderr.splitlines() if line.startswith(what + ":"))
+
+
+def runner_modules(names: set[str]) -> list[str]:
+    return sorted(n for n in names if n == "runner" or n.startswith("runner."))
 
 
 def imported(args: list[str], cwd: Path, env: dict) -> tuple[subprocess.CompletedProcess, set[str]]:
@@ -71,6 +103,18 @@ def test_plan_on_the_repository_config_loads_no_launch_module(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     assert "runner.plan" in names and "runner.engines.docker" in names  # the log is read (the check is not vacuous)
     assert sorted(n for n in NOT_IN_PLAN if n in names) == []
+    assert len(runner_modules(names)) <= PLAN_RUNNER_MODULES, runner_modules(names)
+
+
+def test_plan_builds_only_its_own_parser_and_options(tmp_path):
+    """Of the CLI's 26 commands' parsers only plan's is built; of the options' dataclasses only a launch's are made."""
+    (tmp_path / ".primus.yaml").write_text((REPO / ".primus.yaml").read_text())
+    done, _ = imported(["-m", "runner", "plan", "--", "true"], tmp_path, _env(tmp_path))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert said(done, "parsers") == ["plan"]
+    made = said(done, "options")
+    assert "RunOptions" in made and "LaunchFlags" in made  # what plan uses is there (the check reads the module)
+    assert sorted(set(made) & set(OTHER_COMMANDS_OPTIONS)) == []
 
 
 def _plan_file(work: Path) -> str:
@@ -101,3 +145,5 @@ def test_the_node_agent_loads_none_of_the_submit_side(tmp_path):
     assert (tmp_path / "exit-4242-0").read_text() == "0\n"  # it ran the job
     assert "runner.engines.slurm.agent" in names and "runner.plan" in names
     assert sorted(n for n in NOT_IN_AGENT if n in names) == []
+    assert said(done, "parsers") == ["node-agent"]
+    assert len(runner_modules(names)) <= AGENT_RUNNER_MODULES, runner_modules(names)

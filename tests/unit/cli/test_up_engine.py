@@ -1,0 +1,122 @@
+"""``up --engine NAME`` and ``plan --engine NAME``: a launch runs on the engine the registry names, so a
+toy engine registered by its one line in ``ENGINES`` launches, watches and dry-runs through the
+command line with nothing else edited; an option of ``up`` the engine does not honour is exit 2."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import pytest
+
+from runner.cli import main
+from runner.engines import ENGINES
+from runner.engines.base import Launched
+
+CALLS: list[str] = []
+
+
+@dataclass(frozen=True)
+class ToyRequest:
+    plan: object
+    env: dict = field(default_factory=dict)
+
+    def render(self) -> str:
+        return f"toy would run {' '.join(self.plan.command)}"
+
+    def to_dict(self) -> dict:
+        return {"command": list(self.plan.command)}
+
+    def with_run_env(self, pairs: dict) -> "ToyRequest":
+        return replace(self, env={**self.env, **pairs})
+
+
+class ToyLaunchEngine:
+    """The whole ``runner.engines.base.Engine`` protocol, in memory: the job 'exits' 7."""
+
+    name = "toylaunch"
+    audit_after = False
+    computed_env: tuple[str, ...] = ()
+    gpu_mode = "off"
+    runs_in_container = False
+
+    def settings(self, config, options):
+        return None
+
+    def preflight(self, plan, ctx):
+        CALLS.append("preflight")
+
+    def request(self, plan, ctx):
+        return ToyRequest(plan)
+
+    def resolve(self, request, ctx, dry_run=False):
+        return request
+
+    def dry_run(self, request, ctx):
+        CALLS.append("dry_run")
+        ctx.out.result(request.render())
+
+    def launch(self, request, ctx):
+        CALLS.append("launch")
+        return Launched("toy-1", request.plan.name)
+
+    def announce(self, launched, ctx, detached):
+        CALLS.append(f"announce detached={detached}")
+
+    def group_title(self, launched, request):
+        return "toy job"
+
+    def watch(self, launched, ctx, on_running=None):
+        CALLS.append("watch")
+        return 7
+
+    def audit(self, launched, ctx):
+        return []
+
+    def finished(self, launched, ctx, exit_code):
+        return {}
+
+
+@pytest.fixture
+def toy(work, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(work / "state"))
+    (work / "cfg.yaml").write_text("cache:\n  enabled: false\n")
+    monkeypatch.setitem(ENGINES, "toylaunch", (__name__, "ToyLaunchEngine"))  # the engine's one registry line
+    CALLS.clear()
+    yield ["--config", str(work / "cfg.yaml")]
+    CALLS.clear()
+
+
+def test_up_launches_and_watches_on_the_engine_it_names(toy):
+    assert main([*toy, "up", "--engine", "toylaunch", "--gpu", "none", "--image", "img:1", "--", "true"]) == 7
+    assert CALLS == ["preflight", "launch", "announce detached=False", "watch"]
+
+
+def test_up_detach_and_plan_go_through_the_same_engine(toy, capsys):
+    assert main([*toy, "up", "--engine", "toylaunch", "--detach", "--gpu", "none", "--image", "img:1", "--", "true"]) == 0
+    assert CALLS == ["preflight", "launch", "announce detached=True"]
+    CALLS.clear()
+    assert main([*toy, "plan", "--engine", "toylaunch", "--gpu", "none", "--image", "img:1", "--", "echo", "hi"]) == 0
+    assert CALLS == ["dry_run"] and "toy would run echo hi" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("flag", ["--keep", "--build", "-i"])
+def test_an_option_of_up_the_engine_does_not_honour_is_a_usage_error(toy, capsys, flag):
+    code = main([*toy, "up", "--engine", "toylaunch", flag, "--gpu", "none", "--image", "img:1", "--", "true"])
+    assert code == 2 and CALLS == []
+    assert f"the toylaunch engine does not take {flag}" in capsys.readouterr().err
+
+
+def test_an_unknown_launch_engine_is_a_usage_error_naming_the_known_ones(toy, capsys):
+    assert main([*toy, "up", "--engine", "nope", "--gpu", "none", "--", "true"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown engine 'nope'" in err and "docker" in err and "slurm" in err
+
+
+def test_plan_engine_slurm_is_submit_dry_run(toy, capsys):
+    argv = ["--gpu", "none", "--image", "img:1", "--", "echo", "hi"]
+    assert main([*toy, "plan", "--engine", "slurm", *argv]) == 0
+    planned = capsys.readouterr().out
+    assert main([*toy, "submit", "--dry-run", *argv]) == 0
+    submitted = capsys.readouterr().out
+    strip = lambda text: [line for line in text.splitlines() if "/runs/" not in line and "primus-" not in line]  # noqa: E731 run ids, names
+    assert "#SBATCH --nodes=1" in planned and strip(planned) == strip(submitted)
