@@ -18,11 +18,12 @@ REPO = Path(__file__).resolve().parents[3]
 # found is cached by the files' text); the Engine API's HTTP client (nothing this request
 # shows needs the engine's answer: the socket that answers names the engine). The tracker
 # modules themselves load (a plan reads each one's declared settings); what they talk with
-# (urllib.request, http.client, ssl, the mlflow client) loads only when they talk.
+# (urllib.request, http.client, ssl, the mlflow client, MLflow's store modules) loads only when they talk.
 NOT_IN_PLAN = (
     "jsonschema", "yaml", "http.client", "ssl", "email.parser", "runner.clients.engine_api.client",
     "docker", "rich", "mlflow", "wandb", "boto3", "sqlite3", "urllib.request", "concurrent.futures",
     "runner.trackers.runs", "runner.runs.store",
+    "runner.trackers.mlflow_stores", "runner.trackers.mlflow_client", "runner.trackers.mlflow_filestore", "runner.trackers.mlflow_artifacts",
     "runner.engines.slurm.engine", "runner.engines.slurm.jobs", "runner.engines.docker.run",
     # A plan reads the trackers' declarations (mlflow_settings, wandb_settings), not their clients,
     # and what only those clients use: logging, uuid, subprocess (git), getpass, configparser.
