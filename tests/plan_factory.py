@@ -19,6 +19,17 @@ def write_config(project: Path, config: dict | str) -> Path:
     return path
 
 
+def write_project(project: Path, config: dict | str, env_file: str | None = None) -> Path:
+    """``config`` as ``project/.primus.yaml`` and ``env_file`` (if given) as ``project/.env``, mode 0600 as a
+    user keeps one; returns ``project``."""
+    write_config(project, config)
+    if env_file is not None:
+        path = Path(project) / ".env"
+        path.write_text(env_file)
+        path.chmod(0o600)
+    return Path(project)
+
+
 def launch_flags(argv: Sequence[str] = ()):
     """``plan ARGV`` through the CLI's parser, to the LaunchFlags a launch would get."""
     from runner.cli import _flags, build_parser

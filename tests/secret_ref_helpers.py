@@ -47,3 +47,15 @@ def script(path: Path, body: str) -> Path:
 def error_text(exc: BaseException) -> str:
     """A ConfigError's message and hint, as the user reads them."""
     return f"{exc.message}\n{exc.hint or ''}"
+
+
+def file_ref_config(root: Path, name: str, tag: str) -> tuple[str, Path]:
+    """A fresh canary in ``root/store/token`` (0600, in a 0700 directory) and ``root/mine.yaml``, a ``--config``
+    file (the user's own, trusted) whose ``secrets:`` gives ``name`` from it: (the value, the config's path)."""
+    value = canary(tag)
+    store = root / "store"
+    store.mkdir(mode=0o700)
+    token = secret_file(store / "token", value + "\n")
+    config = root / "mine.yaml"
+    config.write_text(f"secrets:\n  {name}: file:{token}\n")
+    return value, config

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
 from docker_helpers import LABEL_JOB, Workspace, containers, force_remove, inspect, unique
-from engine_fixtures import assert_no_leak
+from engine_fixtures import assert_no_leak, process_cmdlines
 
 pytestmark = pytest.mark.docker
 
@@ -63,13 +61,7 @@ def test_secrets_never_in_output_inspect_cmdlines_or_files(ws, canary):
                 break
             first += line
         assert b"ready" in first, proc.stderr.read().decode()
-        cmdlines = []
-        for pid in os.listdir("/proc"):
-            if pid.isdigit():
-                try:
-                    cmdlines.append(Path(f"/proc/{pid}/cmdline").read_bytes())
-                except OSError:
-                    pass
+        cmdlines = process_cmdlines()
         assert len(cmdlines) > 10
         assert_no_leak(b"\n".join(cmdlines), canary, "/proc/*/cmdline during the run")
         rest, err = proc.communicate(timeout=60)

@@ -209,13 +209,7 @@ def test_check_fails_for_a_flavor_whose_devices_are_absent_on_this_machine(proje
 
 # ------------------------------------------------------------------ slurm
 
-SLURM_CONFIG = """\
-container:
-  gpu: rocm
-  stop_timeout: 1
-  options:
-    image: {image}
-    privileged: false
+SLURM_CONFIG = CONFIG + """\
     volume: ["{sync}:/sync"]
 slurm:
   partition: {partition}

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from engine_fixtures import assert_no_leak
+from engine_fixtures import assert_no_leak, process_cmdlines
 from runs_helpers import slurm_job_dirs, slurm_job_files
 from runner.engines.slurm import jobs
 from runner.engines.slurm import script as slurm_script
@@ -80,17 +80,6 @@ def job_dir(work: Path) -> Path:
     return only
 
 
-def all_cmdlines() -> bytes:
-    blobs = []
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                blobs.append(Path(f"/proc/{pid}/cmdline").read_bytes())
-            except OSError:
-                pass
-    return b"\n".join(blobs)
-
-
 def job_id_from(proc_stdout: str) -> str:
     return proc_stdout.strip().splitlines()[0]
 
@@ -119,7 +108,7 @@ def test_two_node_job_sees_its_env_and_secrets_leak_nowhere(project, docker_clie
             return running if len(running) == 2 else None
 
         running = wait_until(both_running, 180, "both containers to run")
-        assert_no_leak(all_cmdlines(), canary, "/proc/*/cmdline during the run")
+        assert_no_leak(b"\n".join(process_cmdlines()), canary, "/proc/*/cmdline during the run")
         for item in running:
             attrs = docker_client.api.inspect_container(item["Id"])
             assert_no_leak(json.dumps([attrs["Config"].get("Env"), attrs["Args"], attrs["Config"].get("Cmd"), attrs["Config"].get("Labels")]), canary, "docker inspect")

@@ -2,44 +2,28 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import os
-import urllib.parse
-from pathlib import Path
 
 import pytest
 
 from cli_runner import run_cli
+from engine_fixtures import common_forms
+from plan_factory import write_project
 
 ENV_CANARY = "canary-env-0b7c51d2e9f4"
 FILE_CANARY = "canary-file-9a4e2c6f10d3"
 
 
-def forms(value: str) -> list[str]:
-    raw = value.encode()
-    return [value, base64.b64encode(raw).decode(), base64.b64encode(raw[1:22]).decode(),
-            urllib.parse.quote(value, safe=""), json.dumps(value)[1:-1]]
-
-
-def run(args, cwd, env_extra=None, **kw):
-    return run_cli(cwd, *args, env=env_extra, timeout=60, **kw)
-
-
 @pytest.fixture
 def project(tmp_path):
-    (tmp_path / ".primus.yaml").write_text(
-        "container:\n  gpu: none\n  options:\n    image: busybox\n    env: [HF_TOKEN, WANDB_API_KEY, PLAIN]\n"
-    )
-    env_file = tmp_path / ".env"
-    env_file.write_text(f"WANDB_API_KEY={FILE_CANARY}\nPLAIN=visible\n")
-    env_file.chmod(0o600)
-    return tmp_path
+    return write_project(tmp_path, "container:\n  gpu: none\n  options:\n    image: busybox\n    env: [HF_TOKEN, WANDB_API_KEY, PLAIN]\n",
+                         f"WANDB_API_KEY={FILE_CANARY}\nPLAIN=visible\n")
 
 
 def assert_clean(text: str, where: str) -> None:
     for value in (ENV_CANARY, FILE_CANARY):
-        for form in forms(value):
+        for form in common_forms(value):
             assert form not in text, f"a canary form leaked in {where}"
 
 
@@ -58,7 +42,7 @@ SECRET_ENV = {"HF_TOKEN": ENV_CANARY, "PRIMUS_SOME_TOKEN": ENV_CANARY}
     ],
 )
 def test_no_canary_in_output(project, args):
-    result = run(args, project, SECRET_ENV)
+    result = run_cli(project, *args, env=SECRET_ENV)
     assert result.returncode in (0, 1), result.stderr  # check may find no Docker engine: exit 1
     assert_clean(result.stdout + result.stderr, " ".join(args))
     if "plan" in args:
@@ -66,7 +50,7 @@ def test_no_canary_in_output(project, args):
 
 
 def test_plan_json_has_the_contract_keys(project):
-    result = run(["--json", "plan", "--", "python", "train.py"], project, SECRET_ENV)
+    result = run_cli(project, "--json", "plan", "--", "python", "train.py", env=SECRET_ENV)
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     assert data["image"] == "busybox"
@@ -82,7 +66,7 @@ def test_error_messages_name_the_secret_but_never_the_value(project):
     yaml_canary = "canary-yaml-only-5e1f0a9c7b"
     assert yaml_canary not in os.environ.values() and yaml_canary not in SECRET_ENV.values()
     (project / "bad.yaml").write_text(f"container:\n  options:\n    env: ['HF_TOKEN={yaml_canary}']\n")
-    result = run(["--verbose", "--config", "bad.yaml", "plan", "--", "true"], project, SECRET_ENV)
+    result = run_cli(project, "--verbose", "--config", "bad.yaml", "plan", "--", "true", env=SECRET_ENV)
     assert result.returncode == 2
     assert "HF_TOKEN" in result.stderr and "bad.yaml:3" in result.stderr
     assert "Traceback" not in result.stderr
@@ -92,7 +76,7 @@ def test_error_messages_name_the_secret_but_never_the_value(project):
 
 def test_check_json_reports_problems_with_where(project):
     (project / "bad.yaml").write_text("container:\n  options:\n    devices: [/dev/x]\n")
-    result = run(["--json", "--config", "bad.yaml", "check"], project)
+    result = run_cli(project, "--json", "--config", "bad.yaml", "check")
     assert result.returncode == 2
     data = json.loads(result.stdout)
     assert data["ok"] is False
@@ -102,7 +86,7 @@ def test_check_json_reports_problems_with_where(project):
 
 def test_missing_required_secret_exits_2_listing_all(project):
     (project / "req.yaml").write_text("passthrough:\n  required: [HF_TOKEN, DATABRICKS_TOKEN, OTHER_NEEDED]\n")
-    result = run(["--config", "req.yaml", "plan", "--", "true"], project)
+    result = run_cli(project, "--config", "req.yaml", "plan", "--", "true")
     assert result.returncode == 2
     line = [l for l in result.stderr.splitlines() if "missing required" in l][0]
     assert all(n in line for n in ("HF_TOKEN", "DATABRICKS_TOKEN", "OTHER_NEEDED"))
@@ -110,16 +94,16 @@ def test_missing_required_secret_exits_2_listing_all(project):
 
 def test_usage_errors_exit_2_without_traceback(project):
     for args in (["plan", "--gpu", "tpu", "--", "x"], ["nonsense"], ["plan"]):
-        result = run(args, project)
+        result = run_cli(project, *args)
         assert result.returncode == 2, args
         assert "Traceback" not in result.stderr
 
 
 def test_version_and_help(project):
-    result = run(["--version"], project)
+    result = run_cli(project, "--version")
     assert result.returncode == 0 and result.stdout.startswith("primus-runner ")
     for command in ("check", "plan", "up", "build", "submit", "audit"):
-        help_text = run([command, "--help"], project)
+        help_text = run_cli(project, command, "--help")
         assert help_text.returncode == 0 and "example" in help_text.stdout
 
 

@@ -7,14 +7,15 @@ import json
 import subprocess
 import sys
 
-from ux_helpers import NO_DOCKER, cli, user_env
+from cli_runner import run_cli, user_env
+from ux_helpers import NO_DOCKER
 
 PROJECT = "container:\n  gpu: none\n  options:\n    image: primus-test/busybox:latest\n"
 
 
 def _no_tty(cwd, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-P", "-m", "runner", *args], cwd=cwd, stdin=subprocess.DEVNULL,
-                          env=user_env(cwd, DOCKER_HOST=NO_DOCKER), capture_output=True, text=True, timeout=120)
+                          env=user_env(cwd, {"DOCKER_HOST": NO_DOCKER}), capture_output=True, text=True, timeout=120)
 
 
 def test_t_without_a_terminal_is_refused_as_docker_refuses_it(tmp_path):
@@ -46,8 +47,8 @@ def test_dry_runs_render_the_terminal_the_entrypoint_the_labels_and_the_platform
         assert flag in argv
     assert argv[argv.index("--platform") + 1] == "linux/arm64" and "team=ml" in argv
     assert argv[argv.index("--entrypoint") + 1] == "/bin/echo" and argv[-1] == "hi"
-    text = cli(tmp_path, "plan", "--entrypoint", "/bin/echo", "--label", "team=ml", "--platform", "linux/arm64", "--", "hi",
-               DOCKER_HOST=NO_DOCKER)
+    text = run_cli(tmp_path, "plan", "--entrypoint", "/bin/echo", "--label", "team=ml", "--platform", "linux/arm64", "--", "hi",
+                   env={"DOCKER_HOST": NO_DOCKER})
     assert text.returncode == 0, text.stderr
     for shown in ("entrypoint", "/bin/echo", "platform", "linux/arm64", "labels", "team=ml", "--platform linux/arm64"):
         assert shown in text.stdout, shown
@@ -58,16 +59,16 @@ def test_dry_runs_render_the_terminal_the_entrypoint_the_labels_and_the_platform
 
 def test_a_label_may_not_override_the_runners_own(tmp_path):
     (tmp_path / ".primus.yaml").write_text(PROJECT)
-    result = cli(tmp_path, "plan", "--label", "io.primus-runner.owner=0", "--", "true", DOCKER_HOST=NO_DOCKER)
+    result = run_cli(tmp_path, "plan", "--label", "io.primus-runner.owner=0", "--", "true", env={"DOCKER_HOST": NO_DOCKER})
     assert result.returncode == 2
     assert "io.primus-runner.owner" in result.stderr and "the runner's own labels" in result.stderr
 
 
 def test_completion_knows_shell_and_the_new_flags(tmp_path):
-    script = cli(tmp_path, "completion", "bash").stdout
+    script = run_cli(tmp_path, "completion", "bash").stdout
     for word in ("shell", "--interactive", "--tty", "--entrypoint", "--label", "--platform"):
         assert word in script, word
-    fish = cli(tmp_path, "completion", "fish").stdout
+    fish = run_cli(tmp_path, "completion", "fish").stdout
     assert "-a shell -d 'an interactive shell in the job\\'s image" in fish
     assert "__fish_seen_subcommand_from up' -s t -l tty" in fish and "__fish_seen_subcommand_from up' -s i -l interactive" in fish
 

@@ -92,18 +92,20 @@ def test_value_flags_do_not_swallow_the_command(bash_script):
     assert complete_bash("primus-runner --env-file up ch", str(bash_script)) == ["check"]
 
 
-def need_shell(name: str) -> None:
-    """zsh and fish come from .ci/setup-engines.sh: missing under CI is a failure, elsewhere a skip."""
-    if shutil.which(name) is None:
+def parsed_script(shell: str) -> str:
+    """The completion script for ``shell``, which that shell parses (``SHELL -n``). zsh and fish come from
+    .ci/setup-engines.sh: missing under CI is a failure, elsewhere a skip."""
+    if shutil.which(shell) is None:
         from engine_fixtures import engine_missing
 
-        engine_missing(name, f"apt-get install {name}")
+        engine_missing(shell, f"apt-get install {shell}")
+    text = script(shell, build_parser())
+    assert subprocess.run([shell, "-n"], input=text, text=True, capture_output=True).returncode == 0
+    return text
 
 
 def test_zsh_script_parses_and_registers():
-    need_shell("zsh")
-    text = script("zsh", build_parser())
-    assert subprocess.run(["zsh", "-n"], input=text, text=True, capture_output=True).returncode == 0
+    text = parsed_script("zsh")
     result = subprocess.run(
         ["zsh", "-f", "-c", f"autoload -U compinit; compinit -u -D; source <({CLI} completion zsh); print -r -- $_comps[primus-runner]"],
         capture_output=True, text=True, timeout=60,
@@ -118,9 +120,7 @@ def test_zsh_script_parses_and_registers():
     [("primus-runner su", {"submit"}), ("primus-runner up --im", {"--image"}), ("primus-runner up --gpu ", {"rocm", "cuda", "none"})],
 )
 def test_fish_completes(line, expected):
-    need_shell("fish")
-    text = script("fish", build_parser())
-    assert subprocess.run(["fish", "-n"], input=text, text=True, capture_output=True).returncode == 0
+    parsed_script("fish")
     result = subprocess.run(
         ["fish", "--no-config", "-c", f"{CLI} completion fish | source; complete -C '{line}'"],
         capture_output=True, text=True, timeout=60,

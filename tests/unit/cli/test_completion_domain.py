@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from engine_fixtures import engine_missing
-from ux_helpers import NO_DOCKER, cli, user_env
+from cli_runner import run_cli, user_env
+from ux_helpers import NO_DOCKER
 
 JOB = "4242"
 
@@ -35,14 +36,14 @@ def home(tmp_path_factory) -> Path:
     home = tmp_path_factory.mktemp("home")
     (home / "primus-runs" / f"20261201-000000-job").mkdir(parents=True)
     (home / "primus-runs" / "20261201-000000-job" / f"slurm-{JOB}.out").write_text("0: done\n")
-    demo = cli(home, "demo", DOCKER_HOST=NO_DOCKER)
+    demo = run_cli(home, "demo", env={"DOCKER_HOST": NO_DOCKER})
     assert demo.returncode == 0, demo.stderr
     bin_dir = home / "bin"  # `primus-runner` on PATH, as the scripts call it on TAB
     bin_dir.mkdir()
     (bin_dir / "primus-runner").write_text(f"#!/bin/sh\nexec {sys.executable} -P -m runner \"$@\"\n")
     (bin_dir / "primus-runner").chmod(0o755)
     for shell in ("bash", "zsh", "fish"):
-        text = cli(home, "completion", shell)
+        text = run_cli(home, "completion", shell)
         assert text.returncode == 0, text.stderr
         (home / f"completion.{shell}").write_text(text.stdout)
     return home
@@ -50,7 +51,7 @@ def home(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def run_id(home) -> str:
-    result = cli(home, "--json", "runs")
+    result = run_cli(home, "--json", "runs")
     import json
 
     (run,) = json.loads(result.stdout)
@@ -58,7 +59,7 @@ def run_id(home) -> str:
 
 
 def env_for(home: Path) -> dict:
-    env = user_env(home, DOCKER_HOST=NO_DOCKER)
+    env = user_env(home, {"DOCKER_HOST": NO_DOCKER})
     env["PATH"] = f"{home / 'bin'}:{env['PATH']}"
     return env
 

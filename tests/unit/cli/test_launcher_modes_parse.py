@@ -4,7 +4,6 @@ the Slurm flag checks (nothing widens --export or injects a directive), names an
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
@@ -62,10 +61,6 @@ def test_slurm_defaults_to_srun(argv, expected):
     assert _default_launcher(argv) == expected
 
 
-def run(args, cwd: Path):
-    return run_cli(cwd, *args, timeout=60)
-
-
 @pytest.fixture
 def project(tmp_path):
     (tmp_path / ".primus.yaml").write_text("container:\n  gpu: none\n  options:\n    image: busybox\n    name: primus-training\n")
@@ -84,7 +79,7 @@ def project(tmp_path):
     ["--qos", "normal,--export=ALL"],
 ])
 def test_slurm_flags_cannot_widen_export_or_inject(project, flags):
-    result = run(["--dry-run", "slurm", "sbatch", *flags, "--", *TRAIN], project)
+    result = run_cli(project, "--dry-run", "slurm", "sbatch", *flags, "--", *TRAIN)
     assert result.returncode == 2, result.stdout + result.stderr
     assert "#SBATCH" not in result.stdout  # refused before any script was rendered
 
@@ -95,7 +90,7 @@ def test_dry_run_slurm_renders_the_flags_and_the_container_entry(project):
 
     flags = ["-N", "2", "-p", "debug", "-t", "5", "-w", "n[1-2]", "--qos", "normal", "-J", "my-job", "--exclusive",
              "--cpus-per-task=4", "-C", "mi300x", "--mail-type", "END", "--mail-user=me@example.com", "-A", "acct"]
-    result = run(["--json", "--dry-run", "slurm", *flags, "--", "container", "--gpus", "0", "--env", "LIT=1", "--", *TRAIN], project)
+    result = run_cli(project, "--json", "--dry-run", "slurm", *flags, "--", "container", "--gpus", "0", "--env", "LIT=1", "--", *TRAIN)
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)["request"]
     command = doc["sbatch"]
@@ -107,14 +102,14 @@ def test_dry_run_slurm_renders_the_flags_and_the_container_entry(project):
 def test_slurm_direct_entry_runs_the_direct_launcher_on_each_node(project):
     import json
 
-    result = run(["--json", "--dry-run", "slurm", "srun", "-N", "2", "--", "direct", "--single", "--", *TRAIN], project)
+    result = run_cli(project, "--json", "--dry-run", "slurm", "srun", "-N", "2", "--", "direct", "--single", "--", *TRAIN)
     assert result.returncode == 0, result.stderr
     request = json.loads(result.stdout)["request"]
     assert request["node_command"] == ["primus-cli", "direct", "--single", "--", *TRAIN]
 
 
 def test_container_secret_literal_is_refused(project):
-    result = run(["--dry-run", "container", "--env", "HF_TOKEN=hf_literal_canary_5521", "--", *TRAIN], project)
+    result = run_cli(project, "--dry-run", "container", "--env", "HF_TOKEN=hf_literal_canary_5521", "--", *TRAIN)
     assert result.returncode == 2
     assert "hf_literal_canary_5521" not in result.stdout + result.stderr
 
@@ -140,6 +135,6 @@ def test_config_name_gets_a_per_job_suffix_and_a_cli_name_is_kept(tmp_path, monk
     ["--dry-run", "slurm", "-N", "2"],
 ])
 def test_dry_run_wherever_the_launcher_accepts_it(project, args):
-    result = run([*args, "--", *TRAIN], project)
+    result = run_cli(project, *args, "--", *TRAIN)
     assert result.returncode == 0, result.stderr
     assert "#SBATCH --nodes=2" in result.stdout and not (project / "primus-runs").exists()

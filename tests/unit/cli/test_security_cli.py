@@ -16,6 +16,7 @@ import uuid
 import pytest
 
 from cli_runner import run_cli
+from plan_factory import write_project
 from engine_fixtures import assert_no_leak
 
 
@@ -31,13 +32,8 @@ VALUES = {"HF_TOKEN": FORWARDED, "WANDB_API_KEY": FILE_ONLY, "GITHUB_TOKEN": UNF
 
 @pytest.fixture
 def project(tmp_path):
-    (tmp_path / ".primus.yaml").write_text(
-        "container:\n  gpu: none\n  options:\n    image: primus-test/busybox:latest\n    env: [HF_TOKEN, WANDB_API_KEY, PRIMUS_X]\n"
-    )
-    env_file = tmp_path / ".env"
-    env_file.write_text(f"WANDB_API_KEY={FILE_ONLY}\n")
-    env_file.chmod(0o600)
-    return tmp_path
+    return write_project(tmp_path, "container:\n  gpu: none\n  options:\n    image: primus-test/busybox:latest\n"
+                         "    env: [HF_TOKEN, WANDB_API_KEY, PRIMUS_X]\n", f"WANDB_API_KEY={FILE_ONLY}\n")
 
 
 def run(args, cwd):

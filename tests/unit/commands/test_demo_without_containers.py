@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import base64
 
-from ux_helpers import NO_DOCKER, cli
+from cli_runner import run_cli
+from ux_helpers import NO_DOCKER
 
 CANARY = "canary-ux-demo-0b7e4d21c9"
 
 
 def test_demo_falls_back_to_the_process_engine(tmp_path):
-    result = cli(tmp_path, "demo", DOCKER_HOST=NO_DOCKER, DEMO_API_KEY=CANARY, CONTAINER_HOST="unix:///nonexistent/podman.sock")
+    result = run_cli(tmp_path, "demo", env={"DOCKER_HOST": NO_DOCKER, "DEMO_API_KEY": CANARY,
+                                            "CONTAINER_HOST": "unix:///nonexistent/podman.sock"})
     assert result.returncode == 0, result.stderr
     assert "greeting (a literal from the config): hello from primus-runner" in result.stdout
     assert "the secret, as the job sees it: ***" in result.stdout and "DEMO_NOT_SET: absent" in result.stdout

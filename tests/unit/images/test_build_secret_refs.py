@@ -7,19 +7,13 @@ import json
 import os
 import subprocess
 import sys
-import uuid
 
 from engine_fixtures import assert_no_leak
+from secret_ref_helpers import file_ref_config
 
 
 def setup(tmp_path):
-    secret = f"canary-build-ref-{uuid.uuid4().hex}"
-    store = tmp_path / "store"
-    store.mkdir(mode=0o700)
-    (store / "token").write_text(secret + "\n")
-    (store / "token").chmod(0o600)
-    config = tmp_path / "mine.yaml"  # --config: the user's own file, trusted
-    config.write_text(f"secrets:\n  INDEX_TOKEN: file:{store / 'token'}\n")
+    secret, config = file_ref_config(tmp_path, "INDEX_TOKEN", "build-ref")
     context = tmp_path / "ctx"
     context.mkdir()
     (context / "Dockerfile").write_text("FROM busybox\nRUN --mount=type=secret,id=INDEX_TOKEN true\n")

@@ -2,29 +2,23 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import stat
 import time
-import urllib.parse
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
+from engine_fixtures import common_forms
+
 from runner.session import report
 from runner.errors import RuntimeFailure, UsageError
 
 CANARY = f"canary-report-{uuid.uuid4().hex[:12]}"
 SCHEMA = Path(__file__).resolve().parents[3] / "policies" / "report.schema.json"
-
-
-def forms(value: str) -> list[str]:
-    raw = value.encode()
-    return [value, base64.b64encode(raw).decode(), base64.b64encode(raw[1:22]).decode(),
-            urllib.parse.quote(value, safe=""), json.dumps(value)[1:-1]]
 
 
 def validate(doc: dict) -> None:
@@ -58,7 +52,7 @@ def test_report_validates_and_holds_no_secret_value(tmp_path, planned):
     path = tmp_path / "report.json"
     write(path, planned)
     text = path.read_text()
-    for form in forms(CANARY):
+    for form in common_forms(CANARY):
         assert form not in text, "a canary form leaked into the report"
     doc = json.loads(text)
     validate(doc)

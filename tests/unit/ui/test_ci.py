@@ -10,14 +10,14 @@ import base64
 import json
 import re
 import sys
-import urllib.parse
 import uuid
 from pathlib import Path
 
 import pytest
 
 from cli_runner import run_cli
-from plan_factory import plan_from
+from engine_fixtures import common_forms
+from plan_factory import plan_from, write_project
 
 from runner.session.summary import write_summary
 from runner.ui import ci
@@ -27,16 +27,9 @@ FILE_CANARY = f"canary-ci-file-{uuid.uuid4().hex[:12]}"
 CANARIES = (ENV_CANARY, FILE_CANARY)
 
 
-def forms(value: str) -> list[str]:
-    """Independent of runner.secrets: the plain value and the encodings a log could show."""
-    raw = value.encode()
-    return [value, base64.b64encode(raw).decode(), base64.b64encode(raw[1:22]).decode(),
-            urllib.parse.quote(value, safe=""), json.dumps(value)[1:-1]]
-
-
 def assert_clean(text: str, where: str) -> None:
     for value in CANARIES:
-        for form in forms(value):
+        for form in common_forms(value):
             assert form not in text, f"a canary form leaked in {where}"
 
 
@@ -47,11 +40,8 @@ def run(args, cwd: Path, stdout=None, **env_extra):
 
 @pytest.fixture
 def project(tmp_path):
-    (tmp_path / ".primus.yaml").write_text("container:\n  gpu: none\n  options:\n    image: busybox\n    env: [HF_TOKEN, WANDB_API_KEY]\n")
-    env_file = tmp_path / ".env"
-    env_file.write_text(f"WANDB_API_KEY={FILE_CANARY}\n")
-    env_file.chmod(0o600)
-    return tmp_path
+    return write_project(tmp_path, "container:\n  gpu: none\n  options:\n    image: busybox\n    env: [HF_TOKEN, WANDB_API_KEY]\n",
+                         f"WANDB_API_KEY={FILE_CANARY}\n")
 
 
 BROKEN = "container:\n  gpu: none\n  options:\n    image: busybox\n    env:\n      - WANDB_API_KEY\n      - HF_TOKEN=literal-in-yaml\n"

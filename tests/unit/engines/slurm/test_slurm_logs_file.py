@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import uuid
 
 from engine_fixtures import assert_no_leak
+from secret_ref_helpers import file_ref_config
 from runner.engines.slurm.jobs import RankLines
 from runner.secrets import Masker
 
@@ -15,13 +15,7 @@ JOB = "987654321"  # no such job on the cluster: logs reads the runner's job dir
 
 
 def test_logs_without_follow_reads_everything_and_masks_references(tmp_path):
-    secret = f"canary-logs-ref-{uuid.uuid4().hex}"
-    store = tmp_path / "store"
-    store.mkdir(mode=0o700)
-    (store / "token").write_text(secret + "\n")
-    (store / "token").chmod(0o600)
-    config = tmp_path / "mine.yaml"  # --config: the user's own file, trusted
-    config.write_text(f"secrets:\n  SERVICE_TOKEN: file:{store / 'token'}\n")
+    secret, config = file_ref_config(tmp_path, "SERVICE_TOKEN", "logs-ref")
     job_dir = tmp_path / "primus-runs" / "job-1"
     job_dir.mkdir(parents=True)
     filler = b"".join(b"0: step %d of a long run\n" % i for i in range(120_000))  # ~3 MB: past one read
