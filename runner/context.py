@@ -9,7 +9,6 @@ names with the one classifier, ``runner.policy.Classifier``.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -17,6 +16,7 @@ from runner.config import Config, default_layer_paths, load_config, load_env_and
 from runner.config.envfile import EnvFile, env_lookup, load_env_file
 from runner.options import Sources
 from runner.policy import Classifier
+from runner.records import dataclass
 from runner.secrets import Secret, SecretScope, secret_scope
 from runner.ui import Output
 

@@ -7,7 +7,7 @@ knows argparse exists. Each command takes only the dataclass it needs.
 from __future__ import annotations
 
 from _thread import allocate_lock
-from dataclasses import dataclass
+from runner.records import dataclass
 
 _MAKING = allocate_lock()
 _LATER: dict[str, type] = {}

@@ -13,11 +13,11 @@ import copy
 import hashlib
 import json
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from runner.errors import ConfigError, Problem
+from runner.records import dataclass, field
 from runner.resources import policies_dir
 from runner.config.yamlsource import Located, load_yaml, nearest_line  # noqa: F401  (load_yaml: its callers)
 

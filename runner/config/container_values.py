@@ -11,7 +11,8 @@ value can never reach an engine call, whichever path built the plan.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from runner.records import dataclass
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([bkmgt]?)b?\s*$", re.IGNORECASE)
 _ULIMIT_NAME = re.compile(r"^[a-z]+$")

@@ -19,9 +19,10 @@ Project files are untrusted until ``primus-runner trust`` (``runner.config.trust
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
+
+from runner.records import dataclass
 
 FILE_NAME = ".primus.yaml"
 CONFIG_ENV = "PRIMUS_RUNNER_CONFIG"

@@ -24,11 +24,11 @@ import os
 import re
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from runner.errors import Problem
+from runner.records import dataclass
 from runner.resources import policies_dir
 
 TRUST_ENV = "PRIMUS_RUNNER_TRUST_PROJECT"

@@ -10,11 +10,11 @@ from __future__ import annotations
 import copy
 import hashlib
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from runner.errors import ConfigError, Problem
+from runner.records import dataclass, field
 
 MAX_BYTES = 1 << 20  # a config file is a page of YAML, not a data set
 MAX_NODES = 100_000  # bounds alias ("billion laughs") expansion

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import importlib
 from collections import deque
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Protocol
+
+from runner.records import dataclass, field
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
 from runner.errors import ConfigError, Problem
+from runner.records import dataclass
 
 ROOT_ENV = "PRIMUS_RUNNER_HOST_ROOT"
 

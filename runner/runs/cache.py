@@ -17,10 +17,10 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from runner.plan import LaunchPlan, Mount
+from runner.records import dataclass
 from runner.runs.paths import CONTAINER_ROOT, cache_home
 
 TARGET = f"{CONTAINER_ROOT}/cache"

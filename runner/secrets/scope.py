@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import re
 import urllib.parse
-from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
 
+from runner.records import dataclass, field
 from runner.secrets.masker import Masker
 from runner.secrets.value import Secret
 

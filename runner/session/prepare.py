@@ -7,7 +7,6 @@ point on no secret value in scope can reach the terminal.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Sequence
 
 from runner.config import Config, _merge, load_config, load_env_and_config
@@ -15,6 +14,7 @@ from runner.config.envfile import EnvFile, env_lookup
 from runner.context import Context, load_context, secret_refs  # noqa: F401  (Context, load_context: re-exported)
 from runner.options import LaunchFlags, Sources
 from runner.plan import LaunchPlan, Planned, build_plan
+from runner.records import dataclass
 from runner.secrets import SecretScope
 from runner.ui import Output
 

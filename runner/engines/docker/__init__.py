@@ -15,7 +15,6 @@ recorded in the request), ``launch`` sends it as is. The dry run renders it
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 from runner.engines.base import Launched, RunContext, delegate
@@ -23,6 +22,7 @@ from runner.engines.docker.container import DockerRequest
 from runner.engines.docker.request import inspect_local, make_request, resolve, resolve_unasked
 from runner.errors import EngineUnavailable
 from runner.plan import LaunchPlan
+from runner.records import dataclass
 
 if TYPE_CHECKING:
     from runner.engines.docker.run import Attached

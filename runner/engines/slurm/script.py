@@ -12,7 +12,6 @@ import os
 import re
 import shlex
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 from runner import __version__
@@ -21,6 +20,7 @@ from runner.errors import ConfigError, Problem
 from runner.options import SlurmFlags
 from runner.engines.slurm.node import LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, PLAN_DIGEST, PLAN_FORMAT  # noqa: F401  (shared with the node)
 from runner.plan import LaunchPlan
+from runner.records import dataclass
 
 PLAN_FILE = "plan.json"
 SCRIPT_FILE = "job.sbatch"
@@ -203,7 +203,6 @@ def export_names(plan, agent_env: tuple[str, ...] = ()) -> list[str]:
     """
     names = [d.name for d in plan.forwarded if d.name not in COMPUTED]
     return names + [n for n in (*AGENT_NAMES, *agent_env) if n not in names]
-
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,153 @@
+"""``dataclass`` for the classes every start-up makes: the same class, made without compiling code.
+
+The standard decorator writes each class's ``__init__``, ``__repr__``, ``__eq__``, ``__hash__``
+(and, frozen, ``__setattr__``/``__delattr__``) as source text and compiles it: about 1 ms a class,
+half of what ``primus-runner plan`` does beyond starting Python. Here those methods are closures
+over the class's fields (compiled once, with this module), and the class gets the standard
+``__dataclass_fields__`` (``dataclasses.Field`` objects), so ``dataclasses.fields``, ``replace``,
+``asdict`` and ``is_dataclass`` see a dataclass. What this does not model (inheritance from a
+dataclass, ``ClassVar``/``InitVar``/``KW_ONLY`` fields, ``init=False`` or keyword-only fields,
+``__post_init__``, ``order``, ``slots`` and the like) goes to the standard decorator unchanged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import reprlib
+from dataclasses import MISSING, Field, FrozenInstanceError, field  # noqa: F401 (field: the decorator's companion)
+
+_SUPPORTED = {"frozen", "eq", "repr"}
+_PSEUDO = ("ClassVar", "InitVar", "KW_ONLY")
+
+
+def dataclass(cls=None, /, **options):
+    """``dataclasses.dataclass``, with ``frozen``, ``eq`` and ``repr`` made here (anything else: the standard one)."""
+    def wrap(cls):
+        fields = None if set(options) - _SUPPORTED else _fields_of(cls)
+        if fields is None:
+            return dataclasses.dataclass(cls, **options)
+        return _make(cls, fields, options.get("frozen", False), options.get("eq", True), options.get("repr", True))
+    return wrap if cls is None else wrap(cls)
+
+
+def _fields_of(cls) -> dict[str, Field] | None:
+    """The class's fields as the standard decorator reads them; None for what it alone handles."""
+    if any(hasattr(base, "__dataclass_fields__") for base in cls.__mro__[1:]) or "__post_init__" in vars(cls):
+        return None
+    fields: dict[str, Field] = {}
+    for name, kind in cls.__dict__.get("__annotations__", {}).items():
+        if not isinstance(kind, str) or any(word in kind for word in _PSEUDO):
+            return None
+        declared = cls.__dict__.get(name, MISSING)
+        made = declared if isinstance(declared, Field) else field(default=declared)
+        if not made.init or made.kw_only is True or made.default is not MISSING and made.default_factory is not MISSING:
+            return None
+        if made.default is not MISSING and made.default.__class__.__hash__ is None:
+            return None  # the standard decorator's "mutable default" error
+        made.name, made.type, made._field_type, made.kw_only = name, kind, dataclasses._FIELD, False
+        fields[name] = made
+    required_seen = False
+    for made in reversed(fields.values()):  # a field without a default after one with: the standard error
+        has_default = made.default is not MISSING or made.default_factory is not MISSING
+        if has_default and required_seen:
+            return None
+        required_seen = required_seen or not has_default
+    if any(isinstance(v, Field) and k not in fields for k, v in vars(cls).items()):
+        return None
+    return fields
+
+
+def _make(cls, fields: dict[str, Field], frozen: bool, eq: bool, repr_: bool):
+    for made in fields.values():  # a Field as the class attribute becomes its default, as the standard one does
+        if isinstance(cls.__dict__.get(made.name), Field):
+            delattr(cls, made.name) if made.default is MISSING else setattr(cls, made.name, made.default)
+    cls.__dataclass_fields__ = fields
+    names = tuple(fields)
+    explicit = cls.__dict__.get("__hash__", MISSING)
+    explicit_hash = not (explicit is MISSING or explicit is None and "__eq__" in cls.__dict__)
+    _set(cls, "__init__", _init(fields, frozen))
+    if repr_:
+        _set(cls, "__repr__", _repr(tuple(f.name for f in fields.values() if f.repr)))
+    if eq:
+        _set(cls, "__eq__", _eq(tuple(f.name for f in fields.values() if f.compare)))
+    if frozen:
+        for method in _frozen(cls, frozenset(names)):
+            if method.__name__ in cls.__dict__:
+                raise TypeError(f"Cannot overwrite attribute {method.__name__} in class {cls.__name__}")
+            setattr(cls, method.__name__, method)
+    if not explicit_hash:
+        if eq and frozen:
+            cls.__hash__ = _hash(tuple(f.name for f in fields.values() if (f.compare if f.hash is None else f.hash)))
+        elif eq:
+            cls.__hash__ = None
+    if not getattr(cls, "__doc__"):
+        cls.__doc__ = f"{cls.__name__}({', '.join(names)})"
+    _set(cls, "__match_args__", names)
+    return cls
+
+
+def _set(cls, name: str, value) -> None:
+    if name not in cls.__dict__:
+        if callable(value):
+            value.__qualname__ = f"{cls.__qualname__}.{value.__name__}"
+        setattr(cls, name, value)
+
+
+def _init(fields: dict[str, Field], frozen: bool):
+    names = tuple(fields)
+    defaults = [(f.name, f.default, f.default_factory) for f in fields.values()]
+    assign = object.__setattr__ if frozen else setattr
+
+    def __init__(self, *args, **kwargs):
+        if len(args) > len(names):
+            raise TypeError(f"__init__() takes {len(names) + 1} positional arguments but {len(args) + 1} were given")
+        values = dict(zip(names, args))
+        for name in kwargs:
+            if name in values:
+                raise TypeError(f"__init__() got multiple values for argument '{name}'")
+            if name not in fields:
+                raise TypeError(f"__init__() got an unexpected keyword argument '{name}'")
+        values.update(kwargs)
+        missing = [name for name, default, factory in defaults
+                   if name not in values and default is MISSING and factory is MISSING]
+        if missing:
+            raise TypeError(f"__init__() missing {len(missing)} required argument{'s' if len(missing) > 1 else ''}: "
+                            + ", ".join(f"'{name}'" for name in missing))
+        for name, default, factory in defaults:
+            value = values[name] if name in values else (default if factory is MISSING else factory())
+            assign(self, name, value)
+    return __init__
+
+
+def _repr(names: tuple[str, ...]):
+    @reprlib.recursive_repr()
+    def __repr__(self):
+        return f"{self.__class__.__qualname__}({', '.join(f'{name}={getattr(self, name)!r}' for name in names)})"
+    return __repr__
+
+
+def _eq(names: tuple[str, ...]):
+    def __eq__(self, other):
+        if other.__class__ is self.__class__:
+            return tuple(getattr(self, n) for n in names) == tuple(getattr(other, n) for n in names)
+        return NotImplemented
+    return __eq__
+
+
+def _hash(names: tuple[str, ...]):
+    def __hash__(self):
+        return hash(tuple(getattr(self, n) for n in names))
+    return __hash__
+
+
+def _frozen(cls, names: frozenset[str]):
+    def __setattr__(self, name, value):
+        if type(self) is cls or name in names:
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+
+    def __delattr__(self, name):
+        if type(self) is cls or name in names:
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    return __setattr__, __delattr__
