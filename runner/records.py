@@ -98,7 +98,8 @@ def _init(fields: dict[str, Field], frozen: bool):
     defaults = [(f.name, f.default, f.default_factory) for f in fields.values()]
     assign = object.__setattr__ if frozen else setattr
 
-    def __init__(self, *args, **kwargs):
+    def bind(args: tuple, kwargs: dict) -> list:
+        """Every field's value in order, as the standard ``__init__``'s signature binds them."""
         if len(args) > len(names):
             raise TypeError(f"__init__() takes {len(names) + 1} positional arguments but {len(args) + 1} were given")
         values = dict(zip(names, args))
@@ -113,8 +114,11 @@ def _init(fields: dict[str, Field], frozen: bool):
         if missing:
             raise TypeError(f"__init__() missing {len(missing)} required argument{'s' if len(missing) > 1 else ''}: "
                             + ", ".join(f"'{name}'" for name in missing))
-        for name, default, factory in defaults:
-            value = values[name] if name in values else (default if factory is MISSING else factory())
+        return [values[name] if name in values else (default if factory is MISSING else factory())
+                for name, default, factory in defaults]
+
+    def __init__(self, *args, **kwargs):
+        for name, value in zip(names, args if not kwargs and len(args) == len(names) else bind(args, kwargs)):
             assign(self, name, value)
     return __init__
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import signal
 import socket
-from dataclasses import dataclass
 from typing import BinaryIO, Callable
 
 from runner.clients.engine_api import ApiError, Demux, Engine
@@ -22,6 +21,7 @@ from runner.engines.output import Sink  # noqa: F401 (exec and logs write throug
 from runner.engines.signals import EXIT_SIGNAL, SignalGuard
 from runner.errors import ConfigError, EngineUnavailable, Interrupted, Problem, RuntimeFailure
 from runner.plan import LaunchPlan
+from runner.records import dataclass
 from runner.secrets import Masker
 from runner.ui import Output
 
