@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import subprocess
 import time
@@ -10,7 +9,7 @@ import time
 import pytest
 
 from docker_helpers import LABEL_JOB, Workspace, containers, force_remove, inspect, unique
-from engine_fixtures import assert_no_leak, process_cmdlines
+from engine_fixtures import assert_no_leak, process_cmdlines, sha
 
 pytestmark = pytest.mark.docker
 
@@ -20,10 +19,6 @@ def ws(tmp_path, canary, busybox_image, engine_host) -> Workspace:
     ws = Workspace(tmp_path, canary)
     ws.env.update(engine_host.env)  # docker, or podman through DOCKER_HOST
     return ws
-
-
-def _sha(value: str) -> str:
-    return hashlib.sha256(value.encode()).hexdigest()
 
 
 def test_env_passthrough_inside_the_container(ws, canary):
@@ -43,7 +38,7 @@ def test_env_passthrough_inside_the_container(ws, canary):
     assert not any(l.startswith("NCCL_DENIED_VAR=") for l in lines)  # denied beats the prefix rule
     assert not any(l.startswith("PRIMUS_EXTRA_TOKEN=") for l in lines)  # a secret is never forwarded by prefix
     for name, value in canary.items():  # every secret present in the job's environment, intact
-        assert f"{name}_sha={_sha(value)}" in lines, name
+        assert f"{name}_sha={sha(value)}" in lines, name
     assert b"UNSET_VAR" in result.stderr  # the skip is reported, not silent
 
 
@@ -188,7 +183,7 @@ def test_detached_job_gets_its_secrets_and_stays_out_of_inspect(ws, canary):
         assert result.stdout.decode().strip() == name
         subprocess.run(["docker", "wait", name], capture_output=True, timeout=60)
         logs = subprocess.run(["docker", "logs", name], capture_output=True).stdout
-        assert f"sha={_sha(canary['HF_TOKEN'])}".encode() in logs
+        assert f"sha={sha(canary['HF_TOKEN'])}".encode() in logs
         assert_no_leak(json.dumps(inspect(name)), canary, "docker inspect of a detached job")
     finally:
         force_remove(name)

@@ -9,7 +9,6 @@ from the env file, a name no policy calls secret: only `--secret` puts it in sco
 
 from __future__ import annotations
 
-import hashlib
 import json
 import subprocess
 import tarfile
@@ -20,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from docker_helpers import Workspace
-from engine_fixtures import assert_no_leak
+from engine_fixtures import assert_no_leak, sha
 
 pytestmark = pytest.mark.docker
 
@@ -35,10 +34,6 @@ RUN --mount=type=secret,id=PRIVATE_INDEX_URL sha256sum /run/secrets/PRIVATE_INDE
 
 def run(ws: Workspace, *args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
     return ws.run(*args, env=env, timeout=timeout)
-
-
-def _sha(value: str) -> str:
-    return hashlib.sha256(value.encode()).hexdigest()
 
 
 @pytest.fixture
@@ -92,7 +87,7 @@ def test_secret_mount_gets_the_exact_value_and_leaves_no_trace(project, tmp_path
 
         # The steps saw the exact values.
         shown = subprocess.run([*cli, "run", "--rm", tag, "cat", "/hf.sha256", "/index.sha256"], capture_output=True, text=True)
-        assert shown.stdout.split() == [_sha(secrets["HF_TOKEN"]), _sha(secrets["PRIVATE_INDEX_URL"])], shown.stderr
+        assert shown.stdout.split() == [sha(secrets["HF_TOKEN"]), sha(secrets["PRIVATE_INDEX_URL"])], shown.stderr
 
         # Same provenance labels as the project's recipes.
         inspect = subprocess.run([*cli, "inspect", tag], capture_output=True, check=True).stdout
