@@ -14,13 +14,6 @@ from engine_fixtures import assert_no_leak, process_cmdlines, sha
 pytestmark = pytest.mark.docker
 
 
-@pytest.fixture
-def ws(tmp_path, canary, busybox_image, engine_host) -> Workspace:
-    ws = Workspace(tmp_path, canary)
-    ws.env.update(engine_host.env)  # docker, or podman through DOCKER_HOST
-    return ws
-
-
 def test_env_passthrough_inside_the_container(ws, canary):
     # Secrets are checked by hash inside the job, so the test itself never prints them.
     job = "; ".join(

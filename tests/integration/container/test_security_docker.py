@@ -12,20 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from docker_helpers import Workspace, container_pids, force_remove, inspect, unique
+from docker_helpers import container_pids, force_remove, inspect, unique
 from engine_fixtures import assert_no_leak
 
 pytestmark = pytest.mark.docker
 
 # printf-hostile bytes: %-formats, \c (stops %b output), octal/backslash escapes, a trailing backslash.
 HOSTILE = "h0st%s%d%%\\c\\0101\\n$(id)`id`'\"\n=x==\\"
-
-
-@pytest.fixture
-def ws(tmp_path, canary, busybox_image, engine_host):
-    ws = Workspace(tmp_path, canary)
-    ws.env.update(engine_host.env)  # docker, or podman through DOCKER_HOST
-    return ws
 
 
 def _read_until(proc: subprocess.Popen, marker: bytes, timeout: float = 60) -> bytes:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from docker_helpers import CONFIG, Workspace, unique
+from docker_helpers import CONFIG, unique
 from engine_fixtures import PODMAN_SETUP_HINT, PODMAN_SOCKET, assert_no_leak, engine_missing, sha, unix_http
 
 pytestmark = [pytest.mark.docker, pytest.mark.podman, pytest.mark.engines("podman")]
@@ -31,13 +31,6 @@ REPO = Path(__file__).resolve().parents[3]
 ROOTLESS_USER = "primus-rootless"
 ROOTLESS_RUNTIME = Path("/run/primus-rootless")
 ROOTLESS_PYTHON = Path("/opt/primus-rootless-venv/bin/python")
-
-
-@pytest.fixture
-def ws(tmp_path, canary, busybox_image, engine_host) -> Workspace:
-    ws = Workspace(tmp_path, canary)
-    ws.env.update(engine_host.env)
-    return ws
 
 
 @pytest.fixture
