@@ -63,7 +63,7 @@ def wanted_paths(plan: LaunchPlan) -> list[tuple[str, str, str]]:
     return found
 
 
-def plan_outputs(plan: LaunchPlan, mode: str, outputs_dir: Path, slurm: bool,
+def plan_outputs(plan: LaunchPlan, mode: str, outputs_dir: Path, on_nodes: bool,
                  where: Callable[[tuple], str | None] | None = None) -> tuple[LaunchPlan, list[TrackerOutput], list[Problem]]:
     """Pure: the plan with the mounts the outputs need, where each output is on the host, and the refusals
     (``where``: the config's ``file:line`` of a setting, for them)."""
@@ -88,7 +88,7 @@ def plan_outputs(plan: LaunchPlan, mode: str, outputs_dir: Path, slurm: bool,
                 continue
             host = str(Path(mount.source) / rest) if rest != "." else mount.source
             run_mount = mount in added
-            note = "" if run_mount or not slurm else "on each node's own disk, unless that path is on a shared file system"
+            note = "" if run_mount or not on_nodes else "on each node's own disk, unless that path is on a shared file system"
             outputs.append(TrackerOutput(tracker, setting, path, host, "run" if run_mount else "mount", note))
             continue
         if mode == "refuse" and path != WANDB_DEFAULT:  # the runner's own W&B directory is always mounted

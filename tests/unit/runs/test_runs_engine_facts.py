@@ -4,7 +4,6 @@ record that says what it says, and its own end and output read back later (``run
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -42,34 +41,15 @@ class NodesEngine:
 
 
 @pytest.fixture
-def toy(tmp_path, monkeypatch):
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "cfg.yaml").write_text("cache:\n  enabled: false\ntrackers:\n  disable_tensorboard: false\n  tensorboard_dir: /tmp/tb\n")
-    monkeypatch.chdir(project)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}:/usr/bin:/bin")
-    monkeypatch.setitem(ENGINES, "toynodes", (__name__, "NodesEngine"))  # the engine's one registry line
+def toy(tmp_path, monkeypatch, begin):
+    """``begin`` (conftest) of a launch on the toy, registered by its one line in ``ENGINES``."""
+    from runner.engines import engine_for
+
+    monkeypatch.setitem(ENGINES, "toynodes", (__name__, "NodesEngine"))
     SEEN.clear()
     SEEN["shared"] = tmp_path / "shared"
-    yield project / "cfg.yaml"
+    yield lambda: begin(engine_for("toynodes"), detach=True)
     SEEN.clear()
-
-
-def _begin(config_file: Path):
-    from runner.engines import engine_for
-    from runner.engines.base import RunContext
-    from runner.options import LaunchFlags, RunOptions, Sources
-    from runner.runs import recorder
-    from runner.session.prepare import prepare
-    from runner.ui import Output
-
-    out = Output(color=False)
-    opts = RunOptions(command=("true",), sources=Sources(str(config_file), None), flags=LaunchFlags(gpu="none", image="img:1"), detach=True)
-    prepared = prepare(out, opts.sources, opts.command, opts.flags, gpu_mode="node")
-    ctx = RunContext(opts, prepared.scope, out, None, lookup=prepared.lookup)
-    return recorder.begin(opts, engine_for("toynodes"), prepared.plan, ctx, out, prepared.config), opts, out
 
 
 class _Handshake:
@@ -78,7 +58,7 @@ class _Handshake:
 
 
 def test_an_engine_on_nodes_states_its_job_directory_and_keeps_no_runner_log(toy):
-    run, _, _ = _begin(toy)
+    run, _, _ = toy()
     assert run.job_dir == SEEN["shared"] / f"{run.id}-{run.plan.name}"
     assert run.log is None  # the job's output is in its own files
     mounts = {m.target: m.source for m in run.plan.mounts}
@@ -91,7 +71,7 @@ def test_the_run_store_reads_the_end_and_the_output_back_through_the_engine(toy)
     from runner.runs import commands
     from runner.runs.reading import open_store
 
-    run, opts, out = _begin(toy)
+    run, opts, out = toy()
     run.started(Launched("toy-8", run.plan.name), _Handshake(), detached=True)
     rec = commands.find(open_store(), run.id)
     assert SEEN["ended"] == "toy-8"

@@ -18,14 +18,14 @@ def _plan(settings: dict, enabled=("tensorboard", "wandb"), env: dict | None = N
 
 def test_a_path_under_a_mount_is_on_the_host_at_the_mounts_source(tmp_path):
     plan = _plan({"tensorboard_dir": "/data/tb/run1"}, enabled=("tensorboard",), mounts=[Mount("/srv/data", "/data")])
-    new, found, problems = outputs.plan_outputs(plan, "mount", tmp_path, slurm=False)
+    new, found, problems = outputs.plan_outputs(plan, "mount", tmp_path, on_nodes=False)
     assert not problems and new.mounts == plan.mounts
     assert [(o.tracker, o.host, o.how) for o in found] == [("tensorboard", "/srv/data/tb/run1", "mount")]
 
 
 def test_a_path_under_no_mount_is_mounted_from_the_run_directory(tmp_path):
     plan = _plan({"tensorboard_dir": "/tmp/tb", "wandb_save_dir": "/tmp/wandb"}, env={"WANDB_DIR": "/tmp/wandb"})
-    new, found, problems = outputs.plan_outputs(plan, "mount", tmp_path / "outputs", slurm=False)
+    new, found, problems = outputs.plan_outputs(plan, "mount", tmp_path / "outputs", on_nodes=False)
     assert not problems
     assert {(m.source, m.target) for m in new.mounts} == {(str(tmp_path / "outputs/tmp/tb"), "/tmp/tb"), (str(tmp_path / "outputs/tmp/wandb"), "/tmp/wandb")}
     assert {o.setting: o.host for o in found} == {"trackers.tensorboard_dir": str(tmp_path / "outputs/tmp/tb"),
@@ -34,14 +34,14 @@ def test_a_path_under_no_mount_is_mounted_from_the_run_directory(tmp_path):
 
 def test_refuse_names_the_path_the_setting_and_the_fix(tmp_path):
     plan = _plan({"tensorboard_dir": "/tmp/tb"}, enabled=("tensorboard",))
-    _, _, problems = outputs.plan_outputs(plan, "refuse", tmp_path, slurm=False)
+    _, _, problems = outputs.plan_outputs(plan, "refuse", tmp_path, on_nodes=False)
     (problem,) = problems
     assert "/tmp/tb" in problem.message and "trackers.tensorboard_dir" in problem.message
     assert "--volume" in problem.hint and "runs.tracker_outputs: mount" in problem.hint
 
 
 def test_wandb_without_a_directory_gets_one_of_the_run(tmp_path):
-    new, found, _ = outputs.plan_outputs(_plan({}, enabled=("wandb",)), "refuse", tmp_path, slurm=False)
+    new, found, _ = outputs.plan_outputs(_plan({}, enabled=("wandb",)), "refuse", tmp_path, on_nodes=False)
     assert new.public_env()["WANDB_DIR"] == outputs.WANDB_DEFAULT
     assert [(o.path, o.how) for o in found] == [(outputs.WANDB_DEFAULT, "run")]
 
@@ -49,7 +49,7 @@ def test_wandb_without_a_directory_gets_one_of_the_run(tmp_path):
 def test_a_file_mlflow_store_and_a_relative_torchtitan_folder(tmp_path):
     plan = _plan({"metrics": {"save_tb_folder": "tb"}}, enabled=("tensorboard", "mlflow"), framework="torchtitan",
                  env={"MLFLOW_TRACKING_URI": "file:///mlruns"}, workdir="/work", mounts=[Mount("/home/u/w", "/work")])
-    _, found, _ = outputs.plan_outputs(plan, "refuse", tmp_path, slurm=False)
+    _, found, _ = outputs.plan_outputs(plan, "refuse", tmp_path, on_nodes=False)
     by = {o.tracker: o for o in found}
     assert (by["tensorboard"].path, by["tensorboard"].host, by["tensorboard"].setting) == ("/work/tb", "/home/u/w/tb", "trackers.metrics.save_tb_folder")
     assert "mlflow" not in by  # refused instead (no mount holds /mlruns)
@@ -57,7 +57,7 @@ def test_a_file_mlflow_store_and_a_relative_torchtitan_folder(tmp_path):
 
 def test_refused_file_store(tmp_path):
     plan = _plan({}, enabled=("mlflow",), env={"MLFLOW_TRACKING_URI": "file:/mlruns"})
-    _, _, problems = outputs.plan_outputs(plan, "refuse", tmp_path, slurm=False)
+    _, _, problems = outputs.plan_outputs(plan, "refuse", tmp_path, on_nodes=False)
     assert len(problems) == 1 and "/mlruns" in problems[0].message and "MLFLOW_TRACKING_URI" in problems[0].message
 
 

@@ -7,7 +7,6 @@ under test is the runner's decision from that answer, not Slurm."""
 from __future__ import annotations
 
 import socket
-import sys
 from pathlib import Path
 
 import pytest
@@ -25,36 +24,17 @@ def _scontrol(bin_dir: Path, hosts: dict[str, str]) -> None:
 
 
 @pytest.fixture()
-def launch(tmp_path, monkeypatch):
-    """begin() of a Slurm launch in ``tmp_path/project`` with the state directory in ``tmp_path/state``."""
-    from runner.engines.base import RunContext
-    from runner.options import LaunchFlags, RunOptions, Sources
-    from runner.session.prepare import prepare
-    from runner.ui import Output
+def launch(begin):
+    """begin() of a Slurm launch (``conftest.begin``): its run and what it printed."""
 
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "cfg.yaml").write_text("cache:\n  enabled: false\ntrackers:\n  disable_tensorboard: false\n  tensorboard_dir: /tmp/tb\n")
-    monkeypatch.chdir(project)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{Path(sys.executable).parent}:/usr/bin:/bin")
-
-    def begin(capsys):
-        from runner.runs import recorder
-
-        out = Output(color=False)
-        opts = RunOptions(command=("true",), sources=Sources(str(project / "cfg.yaml"), None), flags=LaunchFlags(gpu="none", image="img:1"))
-        prepared = prepare(out, opts.sources, opts.command, opts.flags, gpu_mode="node")
-        ctx = RunContext(opts, prepared.scope, out, None, lookup=prepared.lookup)
+    def run_slurm(capsys):
         from runner.engines.slurm.engine import SlurmEngine
 
-        engine = SlurmEngine()  # its job directory and the nodes' view are the engine's facts
-        run = recorder.begin(opts, engine, prepared.plan, ctx, out, prepared.config)
+        run, _, _ = begin(SlurmEngine())  # its job directory and the nodes' view are the engine's facts
         run._ended = True  # nothing launched: no record at exit
         return run, capsys.readouterr().err
 
-    return begin
+    return run_slurm
 
 
 def test_nodes_on_this_host_see_the_state_directory(tmp_path, launch, capsys):
