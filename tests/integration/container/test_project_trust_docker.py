@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cli_runner import run_cli
+from cli_runner import run_in_clone
 from engine_fixtures import assert_no_leak
 
 
@@ -58,8 +58,7 @@ TOKENS = {"MLFLOW_TRACKING_TOKEN": f"canary-mlflow-token-{uuid.uuid4().hex}", "W
 
 
 def run(repo: Path, *args: str, env: dict | None = None):
-    return run_cli(repo, *args, home=repo.parent / "home", timeout=180, env={
-        "XDG_CACHE_HOME": str(repo.parent / "cache"), "XDG_STATE_HOME": str(repo.parent / "state"), **TOKENS, **(env or {})})
+    return run_in_clone(repo, *args, timeout=180, env={**TOKENS, **(env or {})})
 
 
 def _config(image: str, env_entries: str = "[]") -> str:

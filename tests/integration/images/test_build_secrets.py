@@ -32,10 +32,6 @@ RUN --mount=type=secret,id=PRIVATE_INDEX_URL sha256sum /run/secrets/PRIVATE_INDE
 
 
 
-def run(ws: Workspace, *args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    return ws.run(*args, env=env, timeout=timeout)
-
-
 @pytest.fixture
 def project(tmp_path, busybox_image, canary):
     """A user's project: Dockerfile at the top, .env beside it (kept out by .dockerignore)."""
@@ -79,7 +75,7 @@ def test_secret_mount_gets_the_exact_value_and_leaves_no_trace(project, tmp_path
     cli = engine_host.cli
     temp_before = set(Path(tempfile.gettempdir()).glob("primus-build-*"))
     try:
-        proc = run(ws, "--json", "build", "--file", "Dockerfile", "--secret", "HF_TOKEN", "--secret", "PRIVATE_INDEX_URL", "--tag", tag, timeout=300)
+        proc = ws.run("--json", "build", "--file", "Dockerfile", "--secret", "HF_TOKEN", "--secret", "PRIVATE_INDEX_URL", "--tag", tag, timeout=300)
         assert proc.returncode == 0, proc.stderr.decode()[-3000:]
         result = json.loads(proc.stdout)
         assert result["builder"] == ("podman" if engine_host.kind == "podman" else "buildkit") and result["tag"] == tag
@@ -112,7 +108,7 @@ def test_secret_mount_gets_the_exact_value_and_leaves_no_trace(project, tmp_path
 
 def test_the_env_file_stays_out_of_the_default_context(project):
     ws, secrets, tag = project
-    proc = run(ws, "--json", "build", "--file", "Dockerfile", "--secret", "PRIVATE_INDEX_URL", "--tag", tag, "--dry-run")
+    proc = ws.run("--json", "build", "--file", "Dockerfile", "--secret", "PRIVATE_INDEX_URL", "--tag", tag, "--dry-run")
     assert proc.returncode == 0, proc.stderr.decode()
     spec = json.loads(proc.stdout)
     assert ".env" not in spec["files"] and {"Dockerfile", "app.txt"} <= set(spec["files"]) and spec["context"] == str(ws.cwd)
@@ -120,7 +116,7 @@ def test_the_env_file_stays_out_of_the_default_context(project):
     assert spec["builder"]["kind"] == "buildkit"
     assert "--secret id=PRIVATE_INDEX_URL,env=PRIVATE_INDEX_URL" in spec["builder"]["command"]
     assert_no_leak(proc.stdout + proc.stderr, secrets, "dry-run output")
-    text = run(ws, "build", "--file", "Dockerfile", "--secret", "PRIVATE_INDEX_URL", "--secret", "HF_TOKEN", "--tag", tag, "--dry-run")
+    text = ws.run("build", "--file", "Dockerfile", "--secret", "PRIVATE_INDEX_URL", "--secret", "HF_TOKEN", "--tag", tag, "--dry-run")
     out = text.stdout.decode()
     assert text.returncode == 0 and "builder:    buildkit" in out and "secrets:    PRIVATE_INDEX_URL, HF_TOKEN" in out
     assert "PRIVATE_INDEX_URL=<from env>" in out
@@ -129,7 +125,7 @@ def test_the_env_file_stays_out_of_the_default_context(project):
 
 def test_missing_secrets_exit_2_before_anything_is_built(project, docker_client):
     ws, secrets, tag = project
-    proc = run(ws, "build", "--file", "Dockerfile", "--secret", "HF_TOKEN", "--secret", "NOT_SET_ONE", "--secret", "NOT_SET_TWO", "--tag", tag)
+    proc = ws.run("build", "--file", "Dockerfile", "--secret", "HF_TOKEN", "--secret", "NOT_SET_ONE", "--secret", "NOT_SET_TWO", "--tag", tag)
     err = proc.stderr.decode()
     assert proc.returncode == 2, err
     assert "NOT_SET_ONE" in err and "NOT_SET_TWO" in err and "HF_TOKEN" not in err  # all missing at once, only those
@@ -140,7 +136,7 @@ def test_missing_secrets_exit_2_before_anything_is_built(project, docker_client)
     with pytest.raises(ImageNotFound):
         docker_client.images.get(tag)
     # No daemon contact either: the same refusal with the daemon unreachable.
-    offline = run(ws, "build", "--file", "Dockerfile", "--secret", "NOT_SET_ONE", "--tag", tag, env={"DOCKER_HOST": "unix:///nonexistent.sock"})
+    offline = ws.run("build", "--file", "Dockerfile", "--secret", "NOT_SET_ONE", "--tag", tag, env={"DOCKER_HOST": "unix:///nonexistent.sock"})
     assert offline.returncode == 2
 
 
@@ -151,13 +147,13 @@ def test_a_secret_build_arg_is_refused_with_the_secret_mount_fix(project):
         fh.write(f"DEPLOY_NOTE={note}\n")
     secrets = {**secrets, "DEPLOY_NOTE": note}
     args = ["build", "--file", "Dockerfile", "--tag", tag, "--build-arg", f"HF_TOKEN={secrets['HF_TOKEN']}", "--build-arg", f"NOTE=x{note}"]
-    proc = run(ws, *args, "--secret", "DEPLOY_NOTE")
+    proc = ws.run(*args, "--secret", "DEPLOY_NOTE")
     err = proc.stderr.decode()
     assert proc.returncode == 2, err
     assert "use --secret HF_TOKEN and RUN --mount=type=secret,id=HF_TOKEN" in err
     assert "--build-arg NOTE: its value contains the value of a secret in scope" in err
     assert_no_leak(proc.stdout + proc.stderr, secrets, "refusal")
-    assert "--build-arg NOTE" not in run(ws, *args).stderr.decode()  # without --secret the value is not a secret
+    assert "--build-arg NOTE" not in ws.run(*args).stderr.decode()  # without --secret the value is not a secret
 
 
 # ------------------------------------------------------------------ the project's recipe, private index as a secret
@@ -236,7 +232,7 @@ def test_recipe_installs_from_a_private_index_given_as_a_secret(tmp_path, python
     secrets = {**canary, "PIP_INDEX_URL": url, "INDEX_PASSWORD": password}
     tag = f"primus-test/private-index:{uuid.uuid4().hex[:8]}"
     try:
-        proc = run(ws, "--json", "build", "--flavor", "rocm", "--base", python_image, "--tag", tag, "--secret", "PIP_INDEX_URL",
+        proc = ws.run("--json", "build", "--flavor", "rocm", "--base", python_image, "--tag", tag, "--secret", "PIP_INDEX_URL",
                    "--build-arg", "TRACKERS=tinypkg", "--build-arg", "PIP_TRUSTED_HOST=172.17.0.1", timeout=300)
         assert proc.returncode == 0, proc.stderr.decode()[-3000:]
         assert json.loads(proc.stdout)["builder"] == "buildkit"
@@ -258,7 +254,7 @@ def test_a_step_that_copies_a_secret_into_a_layer_is_caught_and_the_image_remove
     """The post-build layer scan: the value is in no config or history entry, only in a layer's file."""
     ws, secrets, tag = project
     (ws.cwd / "Dockerfile").write_text((ws.cwd / "Dockerfile").read_text() + "RUN --mount=type=secret,id=HF_TOKEN cp /run/secrets/HF_TOKEN /baked\n")
-    proc = run(ws, "build", "--file", "Dockerfile", "--secret", "HF_TOKEN", "--secret", "PRIVATE_INDEX_URL", "--tag", tag, timeout=300)
+    proc = ws.run("build", "--file", "Dockerfile", "--secret", "HF_TOKEN", "--secret", "PRIVATE_INDEX_URL", "--tag", tag, timeout=300)
     err = proc.stderr.decode()
     assert proc.returncode == 3, err[-3000:]
     assert "held the value of a secret in scope (layer sha256:" in err and "it was removed" in err
@@ -273,7 +269,7 @@ def test_the_builders_output_is_masked(project):
     """A step that prints its secret and fails: the full BuildKit log is shown, the value masked."""
     ws, secrets, tag = project
     (ws.cwd / "Dockerfile").write_text((ws.cwd / "Dockerfile").read_text() + "RUN --mount=type=secret,id=HF_TOKEN echo \"token=$(cat /run/secrets/HF_TOKEN)\"; exit 7\n")
-    proc = run(ws, "--verbose", "build", "--file", "Dockerfile", "--secret", "HF_TOKEN", "--secret", "PRIVATE_INDEX_URL", "--tag", tag, timeout=300)
+    proc = ws.run("--verbose", "build", "--file", "Dockerfile", "--secret", "HF_TOKEN", "--secret", "PRIVATE_INDEX_URL", "--tag", tag, timeout=300)
     err = proc.stderr.decode()
     assert proc.returncode == 3, err[-3000:]
     assert "token=***" in err and "exit code: 7" in err
