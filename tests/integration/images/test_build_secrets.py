@@ -20,6 +20,7 @@ import pytest
 
 from docker_helpers import Workspace
 from engine_fixtures import assert_no_leak, sha
+from hostile_servers import Loopback
 
 pytestmark = pytest.mark.docker
 
@@ -178,7 +179,6 @@ def private_index(tmp_path):
     """A package index on the docker bridge that wants Basic credentials; records what it was sent."""
     import base64
     import http.server
-    import threading
 
     wheel = tmp_path / "tinypkg-1.0-py3-none-any.whl"
     _wheel(wheel)
@@ -212,11 +212,9 @@ def private_index(tmp_path):
         def log_message(self, *args):
             pass
 
-    server = http.server.ThreadingHTTPServer(("172.17.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://builder:{password}@172.17.0.1:{server.server_address[1]}/simple"
-    yield url, password, seen
-    server.shutdown()
+    server = Loopback(Handler, host_name="172.17.0.1", address="172.17.0.1")  # the build step reaches the bridge
+    yield f"http://builder:{password}@{server.netloc}/simple", password, seen
+    server.close()
 
 
 def test_recipe_installs_from_a_private_index_given_as_a_secret(tmp_path, python_image, private_index, canary):
