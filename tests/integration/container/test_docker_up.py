@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 
 import pytest
 
-from docker_helpers import LABEL_JOB, Workspace, containers, force_remove, inspect, unique
+from docker_helpers import LABEL_JOB, Workspace, containers, force_remove, inspect, read_until, unique
 from engine_fixtures import assert_no_leak, process_cmdlines, sha
 
 pytestmark = pytest.mark.docker
@@ -41,14 +40,7 @@ def test_secrets_never_in_output_inspect_cmdlines_or_files(ws, canary):
     job = "; ".join([f'echo "{n}=${n}"' for n in canary] + ["echo ready", "sleep 3"])
     proc = ws.popen("up", "--keep", "--name", name, "--", "sh", "-c", job)
     try:
-        first = b""
-        deadline = time.monotonic() + 60
-        while b"ready" not in first and time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            first += line
-        assert b"ready" in first, proc.stderr.read().decode()
+        first = read_until(proc, b"ready")
         cmdlines = process_cmdlines()
         assert len(cmdlines) > 10
         assert_no_leak(b"\n".join(cmdlines), canary, "/proc/*/cmdline during the run")
