@@ -55,3 +55,11 @@ def run_cli(cwd: Path, *args: str, env: dict | None = None, home: Path | None = 
     done = subprocess.run([sys.executable, "-P", "-m", "runner", *args], cwd=cwd, env=full_env, text=text,
                           timeout=timeout, **streams, **kw)
     return CliResult(done.returncode, done.stdout, done.stderr)
+
+
+def run_in_clone(repo: Path, *args: str, env: dict | None = None, cwd: Path | None = None, **kw) -> CliResult:
+    """The CLI in ``cwd`` (default: ``repo``, a cloned repository) for a user whose home, cache and state are
+    beside the clone (``repo.parent`` / ``home``, ``cache``, ``state``): nothing of the user's is inside it."""
+    root = Path(repo).parent
+    return run_cli(cwd or repo, *args, home=root / "home",
+                   env={"XDG_CACHE_HOME": str(root / "cache"), "XDG_STATE_HOME": str(root / "state"), **(env or {})}, **kw)

@@ -11,6 +11,7 @@ skipped with a message saying how to start the engine.
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
 import re
@@ -346,6 +347,11 @@ def mlflow_api(uri: str, method: str, path: str, body: dict | None = None, param
 
 
 # ------------------------------------------------------------------ secrets
+
+
+def sha(value: str) -> str:
+    """The SHA-256 of a value (hex), as a job prints it with ``sha256sum``: compared instead of the value."""
+    return hashlib.sha256(value.encode("utf-8")).hexdigest()
 
 
 def process_cmdlines() -> list[bytes]:

@@ -40,11 +40,13 @@ Answer = Callable[["Server", dict], "tuple[int, dict, bytes | dict]"]
 
 
 class Loopback:
-    """A ``ThreadingHTTPServer`` on 127.0.0.1 serving a handler class in a daemon thread: ``server``, ``port``,
-    ``url`` (``https`` with ``tls``), ``close()``. ``Server`` and the tests' own stand-ins build on it."""
+    """A ``ThreadingHTTPServer`` on 127.0.0.1 (or ``address``: the Docker bridge's, for a build step to reach)
+    serving ``handler`` (a request handler class) in a daemon thread: ``server``, ``port``, ``netloc``, ``url``
+    (``https`` with ``tls``), ``close()``. ``Server`` and the tests' own stand-ins build on it."""
 
-    def _serve(self, handler: type[BaseHTTPRequestHandler], tls: Cert | None = None, host_name: str = "127.0.0.1") -> None:
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    def __init__(self, handler: type[BaseHTTPRequestHandler], tls: Cert | None = None, host_name: str = "127.0.0.1",
+                 address: str = "127.0.0.1"):
+        self.server = ThreadingHTTPServer((address, 0), handler)
         if tls is not None:
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             context.load_cert_chain(tls.cert, tls.key)
@@ -84,7 +86,7 @@ class Server(Loopback):
             def log_message(self, *args):
                 pass
 
-        self._serve(Handler, tls, host_name)
+        super().__init__(Handler, tls, host_name)
 
     def raw(self) -> str:
         """Everything this server received, for a leak check."""

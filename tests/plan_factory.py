@@ -1,7 +1,8 @@
 """Build a plan the way a command does: the config file written where the command would read it,
 the launch flags parsed by the CLI's own parser, then ``load_config`` and ``build_plan``.
 
-The ``make_plan`` fixture (tests/conftest.py) binds it to an isolated project directory.
+The ``make_plan`` fixture (tests/conftest.py) binds it to an isolated project directory;
+``plan_from_layer`` plans from a config given as one layer, with no file and no user config.
 """
 
 from __future__ import annotations
@@ -56,3 +57,18 @@ def plan_from(project: Path, config: dict | str | None, command: Sequence[str] =
     config = load_config(extra, flags.config_layer() or None, project_dir=Path(project))  # as session.prepare loads it
     return build_plan(config, list(command), dict(host or {}),
                       env_file if env_file is not None else EnvFile(None), flags, **build_kw)
+
+
+def plan_from_layer(layer: Mapping, command: Sequence[str] = ("true",), host: Mapping | None = None, flags=None,
+                    env_file=None, **build_kw):
+    """``(config, planned)``: the config of ``layer`` alone (no file is read, no user config) and the ``Planned``
+    ``build_plan`` gives for it; ``flags`` a ``LaunchFlags`` (default: none set)."""
+    from runner.config import load_config
+    from runner.config.envfile import EnvFile
+    from runner.options import LaunchFlags
+    from runner.plan import build_plan
+
+    config = load_config(None, dict(layer), user_files=False)
+    planned = build_plan(config, list(command), dict(host or {}), env_file if env_file is not None else EnvFile(None, {}),
+                         flags if flags is not None else LaunchFlags(), **build_kw)
+    return config, planned

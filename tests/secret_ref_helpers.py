@@ -4,16 +4,10 @@ references, the files and programs a source reads, the text of a refusal."""
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 from pathlib import Path
 
 from runner.secrets.refs import SecretRef, parse_ref
-
-
-def sha(text: str) -> str:
-    """The checksum a job prints for a value: compared instead of the value."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def canary(tag: str) -> str:

@@ -13,6 +13,7 @@ import secrets
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 BUSYBOX = "primus-test/busybox:latest"
@@ -128,3 +129,26 @@ def inspect(name: str) -> dict:
 
 def force_remove(*names: str) -> None:
     subprocess.run(["docker", "rm", "-f", *names], capture_output=True)
+
+
+def read_until(proc: subprocess.Popen, marker: bytes, timeout: float = 60) -> bytes:
+    """The runner's stdout read up to (at least) ``marker``; the deadline holds even if the job prints nothing.
+    The rest is left for ``proc.communicate()``."""
+    fd = proc.stdout.fileno()
+    seen = b""
+    deadline = time.monotonic() + timeout
+    os.set_blocking(fd, False)
+    try:
+        while marker not in seen and time.monotonic() < deadline:
+            try:
+                piece = os.read(fd, 65536)
+            except BlockingIOError:
+                time.sleep(0.05)
+                continue
+            if not piece:  # end of file: the runner has closed its stdout
+                break
+            seen += piece
+    finally:
+        os.set_blocking(fd, True)
+    assert marker in seen, f"the job never printed {marker!r} (runner exit {proc.poll()})"
+    return seen

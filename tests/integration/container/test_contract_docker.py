@@ -12,13 +12,6 @@ from engine_fixtures import assert_no_leak
 pytestmark = pytest.mark.docker  # every test here runs on Docker and on Podman (engine_host)
 
 
-@pytest.fixture
-def ws(tmp_path, canary, busybox_image, engine_host) -> Workspace:
-    ws = Workspace(tmp_path, canary)
-    ws.env.update(engine_host.env)  # docker, or podman through DOCKER_HOST
-    return ws
-
-
 def test_every_launch_option_reaches_the_container(ws, canary, tmp_path, engine_host):
     from runner.clients.engine_api import Engine
 

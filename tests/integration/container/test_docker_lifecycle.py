@@ -11,20 +11,13 @@ import time
 
 import pytest
 
-from docker_helpers import BUSYBOX, LABEL, LABEL_JOB, Workspace, containers, force_remove, unique
+from docker_helpers import BUSYBOX, LABEL, LABEL_JOB, containers, force_remove, unique
 from engine_fixtures import assert_no_leak
 
 pytestmark = pytest.mark.docker
 
 RUNS_PER_SIGNAL = 20
 BATCH = 2  # runs in flight at once (more would slow start-up and skew the moments)
-
-
-@pytest.fixture
-def ws(tmp_path, canary, busybox_image, engine_host) -> Workspace:
-    ws = Workspace(tmp_path, canary)
-    ws.env.update(engine_host.env)  # docker, or podman through DOCKER_HOST
-    return ws
 
 
 # Podman: SIGTERM only (the runner's stop-and-remove path is the same for both signals; 40 launches each).

@@ -2,28 +2,15 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import subprocess
-import time
 
 import pytest
 
-from docker_helpers import LABEL_JOB, Workspace, containers, force_remove, inspect, unique
-from engine_fixtures import assert_no_leak, process_cmdlines
+from docker_helpers import LABEL_JOB, Workspace, containers, force_remove, inspect, read_until, unique
+from engine_fixtures import assert_no_leak, process_cmdlines, sha
 
 pytestmark = pytest.mark.docker
-
-
-@pytest.fixture
-def ws(tmp_path, canary, busybox_image, engine_host) -> Workspace:
-    ws = Workspace(tmp_path, canary)
-    ws.env.update(engine_host.env)  # docker, or podman through DOCKER_HOST
-    return ws
-
-
-def _sha(value: str) -> str:
-    return hashlib.sha256(value.encode()).hexdigest()
 
 
 def test_env_passthrough_inside_the_container(ws, canary):
@@ -43,7 +30,7 @@ def test_env_passthrough_inside_the_container(ws, canary):
     assert not any(l.startswith("NCCL_DENIED_VAR=") for l in lines)  # denied beats the prefix rule
     assert not any(l.startswith("PRIMUS_EXTRA_TOKEN=") for l in lines)  # a secret is never forwarded by prefix
     for name, value in canary.items():  # every secret present in the job's environment, intact
-        assert f"{name}_sha={_sha(value)}" in lines, name
+        assert f"{name}_sha={sha(value)}" in lines, name
     assert b"UNSET_VAR" in result.stderr  # the skip is reported, not silent
 
 
@@ -53,14 +40,7 @@ def test_secrets_never_in_output_inspect_cmdlines_or_files(ws, canary):
     job = "; ".join([f'echo "{n}=${n}"' for n in canary] + ["echo ready", "sleep 3"])
     proc = ws.popen("up", "--keep", "--name", name, "--", "sh", "-c", job)
     try:
-        first = b""
-        deadline = time.monotonic() + 60
-        while b"ready" not in first and time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            first += line
-        assert b"ready" in first, proc.stderr.read().decode()
+        first = read_until(proc, b"ready")
         cmdlines = process_cmdlines()
         assert len(cmdlines) > 10
         assert_no_leak(b"\n".join(cmdlines), canary, "/proc/*/cmdline during the run")
@@ -188,7 +168,7 @@ def test_detached_job_gets_its_secrets_and_stays_out_of_inspect(ws, canary):
         assert result.stdout.decode().strip() == name
         subprocess.run(["docker", "wait", name], capture_output=True, timeout=60)
         logs = subprocess.run(["docker", "logs", name], capture_output=True).stdout
-        assert f"sha={_sha(canary['HF_TOKEN'])}".encode() in logs
+        assert f"sha={sha(canary['HF_TOKEN'])}".encode() in logs
         assert_no_leak(json.dumps(inspect(name)), canary, "docker inspect of a detached job")
     finally:
         force_remove(name)

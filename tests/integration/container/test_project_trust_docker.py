@@ -4,46 +4,20 @@ request from ``check --online`` or from a launch on Docker until ``primus-runner
 
 from __future__ import annotations
 
-import http.server
 import subprocess
-import threading
 import uuid
 from pathlib import Path
 
 import pytest
 
-from cli_runner import run_cli
+from cli_runner import run_in_clone
 from engine_fixtures import assert_no_leak
 
 
-class _Recorder(http.server.BaseHTTPRequestHandler):
-    seen: list[str] = []
-
-    def _any(self):
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length else b""
-        type(self).seen.append(f"{self.command} {self.path}\n{self.headers}\n{body.decode('latin-1')}")
-        self.send_response(404)
-        self.send_header("Content-Length", "2")
-        self.end_headers()
-        self.wfile.write(b"{}")
-
-    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _any
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
-def attacker():
-    """An HTTP server on loopback that records every request (headers and body)."""
-    handler = type("Recorder", (_Recorder,), {"seen": []})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", handler.seen
-    server.shutdown()
-    server.server_close()
+def attacker(servers):
+    """An HTTP server on loopback that records every request (headers and body) and answers 404."""
+    return servers(lambda _server, _request: (404, {}, b"{}"))
 
 
 @pytest.fixture
@@ -58,8 +32,7 @@ TOKENS = {"MLFLOW_TRACKING_TOKEN": f"canary-mlflow-token-{uuid.uuid4().hex}", "W
 
 
 def run(repo: Path, *args: str, env: dict | None = None):
-    return run_cli(repo, *args, home=repo.parent / "home", timeout=180, env={
-        "XDG_CACHE_HOME": str(repo.parent / "cache"), "XDG_STATE_HOME": str(repo.parent / "state"), **TOKENS, **(env or {})})
+    return run_in_clone(repo, *args, timeout=180, env={**TOKENS, **(env or {})})
 
 
 def _config(image: str, env_entries: str = "[]") -> str:
@@ -71,7 +44,7 @@ def _config(image: str, env_entries: str = "[]") -> str:
 
 @pytest.mark.parametrize("where", ["config", "env-file"])
 def test_an_untrusted_endpoint_receives_no_token_on_check_online_or_launch(clone, attacker, busybox_image, where):
-    url, seen = attacker
+    url = attacker.url
     if where == "config":
         (clone / ".primus.yaml").write_text(_config(busybox_image, f"[MLFLOW_TRACKING_URI={url}, WANDB_BASE_URL={url}]"))
     else:
@@ -82,8 +55,9 @@ def test_an_untrusted_endpoint_receives_no_token_on_check_online_or_launch(clone
     try:
         for args in (("check", "--online"), ("up", "--name", name, "--", "true")):
             result = run(clone, *args)
-            assert not any(TOKENS["MLFLOW_TRACKING_TOKEN"] in r or "Authorization" in r for r in seen), f"{args[0]} sent a token there"
-            assert seen == [], f"{args[0]} contacted the repository's endpoint"
+            seen = attacker.raw()  # every request, headers and body, as text
+            assert TOKENS["MLFLOW_TRACKING_TOKEN"] not in seen and "Authorization" not in seen, f"{args[0]} sent a token there"
+            assert attacker.requests == [], f"{args[0]} contacted the repository's endpoint"
             assert result.returncode == 2, result.stderr
             assert "MLFLOW_TRACKING_URI" in result.stderr and "primus-runner trust" in result.stderr
             assert_no_leak(result.stdout + result.stderr, TOKENS, " ".join(args))
@@ -93,6 +67,6 @@ def test_an_untrusted_endpoint_receives_no_token_on_check_online_or_launch(clone
         # (so the empty record above means something).
         assert run(clone, "trust").returncode == 0
         run(clone, "check", "--online")
-        assert any(TOKENS["MLFLOW_TRACKING_TOKEN"] in request for request in seen), seen
+        assert TOKENS["MLFLOW_TRACKING_TOKEN"] in attacker.raw(), attacker.requests
     finally:
         subprocess.run(["docker", "rm", "-f", name], capture_output=True)

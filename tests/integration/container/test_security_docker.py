@@ -12,32 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from docker_helpers import Workspace, container_pids, force_remove, inspect, unique
+from docker_helpers import container_pids, force_remove, inspect, read_until, unique
 from engine_fixtures import assert_no_leak
 
 pytestmark = pytest.mark.docker
 
 # printf-hostile bytes: %-formats, \c (stops %b output), octal/backslash escapes, a trailing backslash.
 HOSTILE = "h0st%s%d%%\\c\\0101\\n$(id)`id`'\"\n=x==\\"
-
-
-@pytest.fixture
-def ws(tmp_path, canary, busybox_image, engine_host):
-    ws = Workspace(tmp_path, canary)
-    ws.env.update(engine_host.env)  # docker, or podman through DOCKER_HOST
-    return ws
-
-
-def _read_until(proc: subprocess.Popen, marker: bytes, timeout: float = 60) -> bytes:
-    seen = b""
-    deadline = time.monotonic() + timeout
-    while marker not in seen and time.monotonic() < deadline:
-        chunk = os.read(proc.stdout.fileno(), 4096)
-        if not chunk:
-            break
-        seen += chunk
-    assert marker in seen, proc.stderr.read().decode(errors="replace") if proc.poll() is not None else seen
-    return seen
 
 
 def test_attached_run_leaves_no_raw_output_with_the_daemon_and_no_value_in_any_other_process(ws, canary):
@@ -49,7 +30,7 @@ def test_attached_run_leaves_no_raw_output_with_the_daemon_and_no_value_in_any_o
     forms = 'echo "$HF_TOKEN"; printf %s "$WANDB_API_KEY" | base64; printf "{\\"k\\": \\"%s\\"}\\n" "$DATABRICKS_TOKEN"'
     proc = ws.popen("up", "--name", name, "--", "sh", "-c", f"{forms}; echo ready; sleep 30")
     try:
-        out = _read_until(proc, b"ready")
+        out = read_until(proc, b"ready")
         info = inspect(name)
         assert info["HostConfig"]["LogConfig"]["Type"] == "none"
         assert not info.get("LogPath")
@@ -98,7 +79,7 @@ def test_interrupt_after_a_secret_split_across_writes_never_prints_it(ws, canary
     name = unique()
     proc = ws.popen("up", "--name", name, "--", "sh", "-c", f"echo go; {job}")
     try:
-        out = _read_until(proc, b"go\n")
+        out = read_until(proc, b"go\n")
         time.sleep(1.5)  # both halves written (the runner holds the unfinished one back)
         proc.send_signal(signal.SIGINT)
         rest, err = proc.communicate(timeout=60)

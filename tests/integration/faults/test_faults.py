@@ -5,29 +5,16 @@ from __future__ import annotations
 
 import hashlib
 import subprocess
-import time
 
 import pytest
 
-from docker_helpers import LABEL_JOB, Workspace, containers, force_remove, tracker_config, unique
+from docker_helpers import LABEL_JOB, Workspace, containers, force_remove, read_until, tracker_config, unique
 from engine_fixtures import assert_no_leak, start_mlflow_server, stop_process_group
 
 
 @pytest.fixture
 def ws(tmp_path, canary, busybox_image) -> Workspace:
     return Workspace(tmp_path, canary)
-
-
-def wait_for_line(proc: subprocess.Popen, marker: bytes, timeout: float = 60) -> bytes:
-    seen = b""
-    deadline = time.monotonic() + timeout
-    while marker not in seen and time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        seen += line
-    assert marker in seen, f"job never printed {marker!r}"
-    return seen
 
 
 def no_container(name: str) -> None:
@@ -56,7 +43,7 @@ def test_container_killed_from_outside(ws, canary):
     name = unique("victim")
     proc = ws.popen("up", "--name", name, "--", "sh", "-c", 'echo "ready $HF_TOKEN"; sleep 60')
     try:
-        first = wait_for_line(proc, b"ready")
+        first = read_until(proc, b"ready")
         subprocess.run(["docker", "kill", name], check=True, capture_output=True)
         rest, err = proc.communicate(timeout=60)
     finally:
@@ -129,7 +116,7 @@ def test_mlflow_server_dies_mid_run(tmp_path, canary, busybox_image, mlflow_serv
     name = unique("mlf")
     proc = ws.popen("up", "--name", name, "--", "sh", "-c", "echo ready; sleep 3; exit 7")
     try:
-        first = wait_for_line(proc, b"ready", timeout=120)
+        first = read_until(proc, b"ready", timeout=120)
         stop_process_group(proc_server, grace=2)
         rest, err = proc.communicate(timeout=120)
     finally:

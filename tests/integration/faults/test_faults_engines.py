@@ -22,30 +22,11 @@ from pathlib import Path
 
 import pytest
 
-from docker_helpers import BUSYBOX, LABEL_JOB, Workspace, unique
+from docker_helpers import BUSYBOX, LABEL_JOB, Workspace, read_until, unique
 from engine_fixtures import assert_no_leak, engine_missing
 from runs_helpers import slurm_job_dirs
 
 MARKER = re.compile(r"^[0-9a-f]{64}$")  # config-validity cache markers (empty files named by a hash)
-
-
-def wait_for_line(proc: subprocess.Popen, marker: bytes, timeout: float = 60) -> bytes:
-    """Read the runner's stdout until ``marker``; the deadline holds even if the job prints nothing."""
-    seen = b""
-    deadline = time.monotonic() + timeout
-    os.set_blocking(proc.stdout.fileno(), False)
-    while marker not in seen and time.monotonic() < deadline and proc.poll() is None:
-        try:
-            piece = os.read(proc.stdout.fileno(), 65536)
-        except BlockingIOError:
-            piece = None
-        if piece:
-            seen += piece
-        else:
-            time.sleep(0.05)
-    os.set_blocking(proc.stdout.fileno(), True)
-    assert marker in seen, f"job never printed {marker!r} (runner exit {proc.poll()})"
-    return seen
 
 
 def partial_state(ws: Workspace) -> list[str]:
@@ -219,7 +200,7 @@ def test_daemon_killed_mid_run(private_dockerd, tmp_path, canary):
     proc = ws.popen("up", "--gpu", "none", "--image", BUSYBOX, "--network", "none", "--name", name,
                     "--", "sh", "-c", 'echo "started $HF_TOKEN"; sleep 30')
     try:
-        first = wait_for_line(proc, b"started")
+        first = read_until(proc, b"started")
         daemon.kill()
         rest, err = proc.communicate(timeout=60)  # ends once the daemon is gone (the job itself sleeps 30 s)
     finally:

@@ -9,7 +9,6 @@ from the env file, a name no policy calls secret: only `--secret` puts it in sco
 
 from __future__ import annotations
 
-import hashlib
 import json
 import subprocess
 import tarfile
@@ -20,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from docker_helpers import Workspace
-from engine_fixtures import assert_no_leak
+from engine_fixtures import assert_no_leak, sha
+from hostile_servers import Loopback
 
 pytestmark = pytest.mark.docker
 
@@ -31,14 +31,6 @@ RUN --mount=type=secret,id=PRIVATE_INDEX_URL sha256sum /run/secrets/PRIVATE_INDE
 """
 
 
-
-
-def run(ws: Workspace, *args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    return ws.run(*args, env=env, timeout=timeout)
-
-
-def _sha(value: str) -> str:
-    return hashlib.sha256(value.encode()).hexdigest()
 
 
 @pytest.fixture
@@ -84,7 +76,7 @@ def test_secret_mount_gets_the_exact_value_and_leaves_no_trace(project, tmp_path
     cli = engine_host.cli
     temp_before = set(Path(tempfile.gettempdir()).glob("primus-build-*"))
     try:
-        proc = run(ws, "--json", "build", "--file", "Dockerfile", "--secret", "HF_TOKEN", "--secret", "PRIVATE_INDEX_URL", "--tag", tag, timeout=300)
+        proc = ws.run("--json", "build", "--file", "Dockerfile", "--secret", "HF_TOKEN", "--secret", "PRIVATE_INDEX_URL", "--tag", tag, timeout=300)
         assert proc.returncode == 0, proc.stderr.decode()[-3000:]
         result = json.loads(proc.stdout)
         assert result["builder"] == ("podman" if engine_host.kind == "podman" else "buildkit") and result["tag"] == tag
@@ -92,7 +84,7 @@ def test_secret_mount_gets_the_exact_value_and_leaves_no_trace(project, tmp_path
 
         # The steps saw the exact values.
         shown = subprocess.run([*cli, "run", "--rm", tag, "cat", "/hf.sha256", "/index.sha256"], capture_output=True, text=True)
-        assert shown.stdout.split() == [_sha(secrets["HF_TOKEN"]), _sha(secrets["PRIVATE_INDEX_URL"])], shown.stderr
+        assert shown.stdout.split() == [sha(secrets["HF_TOKEN"]), sha(secrets["PRIVATE_INDEX_URL"])], shown.stderr
 
         # Same provenance labels as the project's recipes.
         inspect = subprocess.run([*cli, "inspect", tag], capture_output=True, check=True).stdout
@@ -117,7 +109,7 @@ def test_secret_mount_gets_the_exact_value_and_leaves_no_trace(project, tmp_path
 
 def test_the_env_file_stays_out_of_the_default_context(project):
     ws, secrets, tag = project
-    proc = run(ws, "--json", "build", "--file", "Dockerfile", "--secret", "PRIVATE_INDEX_URL", "--tag", tag, "--dry-run")
+    proc = ws.run("--json", "build", "--file", "Dockerfile", "--secret", "PRIVATE_INDEX_URL", "--tag", tag, "--dry-run")
     assert proc.returncode == 0, proc.stderr.decode()
     spec = json.loads(proc.stdout)
     assert ".env" not in spec["files"] and {"Dockerfile", "app.txt"} <= set(spec["files"]) and spec["context"] == str(ws.cwd)
@@ -125,7 +117,7 @@ def test_the_env_file_stays_out_of_the_default_context(project):
     assert spec["builder"]["kind"] == "buildkit"
     assert "--secret id=PRIVATE_INDEX_URL,env=PRIVATE_INDEX_URL" in spec["builder"]["command"]
     assert_no_leak(proc.stdout + proc.stderr, secrets, "dry-run output")
-    text = run(ws, "build", "--file", "Dockerfile", "--secret", "PRIVATE_INDEX_URL", "--secret", "HF_TOKEN", "--tag", tag, "--dry-run")
+    text = ws.run("build", "--file", "Dockerfile", "--secret", "PRIVATE_INDEX_URL", "--secret", "HF_TOKEN", "--tag", tag, "--dry-run")
     out = text.stdout.decode()
     assert text.returncode == 0 and "builder:    buildkit" in out and "secrets:    PRIVATE_INDEX_URL, HF_TOKEN" in out
     assert "PRIVATE_INDEX_URL=<from env>" in out
@@ -134,7 +126,7 @@ def test_the_env_file_stays_out_of_the_default_context(project):
 
 def test_missing_secrets_exit_2_before_anything_is_built(project, docker_client):
     ws, secrets, tag = project
-    proc = run(ws, "build", "--file", "Dockerfile", "--secret", "HF_TOKEN", "--secret", "NOT_SET_ONE", "--secret", "NOT_SET_TWO", "--tag", tag)
+    proc = ws.run("build", "--file", "Dockerfile", "--secret", "HF_TOKEN", "--secret", "NOT_SET_ONE", "--secret", "NOT_SET_TWO", "--tag", tag)
     err = proc.stderr.decode()
     assert proc.returncode == 2, err
     assert "NOT_SET_ONE" in err and "NOT_SET_TWO" in err and "HF_TOKEN" not in err  # all missing at once, only those
@@ -145,7 +137,7 @@ def test_missing_secrets_exit_2_before_anything_is_built(project, docker_client)
     with pytest.raises(ImageNotFound):
         docker_client.images.get(tag)
     # No daemon contact either: the same refusal with the daemon unreachable.
-    offline = run(ws, "build", "--file", "Dockerfile", "--secret", "NOT_SET_ONE", "--tag", tag, env={"DOCKER_HOST": "unix:///nonexistent.sock"})
+    offline = ws.run("build", "--file", "Dockerfile", "--secret", "NOT_SET_ONE", "--tag", tag, env={"DOCKER_HOST": "unix:///nonexistent.sock"})
     assert offline.returncode == 2
 
 
@@ -156,13 +148,13 @@ def test_a_secret_build_arg_is_refused_with_the_secret_mount_fix(project):
         fh.write(f"DEPLOY_NOTE={note}\n")
     secrets = {**secrets, "DEPLOY_NOTE": note}
     args = ["build", "--file", "Dockerfile", "--tag", tag, "--build-arg", f"HF_TOKEN={secrets['HF_TOKEN']}", "--build-arg", f"NOTE=x{note}"]
-    proc = run(ws, *args, "--secret", "DEPLOY_NOTE")
+    proc = ws.run(*args, "--secret", "DEPLOY_NOTE")
     err = proc.stderr.decode()
     assert proc.returncode == 2, err
     assert "use --secret HF_TOKEN and RUN --mount=type=secret,id=HF_TOKEN" in err
     assert "--build-arg NOTE: its value contains the value of a secret in scope" in err
     assert_no_leak(proc.stdout + proc.stderr, secrets, "refusal")
-    assert "--build-arg NOTE" not in run(ws, *args).stderr.decode()  # without --secret the value is not a secret
+    assert "--build-arg NOTE" not in ws.run(*args).stderr.decode()  # without --secret the value is not a secret
 
 
 # ------------------------------------------------------------------ the project's recipe, private index as a secret
@@ -187,7 +179,6 @@ def private_index(tmp_path):
     """A package index on the docker bridge that wants Basic credentials; records what it was sent."""
     import base64
     import http.server
-    import threading
 
     wheel = tmp_path / "tinypkg-1.0-py3-none-any.whl"
     _wheel(wheel)
@@ -221,11 +212,9 @@ def private_index(tmp_path):
         def log_message(self, *args):
             pass
 
-    server = http.server.ThreadingHTTPServer(("172.17.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://builder:{password}@172.17.0.1:{server.server_address[1]}/simple"
-    yield url, password, seen
-    server.shutdown()
+    server = Loopback(Handler, host_name="172.17.0.1", address="172.17.0.1")  # the build step reaches the bridge
+    yield f"http://builder:{password}@{server.netloc}/simple", password, seen
+    server.close()
 
 
 def test_recipe_installs_from_a_private_index_given_as_a_secret(tmp_path, python_image, private_index, canary):
@@ -241,7 +230,7 @@ def test_recipe_installs_from_a_private_index_given_as_a_secret(tmp_path, python
     secrets = {**canary, "PIP_INDEX_URL": url, "INDEX_PASSWORD": password}
     tag = f"primus-test/private-index:{uuid.uuid4().hex[:8]}"
     try:
-        proc = run(ws, "--json", "build", "--flavor", "rocm", "--base", python_image, "--tag", tag, "--secret", "PIP_INDEX_URL",
+        proc = ws.run("--json", "build", "--flavor", "rocm", "--base", python_image, "--tag", tag, "--secret", "PIP_INDEX_URL",
                    "--build-arg", "TRACKERS=tinypkg", "--build-arg", "PIP_TRUSTED_HOST=172.17.0.1", timeout=300)
         assert proc.returncode == 0, proc.stderr.decode()[-3000:]
         assert json.loads(proc.stdout)["builder"] == "buildkit"
@@ -263,7 +252,7 @@ def test_a_step_that_copies_a_secret_into_a_layer_is_caught_and_the_image_remove
     """The post-build layer scan: the value is in no config or history entry, only in a layer's file."""
     ws, secrets, tag = project
     (ws.cwd / "Dockerfile").write_text((ws.cwd / "Dockerfile").read_text() + "RUN --mount=type=secret,id=HF_TOKEN cp /run/secrets/HF_TOKEN /baked\n")
-    proc = run(ws, "build", "--file", "Dockerfile", "--secret", "HF_TOKEN", "--secret", "PRIVATE_INDEX_URL", "--tag", tag, timeout=300)
+    proc = ws.run("build", "--file", "Dockerfile", "--secret", "HF_TOKEN", "--secret", "PRIVATE_INDEX_URL", "--tag", tag, timeout=300)
     err = proc.stderr.decode()
     assert proc.returncode == 3, err[-3000:]
     assert "held the value of a secret in scope (layer sha256:" in err and "it was removed" in err
@@ -278,7 +267,7 @@ def test_the_builders_output_is_masked(project):
     """A step that prints its secret and fails: the full BuildKit log is shown, the value masked."""
     ws, secrets, tag = project
     (ws.cwd / "Dockerfile").write_text((ws.cwd / "Dockerfile").read_text() + "RUN --mount=type=secret,id=HF_TOKEN echo \"token=$(cat /run/secrets/HF_TOKEN)\"; exit 7\n")
-    proc = run(ws, "--verbose", "build", "--file", "Dockerfile", "--secret", "HF_TOKEN", "--secret", "PRIVATE_INDEX_URL", "--tag", tag, timeout=300)
+    proc = ws.run("--verbose", "build", "--file", "Dockerfile", "--secret", "HF_TOKEN", "--secret", "PRIVATE_INDEX_URL", "--tag", tag, timeout=300)
     err = proc.stderr.decode()
     assert proc.returncode == 3, err[-3000:]
     assert "token=***" in err and "exit code: 7" in err

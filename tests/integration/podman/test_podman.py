@@ -10,7 +10,6 @@ unprivileged user against rootless Podman. Engines: ``bash .ci/setup-podman.sh``
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -23,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from docker_helpers import CONFIG, Workspace, unique
-from engine_fixtures import PODMAN_SETUP_HINT, PODMAN_SOCKET, assert_no_leak, engine_missing, unix_http
+from docker_helpers import CONFIG, unique
+from engine_fixtures import PODMAN_SETUP_HINT, PODMAN_SOCKET, assert_no_leak, engine_missing, sha, unix_http
 
 pytestmark = [pytest.mark.docker, pytest.mark.podman, pytest.mark.engines("podman")]
 
@@ -35,21 +34,10 @@ ROOTLESS_PYTHON = Path("/opt/primus-rootless-venv/bin/python")
 
 
 @pytest.fixture
-def ws(tmp_path, canary, busybox_image, engine_host) -> Workspace:
-    ws = Workspace(tmp_path, canary)
-    ws.env.update(engine_host.env)
-    return ws
-
-
-@pytest.fixture
 def eng(engine_host):
     from runner.clients.engine_api import Engine
 
     return Engine(host=engine_host.host)
-
-
-def _sha(value: str) -> str:
-    return hashlib.sha256(value.encode()).hexdigest()
 
 
 # ------------------------------------------------------------------ discovery, describe
@@ -236,7 +224,7 @@ def test_rootless_podman_launch_with_a_secret_as_an_unprivileged_user(rootless, 
     try:
         assert result.returncode == 0, result.stderr.decode()
         out = result.stdout.decode().splitlines()
-        assert f"sha={_sha(canary['HF_TOKEN'])}" in out and "value=***" in out
+        assert f"sha={sha(canary['HF_TOKEN'])}" in out and "value=***" in out
         uid_map = [line.split() for line in out if line.strip() and line.split()[0].isdigit()]
         assert uid_map and uid_map[0][:2] != ["0", "0"], uid_map  # root in the job is the user outside: rootless
         assert_no_leak(result.stdout + result.stderr, canary, "rootless up output")

@@ -11,13 +11,14 @@ import re
 
 import pytest
 
+from plan_factory import plan_from
+
 from runner.config import load_config
-from runner.config.envfile import EnvFile
 from runner.engines.base import RunContext
 from runner.engines.slurm import SlurmEngine, jobs
 from runner.errors import ConfigError
 from runner.options import RunOptions
-from runner.plan import LaunchFlags, build_plan
+from runner.plan import LaunchFlags
 from runner.secrets import secret_scope
 from runner.ui import Output
 
@@ -47,10 +48,8 @@ def test_the_registry_key_alone_is_refused_too(slurm_cluster, tmp_path, monkeypa
     travelling, an archiving cluster is still refused before anything is submitted."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HOME", str(tmp_path))
-    (tmp_path / ".primus.yaml").write_text("container:\n  gpu: none\n  options:\n    image: busybox\n")
-    config = load_config()
-    planned = build_plan(config, ["true"], {}, EnvFile(None), LaunchFlags(gpu="none"), name="j")
-    plan = planned.require()
+    planned = plan_from(tmp_path, "container:\n  gpu: none\n  options:\n    image: busybox\n", flags=LaunchFlags(gpu="none"), name="j")
+    plan, config = planned.require(), load_config()
     assert plan.secret_env() == {}, "the job itself forwards no secret"
     login = {"DOCKER_LOGIN_USER": "alice", "DOCKER_LOGIN_KEY": "canary-archived-login-key-5d1f0e"}
     options = RunOptions(command=("true",), pull="never")

@@ -376,7 +376,7 @@ class _DatabricksFront(Loopback):
             def log_message(self, *args):
                 pass
 
-        self._serve(Handler)
+        super().__init__(Handler)
 
 
 @pytest.fixture

@@ -8,14 +8,13 @@ import os
 import pytest
 
 from cli_runner import run_cli
+from plan_factory import plan_from
 
 from runner.cli import _default_launcher
-from runner.config import load_config
-from runner.config.envfile import EnvFile
 from runner.cli.launcher_args import parse
 from runner.cli.launcher_modes import find_checkout, inner_command
 from runner.options import LaunchFlags
-from runner.plan import LABEL_OWNER, build_plan
+from runner.plan import LABEL_OWNER
 
 TRAIN = ["train", "pretrain", "--config", "exp.yaml"]
 
@@ -117,14 +116,13 @@ def test_container_secret_literal_is_refused(project):
 def test_config_name_gets_a_per_job_suffix_and_a_cli_name_is_kept(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HOME", str(tmp_path))
-    (tmp_path / ".primus.yaml").write_text("container:\n  gpu: none\n  options:\n    image: busybox\n    name: primus-training\n")
-    config = load_config()
-    plan = build_plan(config, ["true"], {}, EnvFile(None), LaunchFlags(gpu="none")).require()
+    config = "container:\n  gpu: none\n  options:\n    image: busybox\n    name: primus-training\n"
+    plan = plan_from(tmp_path, config, flags=LaunchFlags(gpu="none")).require()
     assert plan.name == f"primus-training-{os.getpid()}"
     assert dict(plan.labels)[LABEL_OWNER] == str(os.getuid())
-    plan = build_plan(config, ["true"], {"SLURM_JOB_ID": "4242"}, EnvFile(None), LaunchFlags(gpu="none")).require()
+    plan = plan_from(tmp_path, config, host={"SLURM_JOB_ID": "4242"}, flags=LaunchFlags(gpu="none")).require()
     assert plan.name == "primus-training-4242"
-    plan = build_plan(config, ["true"], {"SLURM_JOB_ID": "4242"}, EnvFile(None), LaunchFlags(gpu="none", name="mine")).require()
+    plan = plan_from(tmp_path, config, host={"SLURM_JOB_ID": "4242"}, flags=LaunchFlags(gpu="none", name="mine")).require()
     assert plan.name == "mine"
 
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import base64
 import json
-import threading
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
 from engine_fixtures import assert_no_leak, free_port
+from hostile_servers import Loopback
 from registry_helpers import (HELPER_NAME, auths_entry, test_registry, write_credential_helper,  # noqa: F401 (fixture)
                               write_docker_config)
 from runner.errors import ConfigError, EngineUnavailable
@@ -215,12 +215,9 @@ class _TokenRegistry(BaseHTTPRequestHandler):
 @pytest.fixture
 def token_registry():
     handler = type("H", (_TokenRegistry,), {"user": "dave", "password": canary(), "token": uuid.uuid4().hex, "seen": []})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"127.0.0.1:{server.server_address[1]}", handler
-    server.shutdown()
-    server.server_close()
+    server = Loopback(handler)
+    yield server.netloc, handler
+    server.close()
 
 
 def test_check_login_bearer_handshake(token_registry):

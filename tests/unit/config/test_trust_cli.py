@@ -6,12 +6,11 @@ program would create, a private key only the reference would read."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from cli_runner import run_cli
+from cli_runner import run_in_clone
 from engine_fixtures import assert_no_leak
 
 
@@ -28,12 +27,8 @@ def clone(tmp_path):
     return repo
 
 
-def run(repo: Path, *args: str, env: dict | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    # -P: a Primus checkout has its own runner/ directory, which must not shadow the package
-    root = repo.parent
-    return run_cli(cwd or repo, *args, home=root / "home", env={
-        "XDG_CACHE_HOME": str(root / "cache"), "XDG_STATE_HOME": str(root / "state"),
-        "DOCKER_HOST": "unix:///nonexistent/docker.sock", **(env or {})})
+def run(repo: Path, *args: str, env: dict | None = None, cwd: Path | None = None):
+    return run_in_clone(repo, *args, cwd=cwd, env={"DOCKER_HOST": "unix:///nonexistent/docker.sock", **(env or {})})
 
 
 def _pwned_config(repo: Path) -> Path:

@@ -8,9 +8,8 @@ import pytest
 
 from plan_factory import plan_from
 
-from runner.config import load_config
 from runner.config.envfile import EnvFile, load_env_file
-from runner.plan import LaunchFlags, build_plan
+from runner.plan import LaunchFlags
 from runner.secrets import Secret
 
 CANARY = "canary-policy-1d5e0c77aa"
@@ -113,8 +112,7 @@ def test_env_file_warnings_for_mode_and_duplicates(work):
 def test_duplicates_across_layers_are_merged(work):
     extra = work / "extra.yaml"
     extra.write_text("container:\n  options:\n    env: [FOO, FOO, LIT=world]\n")
-    (work / ".primus.yaml").write_text(BASE)
-    planned = build_plan(load_config(str(extra)), ["true"], {"FOO": "1"}, EnvFile(None), LaunchFlags(gpu="none"))
+    planned = plan_from(work, BASE, host={"FOO": "1"}, flags=LaunchFlags(gpu="none"), extra=str(extra))
     names = [d.name for d in planned.plan.env]
     assert names.count("FOO") == 1 and names.count("LIT") == 1
     assert decisions(planned)["LIT"].value == "world"

@@ -12,11 +12,10 @@ import sys
 
 import pytest
 
-from runner.config import load_config
-from runner.config.envfile import EnvFile
+from plan_factory import plan_from_layer
+
 from runner.engines.base import RunContext
 from runner.options import LaunchFlags, RunOptions, SlurmFlags
-from runner.plan import build_plan
 from runner.ui import Output
 
 CANARY = "golden-canary-secret-4f1d9a"
@@ -28,9 +27,8 @@ LAYER = {"container": {"gpu": "none", "stop_timeout": 5, "options": {
 
 def _plan(work, secrets_via="stdin"):
     layer = {**LAYER, "container": {**LAYER["container"], "secrets_via": secrets_via}}
-    config = load_config(None, layer, user_files=False)
-    planned = build_plan(config, ["python", "train.py", "--lr", "0.1"], {"HF_TOKEN": CANARY, "PATH": "/usr/bin"}, EnvFile(None, {}),
-                         LaunchFlags(name="golden-job"))
+    config, planned = plan_from_layer(layer, ["python", "train.py", "--lr", "0.1"], host={"HF_TOKEN": CANARY, "PATH": "/usr/bin"},
+                                      flags=LaunchFlags(name="golden-job"))
     return config, planned.require(), planned.scope
 
 
@@ -187,9 +185,8 @@ def test_slurm_exports_the_tracker_run_ids_before_the_handshake(work):
     from runner.engines.slurm import SlurmEngine
 
     layer = {**LAYER, "trackers": {"disable_mlflow": False}}
-    config = load_config(None, layer, user_files=False)
-    planned = build_plan(config, ["python", "t.py"], {"MLFLOW_TRACKING_URI": "http://127.0.0.1:1"}, EnvFile(None, {}),
-                         LaunchFlags(name="golden-job"))
+    config, planned = plan_from_layer(layer, ["python", "t.py"], host={"MLFLOW_TRACKING_URI": "http://127.0.0.1:1"},
+                                      flags=LaunchFlags(name="golden-job"))
     engine = SlurmEngine()
     request = engine.request(planned.require(), _ctx(engine, config, planned.scope))
     assert "MLFLOW_RUN_ID" in request.export
@@ -216,9 +213,8 @@ def test_process_request_is_the_golden_one(work):
 
 def _flagged(work, secrets_via="stdin", **flags):
     layer = {**LAYER, "container": {**LAYER["container"], "secrets_via": secrets_via}}
-    config = load_config(None, layer, user_files=False)
-    planned = build_plan(config, ["python", "train.py"], {"HF_TOKEN": CANARY, "PATH": "/usr/bin"}, EnvFile(None, {}),
-                         LaunchFlags(name="golden-job", **flags))
+    config, planned = plan_from_layer(layer, ["python", "train.py"], host={"HF_TOKEN": CANARY, "PATH": "/usr/bin"},
+                                      flags=LaunchFlags(name="golden-job", **flags))
     return config, planned
 
 

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from engine_fixtures import assert_no_leak
+from engine_fixtures import assert_no_leak, sha
 from runner.config import load_config
 from runner.errors import ConfigError, EngineUnavailable
 from runner.secrets.refs import SecretRef, check_refs, parse_ref, parse_refs, resolve
 from runner.secrets import Secret, secret_scope
-from secret_ref_helpers import canary, error_text, no_env, ref, script, secret_file, sha
+from secret_ref_helpers import canary, error_text, no_env, ref, script, secret_file
 
 
 # ---------------------------------------------------------------- parsing

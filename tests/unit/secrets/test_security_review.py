@@ -23,6 +23,7 @@ import pytest
 
 from cli_memory import measured
 from engine_fixtures import assert_no_leak
+from plan_factory import plan_from
 
 MiB = 1 << 20
 
@@ -377,16 +378,14 @@ def test_flush_masks_a_held_back_partial_secret():
 def test_table_masks_before_it_cuts(work):
     from rich.console import Console
 
-    from runner.config import load_config
-    from runner.config.envfile import EnvFile
-    from runner.plan import LaunchFlags, build_plan
+    from runner.plan import LaunchFlags
     from runner.ui.render import plan_tables
     from runner.secrets import Masker
 
     password = fresh("urlpass")
-    (work / ".primus.yaml").write_text("container:\n  options:\n    image: busybox\n    env: [TRACKING_URI]\n")
     host = {"TRACKING_URI": f"https://user:{password}@tracking.example.com/some/long/path/that/wraps"}
-    plan = build_plan(load_config(), ["true"], host, EnvFile(None), LaunchFlags(gpu="none")).plan
+    plan = plan_from(work, "container:\n  options:\n    image: busybox\n    env: [TRACKING_URI]\n", host=host,
+                     flags=LaunchFlags(gpu="none")).plan
     masker = Masker([("TRACKING_URI (password in URL)", password)])
     buffer = io.StringIO()
     console = Console(file=buffer, width=40, force_terminal=False)

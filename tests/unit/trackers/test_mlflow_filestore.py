@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from runner.config import load_config
-from runner.config.envfile import EnvFile
+from plan_factory import plan_from
+
 from runner.errors import EngineUnavailable
-from runner.plan import LaunchFlags, build_plan
+from runner.plan import LaunchFlags
 from runner.trackers import runs as tracker_runs
 from runner.ui import Output
 
@@ -22,8 +22,8 @@ TRACKERS = "trackers:\n  framework: generic\n  disable_mlflow: false\n  mlflow_u
 
 def _plan(work: Path, uri: str, experiment: str | None = "exp-a", name: str = "job-1"):
     trackers = TRACKERS + (f"  mlflow_experiment_name: {experiment}\n" if experiment else "")
-    (work / ".primus.yaml").write_text("container:\n  options:\n    image: busybox\n" + trackers)
-    planned = build_plan(load_config(), ["true"], {"MLFLOW_TRACKING_URI": uri}, EnvFile(None), LaunchFlags(gpu="none"), name=name)
+    planned = plan_from(work, "container:\n  options:\n    image: busybox\n" + trackers, host={"MLFLOW_TRACKING_URI": uri},
+                        flags=LaunchFlags(gpu="none"), name=name)
     assert not planned.problems, planned.problems
     return planned
 

@@ -10,12 +10,13 @@ import textwrap
 
 import pytest
 
+from plan_factory import plan_from
+
 import runner.resources
 from runner.config import load_config
 from runner.config import trust
-from runner.config.envfile import EnvFile
 from runner.errors import ConfigError
-from runner.plan import LaunchFlags, build_plan
+from runner.plan import LaunchFlags
 from runner.secrets import Secret
 from runner.trackers import TRACKERS, runs, schema
 
@@ -73,8 +74,8 @@ def toy(work, tmp_path_factory, monkeypatch):
 
 
 def _plan(work, trackers: str, host: dict):
-    (work / ".primus.yaml").write_text("container:\n  options:\n    image: busybox\ntrackers:\n" + trackers)
-    return build_plan(load_config(), ["true"], host, EnvFile(None), LaunchFlags(gpu="none"), name="job-1")
+    return plan_from(work, "container:\n  options:\n    image: busybox\ntrackers:\n" + trackers, host=host,
+                     flags=LaunchFlags(gpu="none"), name="job-1")
 
 
 def test_an_unknown_key_of_the_toy_gets_a_did_you_mean_with_its_line(toy):

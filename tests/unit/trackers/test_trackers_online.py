@@ -21,8 +21,7 @@ from hostile_servers import Server, json_answer, make_cert, redirect_answer
 from plan_factory import plan_from
 
 from runner.trackers import runs as tracker_runs
-from runner.config import load_config
-from runner.plan import LaunchFlags, build_plan
+from runner.plan import LaunchFlags
 from runner.secrets import Masker
 from runner.ui import Output
 
@@ -243,11 +242,11 @@ def test_client_env_holds_the_plans_values_only_during_the_call(work, monkeypatc
 
     secret = "canary-client-env-3e9d0c1b7a5f"
     (work / "job.env").write_text(f"AWS_SECRET_ACCESS_KEY={secret}\n")
-    (work / ".primus.yaml").write_text("container:\n  options:\n    image: busybox\ntrackers:\n  disable_mlflow: false\n")
     monkeypatch.setenv("MLFLOW_TRACKING_TOKEN", "host-value-kept")
     monkeypatch.delenv("AWS_SECRET_ACCESS_KEY", raising=False)
     env_file = load_env_file(str(work / "job.env"))
-    planned = build_plan(load_config(), ["true"], {"MLFLOW_TRACKING_URI": "http://127.0.0.1:9"}, env_file, LaunchFlags(gpu="none"), name="j")
+    planned = plan_from(work, "container:\n  options:\n    image: busybox\ntrackers:\n  disable_mlflow: false\n",
+                        host={"MLFLOW_TRACKING_URI": "http://127.0.0.1:9"}, env_file=env_file, flags=LaunchFlags(gpu="none"), name="j")
     assert not planned.problems, planned.problems
     with client_env(planned.plan):
         assert os.environ["AWS_SECRET_ACCESS_KEY"] == secret

@@ -7,15 +7,14 @@ import json
 
 import pytest
 
-from runner.config import load_config
-from runner.config.envfile import EnvFile
+from plan_factory import plan_from_layer
+
 from runner.engines.base import RunContext
 from runner.engines.slurm import SlurmEngine
 from runner.engines.slurm.agent import plan_from_document
 from runner.engines.slurm.jobs import JobState, plan_file_of, planned_engine
 from runner.engines.slurm.script import plan_document
 from runner.options import LaunchFlags, RunOptions, SlurmFlags
-from runner.plan import build_plan
 from runner.ui import Output
 
 
@@ -23,8 +22,7 @@ def _plan(engine: str | None):
     container = {"gpu": "none", "options": {"image": "primus-test/busybox:latest", "privileged": False, "ulimit": [], "group-add": []}}
     if engine:
         container["engine"] = engine
-    config = load_config(None, {"container": container}, user_files=False)
-    planned = build_plan(config, ["true"], {"PATH": "/usr/bin"}, EnvFile(None, {}), LaunchFlags(name="engine-job"))
+    config, planned = plan_from_layer({"container": container}, host={"PATH": "/usr/bin"}, flags=LaunchFlags(name="engine-job"))
     return config, planned.require(), planned.scope
 
 

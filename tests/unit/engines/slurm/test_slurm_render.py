@@ -16,7 +16,7 @@ from runner.engines.slurm import script as slurm_script
 from runner.config import load_config
 from runner.config.envfile import EnvFile
 from runner.errors import ConfigError
-from runner.plan import LaunchFlags, build_plan
+from runner.plan import LaunchFlags
 from runner.secrets import Secret, encodings
 
 CANARY = "canary-slurm-unit-7f3a91c2d4e5"
@@ -299,12 +299,12 @@ def test_node_scope_masks_the_password_of_a_forwarded_url_alone(work):
     as a secret (masked whole); the node must mask the password on its own too, or a job printing
     just the password puts it in slurm-%j.out (failed before: the agent took URL passwords only
     from entries marked public, and the planner never writes such an entry)."""
-    (work / ".primus.yaml").write_text("container:\n  options:\n    image: busybox\n    env: [DB_URL]\n")
     from runner.options import SlurmFlags
 
     password = "url-pass-canary-41c9e07d"
     url = f"https://ci:{password}@tracker.internal/api"
-    planned = build_plan(load_config(), ["true"], {"DB_URL": url}, EnvFile(None), LaunchFlags(gpu="none"), name="j")
+    planned = plan_from(work, "container:\n  options:\n    image: busybox\n    env: [DB_URL]\n", host={"DB_URL": url},
+                        flags=LaunchFlags(gpu="none"), name="j")
     settings = slurm_script.settings_from(load_config(), SlurmFlags())
     doc = slurm_script.plan_document(planned.require(), settings, Path("/x"))
     [entry] = [e for e in doc["plan"]["env"] if e["name"] == "DB_URL"]
@@ -322,12 +322,11 @@ def test_a_secret_inside_a_forwarded_value_reaches_the_node_masker_not_the_conta
     from runner.options import RunOptions
     from runner.ui import Output
 
-    (work / ".primus.yaml").write_text("container:\n  options:\n    image: busybox\n    env: [AUTH_HEADER]\n")
     token = "canary-embedded-token-3b8e1f06d2"
     host = {"SERVICE_TOKEN": token, "AUTH_HEADER": f"Bearer {token}"}
-    config = load_config()
-    planned = build_plan(config, ["true"], host, EnvFile(None), LaunchFlags(gpu="none"), name="j")
-    plan = planned.require()
+    planned = plan_from(work, "container:\n  options:\n    image: busybox\n    env: [AUTH_HEADER]\n", host=host,
+                        flags=LaunchFlags(gpu="none"), name="j")
+    plan, config = planned.require(), load_config()
     assert "SERVICE_TOKEN" not in {d.name for d in plan.forwarded}
     engine, options = SlurmEngine(), RunOptions(command=("true",))
     ctx = RunContext(options, planned.scope, Output(), engine.settings(config, options), lookup=host.get)
