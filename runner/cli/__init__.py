@@ -8,6 +8,7 @@ and maps exceptions to the contract's exit codes (0 ok, 1 engine unavailable,
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 from typing import TYPE_CHECKING, Sequence
@@ -458,11 +459,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv == ["--version"]:  # the fast path: no parser, no imports
         print(f"primus-runner {__version__}")
         return 0
+    collecting = gc.isenabled()
+    gc.disable()  # start-up makes objects, not garbage: the collector's passes over them are wasted (on in _dispatch)
     try:
         return _main(argv)
     except KeyboardInterrupt:  # Ctrl-C while still starting up (imports, parsing): 130, no traceback
         print("error: interrupted", file=sys.stderr)
         return 130
+    finally:
+        if collecting:  # as the caller had it (tests call main in their own process)
+            gc.enable()
 
 
 def _main(argv: list[str]) -> int:
@@ -615,7 +621,12 @@ def _default_launcher(argv: list[str]) -> list[str]:
 
 def _dispatch(args, sources, out: Output, parser) -> int:
     """Each command's handler, imported on demand (a command loads only its own modules)."""
+    if args.cmd not in _BOUNDED:
+        gc.enable()  # a launch, a follower, a build: runs as long as its job
     return _HANDLERS[args.cmd](args, sources, out, parser)
+
+
+_BOUNDED = ("plan",)  # a plan's work is as small as its config: it runs to its end without the cyclic collector
 
 
 def _check(args, sources, out, parser) -> int:
