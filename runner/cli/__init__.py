@@ -455,6 +455,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    entry = argv is None  # the process's own command line: it exits when this returns
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv == ["--version"]:  # the fast path: no parser, no imports
         print(f"primus-runner {__version__}")
@@ -467,6 +468,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("error: interrupted", file=sys.stderr)
         return 130
     finally:
+        if entry and not gc.isenabled():  # a plan, ending with its process: its objects live to the exit, and
+            gc.freeze()  # the exit's collection need not walk them (a launch ends with the collector on: its files close)
         if collecting:  # as the caller had it (tests call main in their own process)
             gc.enable()
 

@@ -71,6 +71,7 @@ _DRIVER = (
     "                and hasattr(v, '__dataclass_fields__') and v.__init__.__code__.co_filename == '<string>']\n"
     "    sys.stderr.write('compiled: ' + ' '.join(compiled) + '\\n')\n"
     "    sys.stderr.write(f'collections: {len(collected)}\\n')\n"
+    "    sys.stderr.write(f'frozen: {gc.get_freeze_count()}\\n')\n"
     "import gc\n"
     "collected = []\n"
     "gc.callbacks.append(lambda phase, info: phase == 'start' and collected.append(info['generation']))\n"
@@ -133,6 +134,8 @@ def test_plan_builds_only_its_own_parser_and_options(tmp_path):
     # The cyclic collector stays off from main() on: what passes are left are two while argparse itself is
     # imported and the interpreter's last, at exit (with it on, plan ran about twenty).
     assert int(said(done, "collections")[0]) <= 3
+    # Its objects are frozen as it ends, so the interpreter's collection at exit does not walk them.
+    assert int(said(done, "frozen")[0]) > 1000
 
 
 @pytest.mark.parametrize("command, collecting", [("plan", False), ("ps", True), ("up", True), ("node-agent", True)])
@@ -175,4 +178,5 @@ def test_the_node_agent_loads_none_of_the_submit_side(tmp_path):
     assert sorted(n for n in NOT_IN_AGENT if n in names) == []
     assert said(done, "parsers") == ["node-agent"]
     assert said(done, "compiled") == []
+    assert said(done, "frozen") == ["0"]  # it ran a job: it ends with the collector on and nothing frozen (its files close)
     assert len(runner_modules(names)) <= AGENT_RUNNER_MODULES, runner_modules(names)
