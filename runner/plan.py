@@ -13,7 +13,6 @@ import os
 import re
 import posixpath
 import secrets as _random
-from dataclasses import fields, is_dataclass, replace
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
@@ -25,7 +24,7 @@ from runner.errors import ConfigError, Problem
 from runner.gpus import Gpu, host_root
 from runner.options import LaunchFlags
 from runner.policy import Classifier, EnvDecision, resolve_env
-from runner.records import dataclass, field
+from runner.records import dataclass, field, fields, is_dataclass, replace
 from runner.resources import policies_dir
 from runner.secrets import MASK, Secret, SecretScope, secret_scope
 from runner.trackers.config import TrackerPlan, analyze_trackers, job_lookup, literal_values

@@ -17,7 +17,6 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import replace
 from typing import Callable
 
 from runner.engines.base import Launched, RunContext
@@ -25,7 +24,7 @@ from runner.engines.output import Sink
 from runner.engines.signals import EXIT_SIGNAL, SignalGuard
 from runner.errors import ConfigError, EngineUnavailable, Problem
 from runner.plan import LaunchPlan
-from runner.records import dataclass, field
+from runner.records import dataclass, field, replace
 from runner.secrets import MASK
 from runner.secrets.argv import refuse_secret_argv
 

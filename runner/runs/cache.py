@@ -70,7 +70,7 @@ def apply(plan: LaunchPlan, directory: Path) -> LaunchPlan:
     if "PRIMUS_CACHE_ROOT" not in forwarded:
         env["PRIMUS_CACHE_ROOT"] = TARGET
     mounted = plan.mounts + (Mount(str(directory), TARGET, "rw"),)
-    from dataclasses import replace
+    from runner.records import replace
 
     return replace(plan.with_env(env, "cache"), mounts=mounted)
 

@@ -334,7 +334,7 @@ def _make_output_dirs(run: Run, out) -> None:
 
 def _move_outputs(run: Run, old: Path, new: Path) -> None:
     """The run's tracker outputs (and the plan's mounts of them) from under ``old`` to under ``new``."""
-    from dataclasses import replace
+    from runner.records import replace
 
     def moved(path: str) -> str:
         return str(new / Path(path).relative_to(old))

@@ -9,12 +9,11 @@ from __future__ import annotations
 import json
 import re
 import copy
-from dataclasses import replace
 
 from runner.config import container_values
 from runner.errors import ConfigError, Problem
 from runner.plan import LABEL, LABEL_JOB, LaunchPlan
-from runner.records import dataclass, field
+from runner.records import dataclass, field, replace
 from runner.secrets import Masker
 
 LABEL_RUN = "io.primus-runner.run"  # unique per launch: finds the container even without its id

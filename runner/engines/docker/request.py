@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import copy
 import os
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from runner.engines.docker import shim
 from runner.engines.docker.container import DockerRequest, container_config, labels_for
 from runner.errors import RuntimeFailure
 from runner.plan import LaunchPlan
+from runner.records import replace
 
 if TYPE_CHECKING:
     from runner.clients.engine_api import Engine

@@ -16,13 +16,13 @@ from __future__ import annotations
 import json
 import os
 import socket
-from dataclasses import replace
 from pathlib import Path
 
 from runner.engines.slurm.node import (LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, PLAN_DIGEST, PLAN_FORMAT, address_of,
                                        master_address, plan_digest, planned_engine, require_job_id)
 from runner.errors import ConfigError, Problem, RunnerError, UsageError
 from runner.plan import LaunchPlan
+from runner.records import replace
 from runner.secrets import Secret, SecretScope, secret_scope
 from runner.ui import Output
 

@@ -34,6 +34,8 @@ NOT_IN_PLAN = (
     "logging", "uuid", "subprocess", "getpass", "configparser",
     # The launcher modes' parser (`container`, `direct`, `slurm` only), a did-you-mean's difflib, glob.
     "runner.cli.launcher_args", "difflib", "glob",
+    # dataclasses itself (its inspect, ast, dis, tokenize): runner.records makes the classes and their fields.
+    "dataclasses", "inspect",
 )
 # The other commands' options: their dataclasses are made on first use (runner.options.__getattr__).
 OTHER_COMMANDS_OPTIONS = ("BuildOptions", "CheckOptions", "Selection", "ModeOptions")
@@ -48,13 +50,15 @@ NOT_IN_AGENT = (
     "runner.trackers.runs", "runner.trackers.mlflow", "runner.runs.store", "sqlite3",
     "urllib.request", "concurrent.futures", "docker",
     # a direct or container entry is not a launcher mode; nor a docker engine on a direct entry
-    "runner.cli.launcher_args", "runner.engines.docker", "difflib", "glob", "logging", "uuid",
+    "runner.cli.launcher_args", "runner.engines.docker", "difflib", "glob", "logging", "uuid", "dataclasses", "inspect",
 )
 
 
 # `-X importtime` logs no module that `importlib.import_module` loads (the tracker registry's
 # way), so the names are also read from `sys.modules` at exit, through this driver.
-# It also says which commands' parsers were built, which of the options' dataclasses were made, and
+# (Read from the classes' own dicts: asking `hasattr(cls, '__dataclass_fields__')` makes the standard
+# Field objects, which imports dataclasses.) It also says which commands' parsers were built, which of the
+# options' dataclasses were made, and
 # which of the runner's dataclasses had their methods compiled from source (the standard decorator's way).
 _DRIVER = (
     "import atexit, runpy, sys\n"
@@ -65,10 +69,10 @@ _DRIVER = (
     "    subs = [a for a in (root._actions if root else ()) if a.__class__.__name__ == '_SubParsersAction']\n"
     "    sys.stderr.write('parsers: ' + ' '.join(subs[0].choices if subs else ()) + '\\n')\n"
     "    sys.stderr.write('options: ' + ' '.join(n for n, v in vars(options or sys).items()\n"
-    "                                             if hasattr(v, '__dataclass_fields__')) + '\\n')\n"
+    "                                             if isinstance(v, type) and '__dataclass_fields__' in vars(v)) + '\\n')\n"
     "    compiled = [f'{m.__name__}.{n}' for m in list(sys.modules.values()) if m.__name__.startswith('runner')\n"
     "                for n, v in vars(m).items() if isinstance(v, type) and v.__module__ == m.__name__\n"
-    "                and hasattr(v, '__dataclass_fields__') and v.__init__.__code__.co_filename == '<string>']\n"
+    "                and '__dataclass_fields__' in vars(v) and v.__init__.__code__.co_filename == '<string>']\n"
     "    sys.stderr.write('compiled: ' + ' '.join(compiled) + '\\n')\n"
     "    sys.stderr.write(f'collections: {len(collected)}\\n')\n"
     "    sys.stderr.write(f'frozen: {gc.get_freeze_count()}\\n')\n"
@@ -141,7 +145,9 @@ def test_plan_builds_only_its_own_parser_and_options(tmp_path):
 @pytest.mark.parametrize("command, collecting", [("plan", False), ("ps", True), ("up", True), ("node-agent", True)])
 def test_the_collector_is_off_for_a_plan_on_for_what_runs_as_long_as_its_job(command, collecting, monkeypatch):
     from runner import cli
+    from runner.ui import ci
 
+    monkeypatch.setattr(ci, "_enabled", ci._enabled)  # the node agent turns CI output off for its process: undone after
     seen = []
     monkeypatch.setitem(cli._HANDLERS, command, lambda *args: seen.append(gc.isenabled()) or 0)
     assert cli.main([command]) == 0 and seen == [collecting]

@@ -41,15 +41,13 @@ CASES = {
 
 _SOURCE = '''
 from __future__ import annotations
-from dataclasses import field
-from runner.records import dataclass as records_dataclass
 import dataclasses
 
 @dataclasses.dataclass(frozen=True)
 class Inner:
     x: int = 0
 
-def make(decorate):
+def make(decorate, field):
     @decorate
     class Case:
         """A case."""
@@ -70,7 +68,8 @@ def _pair(options: str, body: str):
     exec(compile(source, "records_case", "exec"), module.__dict__)
     namespace = module.__dict__
     kwargs = eval(f"dict({options})")
-    return (namespace["make"](dataclasses.dataclass(**kwargs)), namespace["make"](records.dataclass(**kwargs)), namespace)
+    return (namespace["make"](dataclasses.dataclass(**kwargs), dataclasses.field),
+            namespace["make"](records.dataclass(**kwargs), records.field), namespace)
 
 
 def _outcome(call):
@@ -103,6 +102,7 @@ def _args(cls) -> dict:
 @pytest.mark.parametrize("case", list(CASES))
 def test_the_class_is_the_standard_dataclass(case):
     standard, fast, _ = _pair(*CASES[case])
+    assert records.is_record(fast) and not records.is_record(standard)  # made here, not handed to the standard one
     assert _facts(fast) == _facts(standard)
     assert fast.__match_args__ == standard.__match_args__
     assert dataclasses.is_dataclass(fast) and fast.__doc__ == standard.__doc__ == "A case."
@@ -188,3 +188,30 @@ def test_the_runners_classes_match_their_standard_twin(cls):
         assert _outcome(lambda: mine == cls()) == _outcome(lambda: theirs == twin())
         if cls.__hash__ is not None:
             assert _outcome(lambda: hash(mine)) == _outcome(lambda: hash(theirs))
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_its_replace_fields_and_asdict_answer_as_the_standard_ones(case):
+    standard, fast, _ = _pair(*CASES[case])
+    assert records.is_dataclass(fast) and records.is_dataclass(standard) and not records.is_dataclass(object())
+    assert [(f.name, f.type) for f in records.fields(fast)] == [(f.name, f.type) for f in dataclasses.fields(standard)]
+    assert records.fields(standard) == dataclasses.fields(standard)  # not one of its own: the standard answer
+    kwargs = _args(standard)
+    a, b = standard(**kwargs), fast(**kwargs)
+    for changes in ({}, {name: value for name, value in list(kwargs.items())[:1]}):
+        assert _shown(records.replace(b, **changes)).replace("0x…", "") == _shown(dataclasses.replace(a, **changes)).replace("0x…", "")
+        assert records.asdict(b) == dataclasses.asdict(a)
+    with pytest.raises(TypeError):
+        records.replace(b, not_a_field=1)
+    with pytest.raises(TypeError):
+        dataclasses.replace(a, not_a_field=1)
+
+
+def test_the_standard_fields_are_made_only_when_asked_for():
+    """A class made here holds its own declarations; ``dataclasses.Field`` objects appear on first use."""
+    _, fast, _ = _pair("frozen=True", "a: int = 1\nb: list = field(default_factory=list)\n")
+    assert type(vars(fast)["__dataclass_fields__"]).__name__ == "_Fields"
+    made = dataclasses.fields(fast)
+    assert [type(f) for f in made] == [dataclasses.Field, dataclasses.Field]
+    assert made[1].default_factory is list and made[0].default == 1 and made[1].default is dataclasses.MISSING
+    assert isinstance(vars(fast)["__dataclass_fields__"], dict)
