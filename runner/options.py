@@ -119,37 +119,9 @@ def _number(text: str):
         return text  # the schema reports it
 
 
-@dataclass(frozen=True)
-class SlurmFlags:
-    """``submit``'s Slurm options; ``None`` means "from the config's slurm: section"."""
-
-    nodes: int | None = None
-    partition: str | None = None
-    time: str | None = None
-    account: str | None = None
-    gpus_per_node: int | None = None
-    output: str | None = None  # slurm mode's -o/--output: where the job's output file goes
-    error: str | None = None  # slurm mode's -e/--error: where the job's stderr goes
-    # slurm mode: the user's flags before the first --, exactly as given (sbatch's argv), and the
-    # srun-only ones among them (on the step's srun line)
-    args: tuple[str, ...] = ()
-    srun_args: tuple[str, ...] = ()
-    entry: str = "container"  # slurm mode: what each node runs, a container or the direct launcher on the host
-    # What shared clusters ask for; each is checked in runner.engines.slurm.script (one token, no directive).
-    nodelist: str | None = None
-    exclude: str | None = None
-    qos: str | None = None
-    reservation: str | None = None
-    exclusive: bool = False
-    gres: str | None = None
-    constraint: str | None = None
-    mem: str | None = None
-    cpus_per_task: int | None = None
-    mail_type: str | None = None
-    mail_user: str | None = None
-    dependency: str | None = None
-    requeue: bool = False
-    signal: str | None = None
+def _engine_flags_for(options, engine: str):
+    """The typed flags ``engine`` declared for this launch (its ``cli_flags``), or ``None``."""
+    return next((flags for name, flags in options.engine_flags if name == engine), None)
 
 
 @dataclass(frozen=True)
@@ -165,11 +137,14 @@ class RunOptions:
     build: bool = False
     audit: bool = False
     report: str | None = None
-    slurm: SlurmFlags = SlurmFlags()
+    # Each engine's own flags, typed by the engine (runner.engines.slurm.flags): (engine name, flags).
+    engine_flags: tuple[tuple[str, object], ...] = ()
     pull: str | None = None  # missing | always | never; None: container.pull from config (default missing)
     debug: bool = False  # the launcher's --debug: PRIMUS_LOG_LEVEL=DEBUG for the job
     interactive: bool = False  # up -i: the user's stdin goes to the job
     tty: bool = False  # up -t: the job gets a terminal (the user's, in raw mode)
+
+    engine_flags_for = _engine_flags_for
 
 
 @_on_first_use
@@ -221,10 +196,12 @@ class ModeOptions:
     detach: bool = False
     launcher: str = "srun"  # slurm: srun (attached, the job's code) | sbatch (submit, the job id)
     entry: str = "container"  # slurm: the per-node entry, container | direct
-    slurm: SlurmFlags = SlurmFlags()
+    engine_flags: tuple[tuple[str, object], ...] = ()  # as RunOptions.engine_flags (slurm: the launcher's Slurm flags)
     pull: str | None = None
     direct_args: tuple[str, ...] = ()  # the launcher's direct options (--single, --patch …), for primus-cli-direct.sh
     notices: tuple[str, ...] = ()  # what the translation wants said (an option without effect …)
+
+    engine_flags_for = _engine_flags_for
 
 
 for _name in _LATER:

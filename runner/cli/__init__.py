@@ -143,35 +143,54 @@ def _pull_option(p: argparse.ArgumentParser, what: str = "when to pull the image
     p.add_argument("--pull", choices=["missing", "always", "never"], help=f"{what} (default: container.pull, else missing)")
 
 
-def _slurm_cluster_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("Slurm options (as sbatch takes them; each value is checked before anything is submitted)")
-    for flag, metavar, what in (
-            ("--nodelist", "NODES", "run on these nodes, e.g. n[1-4]"), ("--exclude", "NODES", "never on these nodes"),
-            ("--qos", "QOS", "quality of service"), ("--reservation", "NAME", "run in this reservation"),
-            ("--gres", "LIST", "generic resources per node, e.g. gpu:8"), ("--constraint", "LIST", "node features, e.g. mi300x&ib"),
-            ("--mem", "SIZE", "memory per node, e.g. 512G"), ("--mail-type", "TYPES", "when Slurm mails you, e.g. END,FAIL"),
-            ("--mail-user", "USER", "who Slurm mails"), ("--dependency", "LIST", "start after other jobs, e.g. afterok:1234"),
-            ("--signal", "[B:]SIG[@S]", "signal the job S seconds before its time limit")):
-        g.add_argument(flag, metavar=metavar, help=what)
-    g.add_argument("--cpus-per-task", type=int, metavar="N", help="CPUs per task")
-    g.add_argument("--exclusive", action="store_true", help="the nodes are not shared with other jobs")
-    g.add_argument("--requeue", action="store_true", help="Slurm may requeue the job (preemption, node failure)")
+def _engine_options(p, command: str) -> None:
+    """The flags each engine declares for ``command`` (its optional ``cli_options(parser, command)``):
+    an engine's own flags need no edit here. ``up``/``plan``: only the engine that launches."""
+    if isinstance(p, _Unbuilt):
+        return  # a command this run does not parse: no engine module to load
+    from runner.engines import engine_for
+
+    for name in _option_engines(command):
+        declare = getattr(engine_for(name), "cli_options", None)
+        if callable(declare):
+            declare(p, command)
 
 
-def _slurm_job_options(g) -> None:
-    g.add_argument("-N", "--nodes", type=int, metavar="N", help="number of nodes (default: slurm.nodes, else 1)")
-    g.add_argument("-p", "--partition", metavar="P", help="partition (default: slurm.partition, else the cluster's default)")
-    g.add_argument("-t", "--time", metavar="T", help="time limit, e.g. 4:00:00 (default: slurm.time)")
-    g.add_argument("-A", "--account", metavar="A", help="account charged (default: slurm.account)")
-    g.add_argument("--gpus-per-node", type=int, metavar="G", help="GPUs per node (default: slurm.gpus_per_node)")
+def _engine_flags(args, command: str) -> tuple:
+    """(engine name, its typed flags) for each engine that read its own from ``args`` (``cli_flags``)."""
+    from runner.engines import engine_for
+
+    found = []
+    for name in _option_engines(command):
+        read = getattr(engine_for(name), "cli_flags", None)
+        flags = read(args, command) if callable(read) else None
+        if flags is not None:
+            found.append((name, flags))
+    return tuple(found)
 
 
-def _slurm_flags(args):
-    from runner.options import SlurmFlags
+_ONE_ENGINE = ("up", "plan", "shell")  # they launch on the engine --engine names (else the default): only its flags
 
-    names = ("nodelist", "exclude", "qos", "reservation", "exclusive", "gres", "constraint", "mem", "cpus_per_task",
-             "mail_type", "mail_user", "dependency", "requeue", "signal")
-    return SlurmFlags(args.nodes, args.partition, args.time, args.account, args.gpus_per_node, **{n: getattr(args, n) for n in names})
+
+def _option_engines(command: str) -> tuple[str, ...]:
+    from runner.engines import DEFAULT, ENGINES
+
+    if command not in _ONE_ENGINE:
+        return tuple(ENGINES)
+    chosen = _engine_in(_Parser.argv) or DEFAULT
+    return (chosen,) if chosen in ENGINES else ()  # an unknown one: the launch says so (exit 2)
+
+
+def _engine_in(argv: list[str]) -> str | None:
+    """``--engine NAME`` (or ``--engine=NAME``) before ``--``, before argparse has run."""
+    for i, token in enumerate(argv):
+        if token == "--":
+            break
+        if token == "--engine" and i + 1 < len(argv):
+            return argv[i + 1]
+        if token.startswith("--engine="):
+            return token.partition("=")[2]
+    return None
 
 
 def _mode_switches(p: argparse.ArgumentParser) -> None:
@@ -221,13 +240,8 @@ def _launcher_modes(cmd) -> None:
         q = launchers.add_parser(name, help=f"slurm {name}", description=f"primus-cli slurm {name}: -- [container|direct [entry options] --] <Primus args>",
                                  epilog=f"example:\n  {example}", formatter_class=argparse.RawDescriptionHelpFormatter)
         _global_options(q, argparse.SUPPRESS)
-        g = q.add_argument_group("Slurm flags (each value is checked; nothing may set --export)")
-        _slurm_job_options(g)
-        g.add_argument("-o", "--output", metavar="FILE", help="the job's output file")
-        _slurm_cluster_options(q)
-        q.add_argument("-w", dest="nodelist", metavar="NODES", help="same as --nodelist")
-        q.add_argument("-x", dest="exclude", metavar="NODES", help="same as --exclude")
-        q.add_argument("--export", help=argparse.SUPPRESS)
+        _engine_options(q, f"slurm {name}")
+        q.add_argument("--export", help=argparse.SUPPRESS)  # hidden: the launcher refuses it (launcher_translate)
         _mode_switches(q)
         q.add_argument("command", nargs="*", metavar="-- [container|direct [options] --] PRIMUS_ARGS",
                        help="after --: the per-node entry (container or direct, with its options, then --) and the Primus args")
@@ -244,6 +258,7 @@ def _local_commands(cmd) -> None:
     p = cmd("plan", "print the fully resolved launch, secrets as ***, without side effects", "primus-runner plan --gpu none -- python train.py")
     _launch_options(p)
     _launch_engine_option(p)
+    _engine_options(p, "plan")
 
     p = cmd("up", "run the job in a local Docker container and return its exit code", "primus-runner up --gpu none -- python train.py")
     _launch_options(p)
@@ -257,6 +272,7 @@ def _local_commands(cmd) -> None:
     _terminal_options(p)
     _pull_option(p)
     _launch_engine_option(p)
+    _engine_options(p, "up")
 
     p = cmd("shell", "an interactive shell in the job's image, with the job's env, mounts, GPUs and secrets (up -it, the "
                      "image's bash, else sh)", "primus-runner shell --gpu none")
@@ -383,8 +399,7 @@ def _slurm_commands(cmd) -> None:
     """submit, status and cancel: Slurm."""
     p = cmd("submit", "submit the job to Slurm, one container per node", "primus-runner submit -N 2 -t 4:00:00 --wait -- python train.py")
     _launch_options(p, docker_short=False)
-    _slurm_job_options(p.add_argument_group("Slurm job options (as sbatch spells them)"))
-    _slurm_cluster_options(p)
+    _engine_options(p, "submit")  # the Slurm engine's job and cluster options
     p.add_argument("--dry-run", action="store_true", help="print the batch script")
     p.add_argument("--wait", action="store_true", help="wait for the job, stream its output, return its exit code")
     p.add_argument("--audit", action="store_true", help="audit the job's output files after it ends (with --wait)")
@@ -533,14 +548,13 @@ def _early_masker(command: str | None, sources):
 
 
 def _run_options(args, sources):
-    from runner.options import RunOptions, SlurmFlags
+    from runner.options import RunOptions
 
-    slurm = _slurm_flags(args) if args.cmd == "submit" else SlurmFlags()
     return RunOptions(
         command=tuple(args.command), sources=sources, flags=_flags(args), dry_run=getattr(args, "dry_run", False) or args.global_dry_run,
         detach=args.detach if args.cmd == "up" else (args.cmd == "submit" and not args.wait),
         keep=getattr(args, "keep", False), build=getattr(args, "build", False), audit=getattr(args, "audit", False),
-        report=getattr(args, "report", None), slurm=slurm, pull=getattr(args, "pull", None), debug=args.global_debug,
+        report=getattr(args, "report", None), engine_flags=_engine_flags(args, args.cmd), pull=getattr(args, "pull", None), debug=args.global_debug,
         interactive=getattr(args, "interactive", False), tty=getattr(args, "tty", False),
     )
 
@@ -647,7 +661,7 @@ def _plan(args, sources, out, parser) -> int:
 
     # `plan` is `up --dry-run`: the same plan, the same request, the same problems.
     return pipeline.run(RunOptions(command=tuple(args.command), sources=sources, flags=_flags(args), dry_run=True,
-                                   debug=args.global_debug), _launch_engine(args), out)
+                                   debug=args.global_debug, engine_flags=_engine_flags(args, "plan")), _launch_engine(args), out)
 
 
 def _launch(args, sources, out, parser) -> int:

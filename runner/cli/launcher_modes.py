@@ -94,7 +94,7 @@ def run_mode(opts: ModeOptions, out: Output) -> int:
         flags = replace(flags, env=tuple(found["direct_env"]) + flags.env)
     run = RunOptions(command=command, sources=opts.sources, flags=flags, dry_run=dry_run, pull=opts.pull,
                      detach=(opts.mode == "slurm" and opts.launcher == "sbatch") or (opts.mode == "container" and opts.detach),
-                     slurm=opts.slurm)
+                     engine_flags=opts.engine_flags)
     for notice in opts.notices:
         out.notice(notice)
     if opts.clean:

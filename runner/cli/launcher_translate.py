@@ -17,7 +17,8 @@ from dataclasses import replace
 from runner.cli.launcher_args import ModeArgs
 from runner.engines.docker import run_options
 from runner.errors import ConfigError, UsageError
-from runner.options import LaunchFlags, ModeOptions, SlurmFlags, Sources
+from runner.engines.slurm.flags import NAME as SLURM, SlurmFlags
+from runner.options import LaunchFlags, ModeOptions, Sources
 
 _SCALAR = {"image": "image", "name": "name", "user": "user", "workdir": "workdir", "network": "network", "ipc": "ipc",
            "shm-size": "shm_size", "memory": "memory", "cpus": "cpus", "hostname": "hostname", "entrypoint": "entrypoint",
@@ -31,13 +32,13 @@ def mode_options(margs: ModeArgs, sources: Sources, dry_run: bool, debug: bool) 
     notices: list[str] = []
     flags, extra = container_flags(margs.options, margs.env, notices) if margs.mode != "direct" and margs.entry != "direct" \
         else (LaunchFlags(env=tuple(margs.env)), {})
-    slurm = replace(slurm_flags(margs.slurm_args, margs.launcher), entry=margs.entry) if margs.mode == "slurm" else SlurmFlags()
+    slurm = ((SLURM, replace(slurm_flags(margs.slurm_args, margs.launcher), entry=margs.entry)),) if margs.mode == "slurm" else ()
     direct_dry_run = margs.mode == "direct" and margs.dry_run
     return ModeOptions(
         margs.mode, tuple(margs.primus_args), sources=sources, flags=flags,
         dry_run=dry_run or (margs.dry_run and not direct_dry_run), debug=debug or margs.debug,
         clean=margs.clean, all_users=margs.all_users, gpus=extra.get("gpus"), detach=bool(extra.get("detach")),
-        launcher=margs.launcher, entry=margs.entry, slurm=slurm, pull=extra.get("pull"),
+        launcher=margs.launcher, entry=margs.entry, engine_flags=slurm, pull=extra.get("pull"),
         direct_args=tuple(extra.get("direct_args", ()) + tuple(margs.direct_args)), notices=tuple(notices),
     )
 

@@ -87,9 +87,9 @@ def config_problems(config) -> list:
     defaults = str(policies_dir() / "defaults.yaml")
     if not any(key[:1] == ("slurm",) and not (where or "").startswith(defaults) for key, where in config.lines.items()):
         return []  # the built-in slurm: section only: nothing of the user's to check (and no Slurm module to load)
+    from runner.engines.slurm.flags import SlurmFlags
     from runner.engines.slurm.script import settings_from
     from runner.errors import ConfigError
-    from runner.options import SlurmFlags
 
     try:
         settings_from(config, SlurmFlags())

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runner.engines.base import Launched, RunContext, delegate
-from runner.engines.slurm import jobs
+from runner.engines.slurm import flags, jobs
 from runner.engines.slurm.script import COMPUTED, LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, SlurmRequest, SlurmSettings, export_names, render_script, settings_from
 from runner.plan import LaunchPlan
 from runner.secrets import Secret, SecretScope
@@ -67,18 +67,22 @@ class SlurmEngine:
     # node mounts its own cache, and its output stays in the job's files (the runner keeps no log).
     runs_on_nodes = True
     job_dir_setting = "slurm.output_dir"  # where the user puts the job directory instead
+    # Its own command-line flags (submit's, the launcher's slurm srun|sbatch): declared and typed there.
+    cli_options = delegate("runner.engines.slurm.flags")
+    cli_flags = delegate("runner.engines.slurm.flags")
 
     @staticmethod
     def settings(config, options) -> SlurmOptions:
         """``ConfigError`` (exit 2) for a refused value, before a tracker run, a file or ``sbatch``."""
-        return SlurmOptions(settings_from(config, options.slurm),
+        return SlurmOptions(settings_from(config, flags.of(options)),
                             bool(config.get("slurm", "allow_env_in_accounting", default=False)))
 
     def preflight(self, plan: LaunchPlan, ctx: RunContext) -> None:
         """Everything that can refuse the job, before a tracker run, a file or ``sbatch``."""
         from runner.clients import registry
 
-        for token in ctx.options.slurm.args + ctx.options.slurm.srun_args:  # the user's flags go on sbatch's command line
+        given = flags.of(ctx.options)
+        for token in given.args + given.srun_args:  # the user's flags go on sbatch's command line
             if ctx.scope.masker.contains_secret(token.encode("utf-8", "surrogateescape")):
                 from runner.errors import ConfigError, Problem
 

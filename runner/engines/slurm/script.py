@@ -16,8 +16,8 @@ from pathlib import Path
 
 from runner import __version__
 from runner.engines.slurm import values
+from runner.engines.slurm.flags import SlurmFlags
 from runner.errors import ConfigError, Problem
-from runner.options import SlurmFlags
 from runner.engines.slurm.node import LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, PLAN_DIGEST, PLAN_FORMAT  # noqa: F401  (shared with the node)
 from runner.plan import LaunchPlan
 from runner.records import dataclass

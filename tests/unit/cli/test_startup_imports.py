@@ -160,7 +160,7 @@ def _plan_file(work: Path) -> str:
     from runner.config import load_config
     from runner.config.envfile import EnvFile
     from runner.engines.slurm import script
-    from runner.options import SlurmFlags
+    from runner.engines.slurm.flags import SlurmFlags
     from runner.plan import LaunchFlags, build_plan
 
     (work / ".primus.yaml").write_text("container:\n  gpu: none\n  options:\n    image: primus-test/busybox:latest\n")

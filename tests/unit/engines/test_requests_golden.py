@@ -15,7 +15,8 @@ import pytest
 from plan_factory import plan_from_layer
 
 from runner.engines.base import RunContext
-from runner.options import LaunchFlags, RunOptions, SlurmFlags
+from runner.engines.slurm.flags import SlurmFlags
+from runner.options import LaunchFlags, RunOptions
 from runner.ui import Output
 
 CANARY = "golden-canary-secret-4f1d9a"
@@ -147,7 +148,7 @@ def test_slurm_request_is_the_golden_one(work):
 
     config, plan, scope = _plan(work)
     engine = SlurmEngine()
-    ctx = _ctx(engine, config, scope, slurm=SlurmFlags(nodes=2, partition="debug", time="1:00:00", qos="high"))
+    ctx = _ctx(engine, config, scope, engine_flags=(("slurm", SlurmFlags(nodes=2, partition="debug", time="1:00:00", qos="high")),))
     request = engine.request(plan, ctx)
     job_dir = str(request.job_dir)
     assert job_dir.startswith(str(work / "primus-runs")) and job_dir.endswith("-golden-job") and not request.job_dir.exists()

@@ -14,7 +14,8 @@ from runner.engines.slurm import SlurmEngine
 from runner.engines.slurm.agent import plan_from_document
 from runner.engines.slurm.jobs import JobState, plan_file_of, planned_engine
 from runner.engines.slurm.script import plan_document
-from runner.options import LaunchFlags, RunOptions, SlurmFlags
+from runner.engines.slurm.flags import SlurmFlags
+from runner.options import LaunchFlags, RunOptions
 from runner.ui import Output
 
 
@@ -30,7 +31,7 @@ def _plan(engine: str | None):
 def test_the_plan_file_carries_container_engine_to_the_node(work, engine):
     config, plan, scope = _plan(engine)
     assert plan.container_engine == (engine or "auto")
-    ctx = RunContext(RunOptions(command=("true",)), scope, Output(), SlurmEngine.settings(config, RunOptions(command=("true",), slurm=SlurmFlags())))
+    ctx = RunContext(RunOptions(command=("true",)), scope, Output(), SlurmEngine.settings(config, RunOptions(command=("true",), engine_flags=(("slurm", SlurmFlags()),))))
     request = SlurmEngine().request(plan, ctx)
     doc = json.loads(json.dumps(plan_document(plan, request.settings, request.job_dir)))
     node_plan, _, _ = plan_from_document(doc, {"PATH": "/usr/bin"})

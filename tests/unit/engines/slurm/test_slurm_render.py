@@ -46,7 +46,7 @@ def work(tmp_path, monkeypatch):
 
 
 def args(**kw):
-    from runner.options import SlurmFlags
+    from runner.engines.slurm.flags import SlurmFlags
 
     return SlurmFlags(**kw)
 
@@ -288,10 +288,11 @@ def test_cluster_flags_are_checked_before_a_tracker_run_or_sbatch(work, capsys):
     """The engine's typed settings validate them when built (the pipeline builds them right
     after the plan): a refused value creates no job directory and runs no sbatch."""
     from runner.engines.slurm import SlurmEngine
-    from runner.options import RunOptions, SlurmFlags
+    from runner.engines.slurm.flags import SlurmFlags
+    from runner.options import RunOptions
 
     with pytest.raises(ConfigError):
-        SlurmEngine().settings(load_config(), RunOptions(command=("true",), slurm=SlurmFlags(qos="x --export=ALL")))
+        SlurmEngine().settings(load_config(), RunOptions(command=("true",), engine_flags=(("slurm", SlurmFlags(qos="x --export=ALL")),)))
 
 
 def test_node_scope_masks_the_password_of_a_forwarded_url_alone(work):
@@ -299,7 +300,7 @@ def test_node_scope_masks_the_password_of_a_forwarded_url_alone(work):
     as a secret (masked whole); the node must mask the password on its own too, or a job printing
     just the password puts it in slurm-%j.out (failed before: the agent took URL passwords only
     from entries marked public, and the planner never writes such an entry)."""
-    from runner.options import SlurmFlags
+    from runner.engines.slurm.flags import SlurmFlags
 
     password = "url-pass-canary-41c9e07d"
     url = f"https://ci:{password}@tracker.internal/api"
