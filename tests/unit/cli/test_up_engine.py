@@ -13,6 +13,7 @@ from runner.engines import ENGINES
 from runner.engines.base import Launched
 
 CALLS: list[str] = []
+FLAGS: list = []  # the engine's own flags, as its launch (or dry run) received them
 
 
 @dataclass(frozen=True)
@@ -30,14 +31,29 @@ class ToyRequest:
         return replace(self, env={**self.env, **pairs})
 
 
+@dataclass(frozen=True)
+class ToyFlags:
+    """The toy engine's own typed flags (as ``runner.engines.slurm.flags.SlurmFlags`` is Slurm's)."""
+
+    speed: int | None = None
+
+
 class ToyLaunchEngine:
-    """The whole ``runner.engines.base.Engine`` protocol, in memory: the job 'exits' 7."""
+    """The whole ``runner.engines.base.Engine`` protocol, in memory: the job 'exits' 7. It declares one
+    flag of its own (``--toy-speed``), as an engine does: no edit of ``runner.cli`` or ``runner.options``."""
 
     name = "toylaunch"
     audit_after = False
     computed_env: tuple[str, ...] = ()
     gpu_mode = "off"
     runs_in_container = False
+
+    def cli_options(self, parser, command):
+        if command in ("up", "plan"):
+            parser.add_argument("--toy-speed", type=int, metavar="N", help="how fast the toy runs")
+
+    def cli_flags(self, args, command):
+        return ToyFlags(args.toy_speed) if command in ("up", "plan") else None
 
     def settings(self, config, options):
         return None
@@ -53,10 +69,12 @@ class ToyLaunchEngine:
 
     def dry_run(self, request, ctx):
         CALLS.append("dry_run")
+        FLAGS.append(dict(getattr(ctx.options, "engine_flags", ())).get("toylaunch"))
         ctx.out.result(request.render())
 
     def launch(self, request, ctx):
         CALLS.append("launch")
+        FLAGS.append(dict(getattr(ctx.options, "engine_flags", ())).get("toylaunch"))
         return Launched("toy-1", request.plan.name)
 
     def announce(self, launched, ctx, detached):
@@ -82,8 +100,10 @@ def toy(work, monkeypatch):
     (work / "cfg.yaml").write_text("cache:\n  enabled: false\n")
     monkeypatch.setitem(ENGINES, "toylaunch", (__name__, "ToyLaunchEngine"))  # the engine's one registry line
     CALLS.clear()
+    FLAGS.clear()
     yield ["--config", str(work / "cfg.yaml")]
     CALLS.clear()
+    FLAGS.clear()
 
 
 def test_up_launches_and_watches_on_the_engine_it_names(toy):
@@ -97,6 +117,25 @@ def test_up_detach_and_plan_go_through_the_same_engine(toy, capsys):
     CALLS.clear()
     assert main([*toy, "plan", "--engine", "toylaunch", "--gpu", "none", "--image", "img:1", "--", "echo", "hi"]) == 0
     assert CALLS == ["dry_run"] and "toy would run echo hi" in capsys.readouterr().out
+
+
+def test_an_engines_own_flag_is_parsed_and_reaches_its_launch_with_no_cli_edit(toy, capsys):
+    assert main([*toy, "up", "--engine", "toylaunch", "--toy-speed", "3", "--gpu", "none", "--image", "img:1", "--", "true"]) == 7
+    assert "launch" in CALLS and FLAGS == [ToyFlags(3)]
+    FLAGS.clear()
+    assert main([*toy, "plan", "--engine=toylaunch", "--toy-speed", "5", "--gpu", "none", "--image", "img:1", "--", "true"]) == 0
+    assert FLAGS == [ToyFlags(5)]
+    with pytest.raises(SystemExit):
+        main([*toy, "up", "--engine", "toylaunch", "--help"])
+    shown = capsys.readouterr().out
+    assert "--toy-speed N" in shown and "how fast the toy runs" in shown
+
+
+def test_an_engines_flag_belongs_to_that_engine_only(toy, capsys):
+    # without --engine toylaunch, `up` launches on the default engine, which has no such flag: argparse's exit 2
+    with pytest.raises(SystemExit) as exited:
+        main([*toy, "up", "--toy-speed", "3", "--gpu", "none", "--image", "img:1", "--", "true"])
+    assert exited.value.code == 2 and CALLS == [] and FLAGS == []
 
 
 @pytest.mark.parametrize("flag", ["--keep", "--build", "-i"])
