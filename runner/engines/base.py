@@ -223,3 +223,17 @@ class Recorded(Protocol):
 
     def record_logs(self, rec: dict, out: "Output", *, follow: bool, tail: "int | None", node: "str | None") -> int:
         """``logs RUN`` from the engine's own files (default: the run's log the runner kept)."""
+
+
+class Flags(Protocol):
+    """An engine's own command-line flags, so a new engine's flags need no edit in ``runner.cli`` or
+    ``runner.options``. Both optional (an engine without flags lacks both); the CLI asks every
+    registered engine on ``submit`` and the launcher's ``slurm srun|sbatch``, the one ``--engine``
+    names on ``up``/``plan``. Slurm's: ``runner.engines.slurm.flags``."""
+
+    def cli_options(self, parser: Any, command: str) -> None:
+        """Declare the flags ``command`` takes on its parser (``add_argument``, ``add_argument_group``)."""
+
+    def cli_flags(self, args: Any, command: str) -> Any:
+        """The parsed flags as the engine's own frozen dataclass, or None; the launch carries it in
+        ``RunOptions.engine_flags`` and the engine reads it back with ``engine_flags_for(name)``."""
