@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import importlib
 
-# name -> (module, class); imported on demand so a command loads only its own engine.
-ENGINES: dict[str, tuple[str, str]] = {
+# name -> (module, class[, the light module whose ``config_problems(config)`` checks the engine's own
+# config section, the top-level key named like the engine]); imported on demand so a command loads
+# only its own engine.
+ENGINES: dict[str, tuple[str, ...]] = {
     "docker": ("runner.engines.docker", "DockerEngine"),
-    "slurm": ("runner.engines.slurm.engine", "SlurmEngine"),
+    "slurm": ("runner.engines.slurm.engine", "SlurmEngine", "runner.engines.slurm.script"),
     "process": ("runner.engines.process", "ProcessEngine"),
 }
 DEFAULT = "docker"  # what `up`, `plan`, `shell` and `check` launch on without --engine (Docker or Podman: container.engine)
@@ -22,7 +24,7 @@ DEFAULT = "docker"  # what `up`, `plan`, `shell` and `check` launch on without -
 def engine_for(name: str):
     """The engine named ``name``."""
     try:
-        module, cls = ENGINES[name]
+        module, cls = ENGINES[name][:2]
     except KeyError:
         raise ValueError(f"unknown engine {name!r} (known: {', '.join(ENGINES)})") from None
     return getattr(importlib.import_module(module), cls)()
@@ -85,14 +87,9 @@ def config_problems(config) -> list:
     from runner.resources import policies_dir
 
     defaults = str(policies_dir() / "defaults.yaml")
-    if not any(key[:1] == ("slurm",) and not (where or "").startswith(defaults) for key, where in config.lines.items()):
-        return []  # the built-in slurm: section only: nothing of the user's to check (and no Slurm module to load)
-    from runner.engines.slurm.flags import SlurmFlags
-    from runner.engines.slurm.script import settings_from
-    from runner.errors import ConfigError
-
-    try:
-        settings_from(config, SlurmFlags())
-    except ConfigError as exc:
-        return list(exc.problems)
-    return []
+    users = {key[0] for key, where in config.lines.items() if key and not (where or "").startswith(defaults)}
+    problems: list = []
+    for name, entry in ENGINES.items():
+        if len(entry) > 2 and name in users:  # only the built-in section: nothing of the user's to check, nothing loaded
+            problems += importlib.import_module(entry[2]).config_problems(config)
+    return problems

@@ -94,6 +94,15 @@ def _gpu_count(config) -> int:
     return int(text) if text.isdigit() else 0
 
 
+def config_problems(config) -> list[Problem]:
+    """The user's ``slurm:`` section checked as a launch checks it (``runner.engines.config_problems``)."""
+    try:
+        settings_from(config, SlurmFlags())
+    except ConfigError as exc:
+        return list(exc.problems)
+    return []
+
+
 def settings_from(config, flags: SlurmFlags) -> SlurmSettings:
     get = lambda key, default=None: config.get("slurm", key, default=default)  # noqa: E731
     pick = lambda flag, key, default=None: flag if flag is not None else get(key, default)  # noqa: E731
