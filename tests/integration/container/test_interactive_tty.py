@@ -112,7 +112,9 @@ def test_shell_runs_the_images_bash_ctrl_c_reaches_the_job_and_the_container_goe
     ws.names = [name]
     child = _spawn(ws, "shell", "--image", PYTHON_IMAGE, "--name", name)
     child.expect(*PROMPT)
-    child.sendline("printf 'sle''eping\\n'; sleep 30")
+    # The child prints, not bash: a foreground child holds the terminal before it runs (bash, still
+    # forking, would wait out a Ctrl-C until its child ends), and the echo of the typed line reads sle""eping.
+    child.sendline("sh -c 'echo sle\"\"eping; exec sleep 30'")
     child.expect(r"sleeping\r\n")  # the job's output, not the echo of what was typed: the sleep has begun
     child.sendcontrol("c")  # the terminal is raw: Ctrl-C interrupts the shell's sleep, not the runner
     child.expect(*PROMPT)
