@@ -61,6 +61,12 @@ def explain(message: str, parser: argparse.ArgumentParser, command_parser: argpa
         flags = [w.split("=", 1)[0] for w in words if w.startswith("-")]
         known = option_strings(command_parser) if command_parser is not None else []
         known += [s for s in option_strings(parser) if s not in known]
+        owner = next(((f, e) for f in flags if (e := _engine_declaring(f, command_parser))), None)
+        if owner:  # `up --nodes 2`: an option of one engine, asked of the default engine
+            flag, engine = owner
+            command = command_parser.prog.split(maxsplit=1)[-1]
+            return (f"'{flag}' is an option of the {engine} engine, and {command} launches on another one",
+                    f"name the engine: primus-runner {command} --engine {engine} {flag} …")
         for flag in flags:
             guess = closest(flag, known)
             if guess:
@@ -70,6 +76,23 @@ def explain(message: str, parser: argparse.ArgumentParser, command_parser: argpa
         return (f"unexpected argument{'s' if len(words) > 1 else ''}: {unknown['args']}",
                 "put the job's command after --, e.g. primus-runner up -- python train.py")
     return message, None
+
+
+def _engine_declaring(flag: str, command_parser: argparse.ArgumentParser | None) -> str | None:
+    """The engine whose own options for this command include ``flag`` (each engine's ``cli_options``)."""
+    if command_parser is None:
+        return None
+    from runner.engines import ENGINES, engine_for
+
+    command = command_parser.prog.split(maxsplit=1)[-1]
+    for name in ENGINES:
+        declare = getattr(engine_for(name), "cli_options", None)
+        if callable(declare):
+            probe = argparse.ArgumentParser(add_help=False)
+            declare(probe, command)
+            if flag in option_strings(probe):
+                return name
+    return None
 
 
 def _help_hint(command_parser: argparse.ArgumentParser | None) -> str:

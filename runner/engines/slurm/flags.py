@@ -50,13 +50,16 @@ def of(options) -> SlurmFlags:
     return options.engine_flags_for(NAME) or SlurmFlags()
 
 
+_LAUNCH = ("submit", "up", "plan")  # up and plan: only with --engine slurm (runner.cli asks the launching engine)
 _LAUNCHER = ("slurm srun", "slurm sbatch")  # the launcher's slurm subcommands (primus-cli slurm srun|sbatch)
 
 
 def cli_options(parser, command: str) -> None:
-    """Declare the Slurm flags on ``command``'s parser: ``submit`` and the launcher's slurm subcommands."""
-    if command == "submit":
-        _job_options(parser.add_argument_group("Slurm job options (as sbatch spells them)"))
+    """Declare the Slurm flags on ``command``'s parser: ``submit``, ``up``/``plan --engine slurm`` (its
+    ``submit --wait`` and ``submit --dry-run``) and the launcher's slurm subcommands."""
+    if command in _LAUNCH:
+        # up's -t is --tty: up and plan take the long forms only, the same on either command
+        _job_options(parser.add_argument_group("Slurm job options (as sbatch spells them)"), short=command == "submit")
         _cluster_options(parser)
     elif command in _LAUNCHER:
         g = parser.add_argument_group("Slurm flags (each value is checked; nothing may set --export)")
@@ -72,9 +75,9 @@ _CLUSTER = ("nodelist", "exclude", "qos", "reservation", "exclusive", "gres", "c
 
 
 def cli_flags(args, command: str) -> SlurmFlags | None:
-    """``submit``'s parsed Slurm flags as ``SlurmFlags`` (the launcher's modes parse their own tokens:
-    ``runner.cli.launcher_translate``); ``None`` for a command that has none."""
-    if command != "submit":
+    """``submit``'s (or ``up``/``plan --engine slurm``'s) parsed Slurm flags as ``SlurmFlags`` (the launcher's
+    modes parse their own tokens: ``runner.cli.launcher_translate``); ``None`` for a command that has none."""
+    if command not in _LAUNCH:
         return None
     return SlurmFlags(args.nodes, args.partition, args.time, args.account, args.gpus_per_node,
                       **{n: getattr(args, n) for n in _CLUSTER})
@@ -95,9 +98,12 @@ def _cluster_options(p) -> None:
     g.add_argument("--requeue", action="store_true", help="Slurm may requeue the job (preemption, node failure)")
 
 
-def _job_options(g) -> None:
-    g.add_argument("-N", "--nodes", type=int, metavar="N", help="number of nodes (default: slurm.nodes, else 1)")
-    g.add_argument("-p", "--partition", metavar="P", help="partition (default: slurm.partition, else the cluster's default)")
-    g.add_argument("-t", "--time", metavar="T", help="time limit, e.g. 4:00:00 (default: slurm.time)")
-    g.add_argument("-A", "--account", metavar="A", help="account charged (default: slurm.account)")
+def _job_options(g, short: bool = True) -> None:
+    def flags(letter: str, name: str) -> tuple[str, ...]:
+        return (letter, name) if short else (name,)
+
+    g.add_argument(*flags("-N", "--nodes"), type=int, metavar="N", help="number of nodes (default: slurm.nodes, else 1)")
+    g.add_argument(*flags("-p", "--partition"), metavar="P", help="partition (default: slurm.partition, else the cluster's default)")
+    g.add_argument(*flags("-t", "--time"), metavar="T", help="time limit, e.g. 4:00:00 (default: slurm.time)")
+    g.add_argument(*flags("-A", "--account"), metavar="A", help="account charged (default: slurm.account)")
     g.add_argument("--gpus-per-node", type=int, metavar="G", help="GPUs per node (default: slurm.gpus_per_node)")

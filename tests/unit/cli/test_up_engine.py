@@ -159,3 +159,28 @@ def test_plan_engine_slurm_is_submit_dry_run(toy, capsys):
     submitted = capsys.readouterr().out
     strip = lambda text: [line for line in text.splitlines() if "/runs/" not in line and "primus-" not in line]  # noqa: E731 run ids, names
     assert "#SBATCH --nodes=1" in planned and strip(planned) == strip(submitted)
+
+
+@pytest.mark.parametrize("launch", [["plan", "--engine", "slurm"], ["up", "--engine", "slurm", "--dry-run"]])
+def test_up_and_plan_engine_slurm_take_submits_slurm_options(toy, capsys, launch):
+    """``up --engine slurm`` is ``submit --wait``, ``plan --engine slurm`` is ``submit --dry-run``: the job's
+    Slurm options are theirs too, in submit's long spelling (up's -t is --tty), and reach the same batch script."""
+    options = ["--nodes", "3", "--time", "9", "--partition", "p1", "--account", "a1", "--exclusive", "--constraint", "mi300x"]
+    argv = ["--gpu", "none", "--image", "img:1", "--", "echo", "hi"]
+    assert main([*toy, *launch, *options, *argv]) == 0
+    planned = capsys.readouterr().out
+    assert main([*toy, "submit", "--dry-run", *options, *argv]) == 0
+    submitted = capsys.readouterr().out
+    for directive in ("--nodes=3", "--time=9", "--partition=p1", "--account=a1", "--exclusive", "--constraint=mi300x"):
+        assert f"#SBATCH {directive}\n" in planned, directive
+    strip = lambda text: [line for line in text.splitlines() if "/runs/" not in line and "primus-" not in line]  # noqa: E731 run ids, names
+    assert strip(planned) == strip(submitted)
+
+
+@pytest.mark.parametrize("command", ["up", "plan"])
+def test_a_slurm_option_without_engine_slurm_names_the_engine_it_belongs_to(toy, capsys, command):
+    with pytest.raises(SystemExit) as exited:
+        main([*toy, command, "--nodes", "2", "--gpu", "none", "--image", "img:1", "--", "true"])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and CALLS == []
+    assert "'--nodes' is an option of the slurm engine" in err and f"primus-runner {command} --engine slurm --nodes" in err
