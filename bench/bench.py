@@ -442,6 +442,50 @@ def bench_submit() -> None:
         print(f"submit: the cluster has {have} node(s); start more with NODES=8 bash .ci/setup-engines.sh", flush=True)
 
 
+def bench_node_agent() -> None:
+    """What the runner adds on every Slurm node: one node agent (started as the batch script's `srun` starts
+    it, `agent_command`) running `true` in a container, beside the interpreter's own `python -P -c pass` and
+    the `docker run --rm` it replaces, interleaved, median of BENCH_AGENT_RUNS (default 10). CPU is each
+    process's own (with its children): the engine daemon's work is the same on both sides and not counted.
+    Needs Docker only: the agent is started by hand, with the environment Slurm gives it."""
+    import hashlib
+    import json
+
+    sys.path.insert(0, str(REPO))
+    from runner.config import load_config
+    from runner.config.envfile import EnvFile
+    from runner.engines.slurm import script
+    from runner.engines.slurm.flags import SlurmFlags
+    from runner.plan import LaunchFlags, build_plan
+
+    runs = int(os.environ.get("BENCH_AGENT_RUNS", "10"))
+    env = _installed_env(BENCH_API_KEY="bench-secret-value-0123456789")
+    with tempfile.TemporaryDirectory(dir="/tmp") as cwd:
+        work = Path(cwd)
+        (work / ".primus.yaml").write_text(_SUBMIT_CONFIG)
+        config = load_config(str(work / ".primus.yaml"), user_files=False)  # the file as `submit --config` reads it
+        per_node = [(n, "(per node)") for n in script.COMPUTED]
+        plan = build_plan(config, ["true"], env, EnvFile(None), LaunchFlags(gpu="none"), extra_env=per_node).require()
+        text = json.dumps(script.plan_document(plan, script.settings_from(config, SlurmFlags(nodes=1)), work), indent=2)
+        (work / "plan.json").write_text(text)
+        node_env = dict(env, SLURM_NODEID="0", SLURM_NNODES="1", SLURMD_NODENAME="bench", PRIMUS_MASTER_NODEADDR="127.0.0.1",
+                        PRIMUS_RUNNER_PLAN_SHA256=hashlib.sha256(text.encode()).hexdigest())
+        agent = [*script.agent_command(), "node-agent", str(work / "plan.json")]
+        python = [sys.executable, "-P", "-c", "pass"]
+        docker = ["docker", "run", "--rm", "--network", "host", "--ipc", "host", BUSYBOX, "true"]
+        sides = {"agent": ([], []), "python": ([], []), "docker": ([], [])}
+        for i in range(runs + 1):  # the first round warms caches and is not counted
+            for name, cmd, kw in (("agent", agent, {"env": dict(node_env, SLURM_JOB_ID=str(990000 + i))}),
+                                  ("python", python, {"env": env}), ("docker", docker, {"env": env})):
+                wall, cpu = _cpu_timed(cmd, cwd=cwd, **kw)
+                if i:
+                    sides[name][0].append(wall), sides[name][1].append(cpu)
+    (agent_wall, agent_cpu), (_, python_cpu), (docker_wall, docker_cpu) = sides["agent"], sides["python"], sides["docker"]
+    compare("node agent, CPU", agent_cpu, python_cpu, "python -P -c pass")
+    compare("node agent, CPU", agent_cpu, docker_cpu, "docker run --rm (the CLI's own)")
+    compare("node agent `true` in a container, wall", agent_wall, docker_wall, "docker run --rm")
+
+
 def bench_masker() -> None:
     """MaskedStream throughput on a 256 MiB stream in 64 KiB chunks, 20 secrets in scope, vs a plain copy."""
     import secrets as _secrets

@@ -56,7 +56,7 @@ def stored(limit: int = 50) -> tuple[list[str], list[str]]:
 def container_names(timeout: float = 1.0) -> list[str]:
     """The invoking user's runner containers (by label), or nothing when no engine answers."""
     from runner.clients.engine_api.shared import engine_client
-    from runner.plan import LABEL, LABEL_OWNER
+    from runner.launch_plan import LABEL, LABEL_OWNER
 
     try:
         eng = engine_client()

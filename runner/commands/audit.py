@@ -15,7 +15,7 @@ from typing import Sequence
 
 from runner.errors import ConfigError, EngineUnavailable, UsageError
 from runner.options import Sources
-from runner.plan import LABEL
+from runner.launch_plan import LABEL
 from runner.secrets import SecretScope
 from runner.secrets.scan import CHUNK, Finding, Scanner, audit_paths  # noqa: F401  (the scanner's names, re-exported)
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from runner.config import Config
     from runner.options import RunOptions, Selection
-    from runner.plan import LaunchPlan
+    from runner.launch_plan import LaunchPlan
     from runner.secrets import SecretScope
     from runner.secrets.scan import Finding
     from runner.ui import Output

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from runner.plan import LABEL, LABEL_OWNER
+from runner.launch_plan import LABEL, LABEL_OWNER
 
 if TYPE_CHECKING:
     from runner.clients.engine_api import Engine

@@ -23,7 +23,7 @@ from runner.engines.base import Launched, RunContext
 from runner.engines.output import Sink
 from runner.engines.signals import EXIT_SIGNAL, SignalGuard
 from runner.errors import ConfigError, EngineUnavailable, Problem
-from runner.plan import LaunchPlan
+from runner.launch_plan import LaunchPlan
 from runner.records import dataclass, field, replace
 from runner.secrets import MASK
 from runner.secrets.argv import refuse_secret_argv

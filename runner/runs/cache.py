@@ -19,7 +19,7 @@ import os
 import re
 from pathlib import Path
 
-from runner.plan import LaunchPlan, Mount
+from runner.launch_plan import LaunchPlan, Mount
 from runner.records import dataclass
 from runner.runs.paths import CONTAINER_ROOT, cache_home
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Callable
 
 from runner.errors import Problem
-from runner.plan import LaunchPlan, Mount
+from runner.launch_plan import LaunchPlan, Mount
 from runner.records import dataclass, replace
 from runner.runs.paths import CONTAINER_ROOT
 from runner.trackers.job_paths import covering

@@ -13,7 +13,8 @@ from runner.config import Config, _merge, load_config, load_env_and_config
 from runner.config.envfile import EnvFile, env_lookup
 from runner.context import Context, load_context, secret_refs  # noqa: F401  (Context, load_context: re-exported)
 from runner.options import LaunchFlags, Sources
-from runner.plan import LaunchPlan, Planned, build_plan
+from runner.launch_plan import LaunchPlan
+from runner.plan import Planned, build_plan
 from runner.records import dataclass
 from runner.secrets import SecretScope
 from runner.ui import Output

@@ -20,7 +20,7 @@ from runner import __version__
 from runner.errors import RuntimeFailure, UsageError
 
 if TYPE_CHECKING:
-    from runner.plan import LaunchPlan
+    from runner.launch_plan import LaunchPlan
     from runner.secrets import Masker
 
 SCHEMA_VERSION = 1

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Mapping
 from runner.ui.ci import github_actions, safe_link
 
 if TYPE_CHECKING:
-    from runner.plan import LaunchPlan
+    from runner.launch_plan import LaunchPlan
     from runner.secrets import Masker
 
 

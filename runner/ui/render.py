@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from runner.plan import LaunchPlan
+from runner.launch_plan import LaunchPlan
 from runner.secrets import MASK, Masker
 from runner.ui import Output
 

@@ -31,7 +31,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("runner.clients",),          # the one Engine API client, registry, git
     ("runner.gpus",),             # GPU discovery (sysfs/proc), selection, holders and leases, Slurm mapping
     ("runner.trackers",),         # the Tracker protocol, one module per tracker, the registry
-    ("runner.plan",),             # the LaunchPlan
+    ("runner.launch_plan",),      # the LaunchPlan type (what every engine and each Slurm node receive)
+    ("runner.plan",),             # planning: config, flags and environment in, a LaunchPlan out
     ("runner.runs.paths",),       # where runs live: the state directory, run ids
     ("runner.runs.cache",),       # the job cache mount (pure, on a plan): each Slurm node applies it too
     ("runner.ui.render",),        # views of a plan: above the plan they draw

@@ -78,10 +78,10 @@ def pull_as_needed(engine: "Engine", image: str, *, policy: str, lookup, out=Non
     ``progress`` is not given. ``present``: what the caller already knows (a
     create that answered 404 → False), saving the inspect. Returns True when pulled.
     """
-    from runner.clients.registry import ENV_NAMES, credentials_for
-
     if _present_enough(engine, image, policy, present):
         return False
+    from runner.clients.registry import ENV_NAMES, credentials_for  # only for a pull: a local image needs no login
+
     credential = credentials_for(image, lookup, env_names=env_names or ENV_NAMES)
     if progress is None and out is not None:
         from runner.ui.pull_progress import progress_for

@@ -21,7 +21,7 @@ from runner.engines.base import Launched, RunContext, delegate
 from runner.engines.docker.container import DockerRequest
 from runner.engines.docker.request import inspect_local, make_request, resolve, resolve_unasked
 from runner.errors import EngineUnavailable
-from runner.plan import LaunchPlan
+from runner.launch_plan import LaunchPlan
 from runner.records import dataclass
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ import copy
 
 from runner.config import container_values
 from runner.errors import ConfigError, Problem
-from runner.plan import LABEL, LABEL_JOB, LaunchPlan
+from runner.launch_plan import LABEL, LABEL_JOB, LaunchPlan
 from runner.records import dataclass, field, replace
 from runner.secrets import Masker
 

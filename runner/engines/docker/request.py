@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from runner.engines.docker import shim
 from runner.engines.docker.container import DockerRequest, container_config, labels_for
 from runner.errors import RuntimeFailure
-from runner.plan import LaunchPlan
+from runner.launch_plan import LaunchPlan
 from runner.records import replace
 
 if TYPE_CHECKING:

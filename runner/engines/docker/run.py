@@ -20,7 +20,7 @@ from runner.engines.docker.request import inspect_local
 from runner.engines.output import Sink  # noqa: F401 (exec and logs write through it too)
 from runner.engines.signals import EXIT_SIGNAL, SignalGuard
 from runner.errors import ConfigError, EngineUnavailable, Interrupted, Problem, RuntimeFailure
-from runner.plan import LaunchPlan
+from runner.launch_plan import LaunchPlan
 from runner.records import dataclass
 from runner.secrets import Masker
 from runner.ui import Output

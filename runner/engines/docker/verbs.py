@@ -17,7 +17,7 @@ from runner.clients.engine_api.shared import engine_client
 from runner.engines.containers import managed, name_of, owner_filter, remove_containers, would_remove
 from runner.errors import RuntimeFailure, UsageError
 from runner.options import Selection
-from runner.plan import LABEL, LABEL_OWNER
+from runner.launch_plan import LABEL, LABEL_OWNER
 from runner.ui import Output
 
 # A name that is no runner container of yours: 1, as the contract's table fixes for ps/logs/down (0 or 1),

@@ -21,7 +21,7 @@ from pathlib import Path
 from runner.engines.slurm.node import (LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, PLAN_DIGEST, PLAN_FORMAT, address_of,
                                        master_address, plan_digest, planned_engine, require_job_id)
 from runner.errors import ConfigError, Problem, RunnerError, UsageError
-from runner.plan import LaunchPlan
+from runner.launch_plan import LaunchPlan
 from runner.records import replace
 from runner.secrets import Secret, SecretScope, secret_scope
 from runner.ui import Output
@@ -52,6 +52,32 @@ def plan_from_document(doc: dict, environ: dict[str, str], extra_secrets: tuple[
         extra=list(plan.secret_env().items()) + [(n, Secret(environ[n])) for n in extra_secrets if environ.get(n)],
     )
     return plan, scope, missing
+
+
+def main(argv: list[str]) -> int:
+    """``node-agent PLAN`` or ``node-agent --cleanup JOB [PLAN]``, from ``entry.py``: the two forms the
+    batch script and ``cancel`` write (``primus-runner node-agent`` parses the same through the CLI)."""
+    from runner.ui import ci
+
+    ci.disable()  # runs on Slurm nodes; its output is written to log files
+    out = Output(color=False)
+    try:
+        match argv:
+            case ["node-agent", "--cleanup", job, *plan_file] if len(plan_file) <= 1:
+                return cleanup(job, out, *plan_file)
+            case ["node-agent", plan_file] if not plan_file.startswith("-"):
+                return run_node(plan_file, out)
+        raise UsageError(f"node-agent: unexpected arguments {' '.join(argv[1:]) or '(none)'}",
+                         "it is started by the batch script submit writes: node-agent PLAN, or node-agent --cleanup JOB [PLAN]")
+    except RunnerError as exc:
+        out.error(exc.message, exc.hint)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        out.error("interrupted")
+        return 130
+    except Exception as exc:  # a bug: one masked line, as the CLI says it
+        out.error(f"internal error: {type(exc).__name__}: {exc}", "report it with the job's output")
+        return 3
 
 
 def cleanup(job: str, out: Output, plan_file: str | None = None) -> int:

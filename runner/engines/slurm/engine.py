@@ -18,7 +18,7 @@ from pathlib import Path
 from runner.engines.base import Launched, RunContext, delegate
 from runner.engines.slurm import flags, jobs
 from runner.engines.slurm.script import COMPUTED, LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, SlurmRequest, SlurmSettings, export_names, render_script, settings_from
-from runner.plan import LaunchPlan
+from runner.launch_plan import LaunchPlan
 from runner.secrets import Secret, SecretScope
 
 

@@ -19,7 +19,7 @@ from runner.engines.slurm import values
 from runner.engines.slurm.flags import SlurmFlags
 from runner.errors import ConfigError, Problem
 from runner.engines.slurm.node import LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, PLAN_DIGEST, PLAN_FORMAT  # noqa: F401  (shared with the node)
-from runner.plan import LaunchPlan
+from runner.launch_plan import LaunchPlan
 from runner.records import dataclass
 
 PLAN_FILE = "plan.json"
@@ -269,7 +269,8 @@ class SlurmRequest:
 
 # --------------------------------------------------------------------------- batch script
 def agent_command() -> list[str]:
-    """This very install on the nodes: the same interpreter, the runner as a module.
+    """This very install on the nodes: the same interpreter, the agent's own entry module
+    (``entry``: no command-line parser to load on every node).
 
     ``-P`` keeps the job's working directory off ``sys.path`` (a user's own
     ``runner/`` package must not shadow ours).
@@ -277,7 +278,7 @@ def agent_command() -> list[str]:
     cmd = [sys.executable]
     if sys.version_info >= (3, 11):
         cmd.append("-P")
-    return cmd + ["-m", "runner"]
+    return cmd + ["-m", "runner.engines.slurm.entry"]
 
 
 def _directive_value(value: str) -> str:

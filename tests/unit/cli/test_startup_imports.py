@@ -51,6 +51,8 @@ NOT_IN_AGENT = (
     "urllib.request", "concurrent.futures", "docker",
     # a direct or container entry is not a launcher mode; nor a docker engine on a direct entry
     "runner.cli.launcher_args", "runner.engines.docker", "difflib", "glob", "logging", "uuid", "dataclasses", "inspect",
+    # planning: the plan file is a plan already (runner.launch_plan rebuilds it)
+    "runner.plan", "runner.config.container_values",
 )
 
 
@@ -80,8 +82,9 @@ _DRIVER = (
     "collected = []\n"
     "gc.callbacks.append(lambda phase, info: phase == 'start' and collected.append(info['generation']))\n"
     "atexit.register(said)\n"
-    "sys.argv = ['runner', *sys.argv[1:]]\n"
-    "runpy.run_module('runner', run_name='__main__', alter_sys=True)\n"
+    "module = sys.argv.pop(1)\n"
+    "sys.argv = [module, *sys.argv[1:]]\n"
+    "runpy.run_module(module, run_name='__main__', alter_sys=True)\n"
 )
 
 
@@ -95,9 +98,8 @@ def runner_modules(names: set[str]) -> list[str]:
 
 
 def imported(args: list[str], cwd: Path, env: dict) -> tuple[subprocess.CompletedProcess, set[str]]:
-    at = args.index("-m")  # interpreter flags (-P) stay before the driver
-    assert args[at + 1] == "runner", args
-    done = subprocess.run([sys.executable, "-X", "importtime", *args[:at], "-c", _DRIVER, *args[at + 2:]], cwd=cwd, env=env,
+    at = args.index("-m")  # interpreter flags (-P) stay before the driver, which runs the module
+    done = subprocess.run([sys.executable, "-X", "importtime", *args[:at], "-c", _DRIVER, *args[at + 1:]], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=120)
     lines = done.stderr.splitlines()
     names = {line.rsplit("|", 1)[1].strip() for line in lines if line.startswith("import time:")}
@@ -173,16 +175,24 @@ def _plan_file(work: Path) -> str:
     return hashlib.sha256(text.encode()).hexdigest()  # what the batch script hands every node
 
 
-def test_the_node_agent_loads_none_of_the_submit_side(tmp_path):
+@pytest.mark.parametrize("how", ["srun", "cli"])
+def test_the_node_agent_loads_none_of_the_submit_side(tmp_path, how):
+    """As the batch script starts it on every node (``agent_command``: its own entry, no command-line
+    parser), and as ``primus-runner node-agent`` (the CLI's parser for that one command)."""
+    from runner.engines.slurm.script import agent_command
+
     digest = _plan_file(tmp_path)
     env = _env(tmp_path)
     env.update(SLURM_JOB_ID="4242", SLURM_NODEID="0", PRIMUS_RUNNER_PLAN_SHA256=digest, PRIMUS_MASTER_NODEADDR="127.0.0.1")
-    done, names = imported(["-P", "-m", "runner", "node-agent", str(tmp_path / "plan.json")], tmp_path, env)
+    command = agent_command()[1:] if how == "srun" else ["-P", "-m", "runner"]
+    done, names = imported([*command, "node-agent", str(tmp_path / "plan.json")], tmp_path, env)
     assert done.returncode == 0, done.stderr[-2000:]
     assert (tmp_path / "exit-4242-0").read_text() == "0\n"  # it ran the job
-    assert "runner.engines.slurm.agent" in names and "runner.plan" in names
+    assert "runner.engines.slurm.agent" in names and "runner.launch_plan" in names
     assert sorted(n for n in NOT_IN_AGENT if n in names) == []
-    assert said(done, "parsers") == ["node-agent"]
+    if how == "srun":  # the per-node start-up: no parser, no CLI, no registry client for an image already there
+        assert sorted(n for n in ("argparse", "runner.cli", "runner.context", "runner.clients.registry", "runner.config.envfile") if n in names) == []
+    assert said(done, "parsers") == ([] if how == "srun" else ["node-agent"])
     assert said(done, "compiled") == []
     assert said(done, "frozen") == ["0"]  # it ran a job: it ends with the collector on and nothing frozen (its files close)
     assert len(runner_modules(names)) <= AGENT_RUNNER_MODULES, runner_modules(names)
