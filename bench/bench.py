@@ -377,7 +377,12 @@ def _until_both_running(client, label: str, start: float, timeout: float = 300) 
 def bench_submit() -> None:
     """`submit` until all N containers run vs a hand-written `sbatch` + `srun docker run`
     of the same job, interleaved, for N = 1, 2, 4, 8 (those the cluster has: `NODES=8 .ci/setup-engines.sh`),
-    median of BENCH_SUBMIT_RUNS (default 5) with min and max; then how each side grows per added node."""
+    median of BENCH_SUBMIT_RUNS (default 5) with min and max; then how each side grows per added node.
+
+    Each time is also split at the moment Slurm shows the job RUNNING: before it is the scheduler's
+    (when slurmctld next looks at its queue: it varies by a second or more, run to run, on both sides
+    alike), after it is the job's own start on its nodes (the batch script, `srun`, each node's agent
+    or `docker run`, the containers): the per-node slope of that part is the one the runner can move."""
     import json
 
     import docker
@@ -388,10 +393,17 @@ def bench_submit() -> None:
     sizes = [n for n in (1, 2, 4, 8) if n <= have]  # from 1: two nodes already give a per-node slope
     env = dict(os.environ, NO_COLOR="1", BENCH_API_KEY="bench-secret-value-0123456789")
 
-    def until_all_running(label: str, n: int, start: float, timeout: float = 300) -> float:
+    def until_all_running(job: str, label: str, n: int, start: float, timeout: float = 300) -> tuple[float, float]:
+        """(submit to all N running, job RUNNING to all N running): polled in turn, one at a time."""
+        started = None
         while time.perf_counter() - start < timeout:
-            if _running(client, label) >= n:
-                return time.perf_counter() - start
+            if started is None:
+                state = subprocess.run(["squeue", "-h", "-j", job, "-o", "%T"], capture_output=True, text=True).stdout.strip()
+                if state in ("RUNNING", "COMPLETING", "") or _running(client, label):
+                    started = time.perf_counter()
+            elif _running(client, label) >= n:
+                done = time.perf_counter()
+                return done - start, done - started
             time.sleep(0.05)
         raise OSError(f"containers with {label} did not start within {timeout} s")
 
@@ -399,20 +411,21 @@ def bench_submit() -> None:
         while subprocess.run(["squeue", "-h", "-j", job], capture_output=True, text=True).stdout.strip():
             time.sleep(0.1)  # both sides start from an empty queue
 
-    medians: dict[int, tuple[float, float]] = {}
+    medians: dict[int, tuple[float, float, float, float]] = {}
     with tempfile.TemporaryDirectory(dir="/tmp") as cwd:
         Path(cwd, ".primus.yaml").write_text(_SUBMIT_CONFIG)
         for n in sizes:
             script = Path(cwd, f"raw-{n}.sbatch")
             script.write_text(_RAW_SBATCH.format(image=BUSYBOX).replace("--nodes=2", f"--nodes={n}"))
-            ours, raws = [], []
+            ours, raws, ours_on_nodes, raws_on_nodes = [], [], [], []
             for _ in range(runs):
                 start = time.perf_counter()
                 result = subprocess.run(RUNNER + ["--json", "submit", "--gpu", "none", "--nodes", str(n), "--", "sleep", "60"],
                                         cwd=cwd, env=env, capture_output=True, text=True, check=True)
                 job = json.loads(result.stdout)["job_id"]
                 try:
-                    ours.append(until_all_running(f"io.primus-runner.slurm-job={job}", n, start))
+                    total, on_nodes = until_all_running(job, f"io.primus-runner.slurm-job={job}", n, start)
+                    ours.append(total), ours_on_nodes.append(on_nodes)
                 finally:
                     subprocess.run(RUNNER + ["cancel", job], cwd=cwd, env=env, capture_output=True)
                     drained(job)
@@ -422,7 +435,8 @@ def bench_submit() -> None:
                                      capture_output=True, text=True, check=True).stdout.strip()
                 label = f"io.primus-runner.slurm-job=raw-{job}"
                 try:
-                    raws.append(until_all_running(label, n, start))
+                    total, on_nodes = until_all_running(job, label, n, start)
+                    raws.append(total), raws_on_nodes.append(on_nodes)
                 finally:
                     subprocess.run(["scancel", job], capture_output=True)
                     drained(job)
@@ -430,14 +444,17 @@ def bench_submit() -> None:
                         client.api.remove_container(c["Id"], force=True)
             print(f"N={n}: submit to all containers running: {', '.join(f'{t:.2f}' for t in ours)} s; "
                   f"sbatch+srun docker run: {', '.join(f'{t:.2f}' for t in raws)} s", flush=True)
-            medians[n] = (statistics.median(ours), statistics.median(raws))
+            medians[n] = (statistics.median(ours), statistics.median(raws), statistics.median(ours_on_nodes), statistics.median(raws_on_nodes))
             compare(f"submit -> {n} containers running", ours, raws, "sbatch + srun docker run", scale=1, unit="s")
+            compare(f"job RUNNING -> {n} containers running", ours_on_nodes, raws_on_nodes, "sbatch + srun docker run")
     if len(sizes) > 1:
-        lo, hi = sizes[0], sizes[-1]
-        per_ours = (medians[hi][0] - medians[lo][0]) / (hi - lo)
-        per_raw = (medians[hi][1] - medians[lo][1]) / (hi - lo)
-        print(f"submit per added node (N={lo}..{hi}): primus-runner {per_ours * 1000:+.0f} ms/node, "
-              f"sbatch + srun docker run {per_raw * 1000:+.0f} ms/node", flush=True)
+        for what, ours_at, raw_at in (("submit", 0, 1), ("job RUNNING", 2, 3)):
+            for lo in sorted({sizes[0], sizes[1]}):
+                hi = sizes[-1]
+                per_ours = (medians[hi][ours_at] - medians[lo][ours_at]) / (hi - lo)
+                per_raw = (medians[hi][raw_at] - medians[lo][raw_at]) / (hi - lo)
+                print(f"{what} -> all running, per added node (N={lo}..{hi}): primus-runner {per_ours * 1000:+.0f} ms/node, "
+                      f"sbatch + srun docker run {per_raw * 1000:+.0f} ms/node", flush=True)
     else:
         print(f"submit: the cluster has {have} node(s); start more with NODES=8 bash .ci/setup-engines.sh", flush=True)
 

@@ -269,16 +269,25 @@ class SlurmRequest:
 
 # --------------------------------------------------------------------------- batch script
 def agent_command() -> list[str]:
-    """This very install on the nodes: the same interpreter, the agent's own entry module
-    (``entry``: no command-line parser to load on every node).
+    """This very install on the nodes: the same interpreter, the agent's own entry file
+    (``entry``: no ``site``, no command-line parser to load on every node), and the
+    directories this process imports from.
 
     ``-P`` keeps the job's working directory off ``sys.path`` (a user's own
     ``runner/`` package must not shadow ours).
     """
-    cmd = [sys.executable]
+    cmd = [sys.executable, "-S"]
     if sys.version_info >= (3, 11):
         cmd.append("-P")
-    return cmd + ["-m", "runner.engines.slurm.entry"]
+    return cmd + [str(Path(__file__).resolve().with_name("entry.py")), "--path", agent_path()]
+
+
+def agent_path() -> str:
+    """Where the agent's imports come from, as ``site`` found them for this process: this package's
+    root first, then this interpreter's install directories (its site-packages, the user's)."""
+    root = str(Path(__file__).resolve().parents[3])  # runner/engines/slurm/script.py -> the directory holding runner/
+    installs = [p for p in sys.path if p.rstrip(os.sep).endswith(("site-packages", "dist-packages"))]
+    return os.pathsep.join(dict.fromkeys([root, *installs]))
 
 
 def _directive_value(value: str) -> str:

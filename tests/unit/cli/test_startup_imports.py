@@ -82,9 +82,12 @@ _DRIVER = (
     "collected = []\n"
     "gc.callbacks.append(lambda phase, info: phase == 'start' and collected.append(info['generation']))\n"
     "atexit.register(said)\n"
-    "module = sys.argv.pop(1)\n"
-    "sys.argv = [module, *sys.argv[1:]]\n"
-    "runpy.run_module(module, run_name='__main__', alter_sys=True)\n"
+    "how, target = sys.argv.pop(1), sys.argv.pop(1)\n"
+    "sys.argv = [target, *sys.argv[1:]]\n"
+    "if how == '-m':\n"
+    "    runpy.run_module(target, run_name='__main__', alter_sys=True)\n"
+    "else:\n"
+    "    runpy.run_path(target, run_name='__main__')\n"
 )
 
 
@@ -98,8 +101,11 @@ def runner_modules(names: set[str]) -> list[str]:
 
 
 def imported(args: list[str], cwd: Path, env: dict) -> tuple[subprocess.CompletedProcess, set[str]]:
-    at = args.index("-m")  # interpreter flags (-P) stay before the driver, which runs the module
-    done = subprocess.run([sys.executable, "-X", "importtime", *args[:at], "-c", _DRIVER, *args[at + 1:]], cwd=cwd, env=env,
+    # Interpreter flags (-P, -S) stay before the driver, which runs the module (-m NAME) or the file.
+    at = args.index("-m") if "-m" in args else next(i for i, a in enumerate(args) if not a.startswith("-"))
+    how, target = ("-m", args[at + 1]) if args[at] == "-m" else ("file", args[at])
+    rest = args[at + (2 if how == "-m" else 1):]
+    done = subprocess.run([sys.executable, "-X", "importtime", *args[:at], "-c", _DRIVER, how, target, *rest], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=120)
     lines = done.stderr.splitlines()
     names = {line.rsplit("|", 1)[1].strip() for line in lines if line.startswith("import time:")}
@@ -178,7 +184,7 @@ def _plan_file(work: Path) -> str:
 @pytest.mark.parametrize("how", ["srun", "cli"])
 def test_the_node_agent_loads_none_of_the_submit_side(tmp_path, how):
     """As the batch script starts it on every node (``agent_command``: its own entry, no command-line
-    parser), and as ``primus-runner node-agent`` (the CLI's parser for that one command)."""
+    parser, no ``site``), and as ``primus-runner node-agent`` (the CLI's parser for that one command)."""
     from runner.engines.slurm.script import agent_command
 
     digest = _plan_file(tmp_path)
@@ -190,7 +196,8 @@ def test_the_node_agent_loads_none_of_the_submit_side(tmp_path, how):
     assert (tmp_path / "exit-4242-0").read_text() == "0\n"  # it ran the job
     assert "runner.engines.slurm.agent" in names and "runner.launch_plan" in names
     assert sorted(n for n in NOT_IN_AGENT if n in names) == []
-    if how == "srun":  # the per-node start-up: no parser, no CLI, no registry client for an image already there
+    if how == "srun":  # the per-node start-up: no site, no parser, no CLI, no registry client for an image already there
+        assert "site" not in names and command[0] == "-S"
         assert sorted(n for n in ("argparse", "runner.cli", "runner.context", "runner.clients.registry", "runner.config.envfile") if n in names) == []
     assert said(done, "parsers") == ([] if how == "srun" else ["node-agent"])
     assert said(done, "compiled") == []

@@ -88,7 +88,8 @@ def test_script_has_names_only_and_an_explicit_export_list(work):
     assert "--gpus-per-node" not in script  # --gpu none requests no GPUs
     srun = next(line for line in script.splitlines() if line.startswith("srun "))
     assert "--ntasks-per-node=1" in srun and "--kill-on-bad-exit=1" in srun
-    assert f"{sys.executable} -P -m runner.engines.slurm.entry node-agent {work / 'job' / 'plan.json'}" in srun
+    entry = Path(slurm_script.__file__).with_name("entry.py")
+    assert f"{sys.executable} -S -P {entry} --path {slurm_script.agent_path()} node-agent {work / 'job' / 'plan.json'}" in srun
     assert "node-agent --cleanup" in script
 
 
