@@ -79,20 +79,14 @@ def explain(message: str, parser: argparse.ArgumentParser, command_parser: argpa
 
 
 def _engine_declaring(flag: str, command_parser: argparse.ArgumentParser | None) -> str | None:
-    """The engine whose own options for this command include ``flag`` (each engine's ``cli_options``)."""
+    """The engine whose own options for this command include ``flag`` (each engine's ``options()``)."""
     if command_parser is None:
         return None
+    from runner.cli.engine_options import flag_strings
     from runner.engines import ENGINES, engine_for
 
     command = command_parser.prog.split(maxsplit=1)[-1]
-    for name in ENGINES:
-        declare = getattr(engine_for(name), "cli_options", None)
-        if callable(declare):
-            probe = argparse.ArgumentParser(add_help=False)
-            declare(probe, command)
-            if flag in option_strings(probe):
-                return name
-    return None
+    return next((name for name in ENGINES if flag in flag_strings(engine_for(name).options(), command)), None)
 
 
 def _help_hint(command_parser: argparse.ArgumentParser | None) -> str:

@@ -1,5 +1,5 @@
-"""The Slurm engine's own command-line flags: their declarations (``cli_options``), the typed
-``SlurmFlags`` they become (``cli_flags``), and where a launch finds them (``of``).
+"""The Slurm engine's own command-line flags: their declarations as data (``OPTIONS``), the typed
+``SlurmFlags`` they become (``cli_flags``, from a plain mapping), and where a launch finds them (``of``).
 
 The CLI asks each registered engine for its flags (``runner.cli``), so no generic module
 names a Slurm option. Light on purpose: ``script`` and the CLI import it.
@@ -7,6 +7,9 @@ names a Slurm option. Light on purpose: ``script`` and the CLI import it.
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
+from runner.engines.base import Option
 from runner.records import dataclass
 
 NAME = "slurm"  # the engine's registry name: its entry in a launch's engine_flags
@@ -52,58 +55,57 @@ def of(options) -> SlurmFlags:
 
 _LAUNCH = ("submit", "up", "plan")  # up and plan: only with --engine slurm (runner.cli asks the launching engine)
 _LAUNCHER = ("slurm srun", "slurm sbatch")  # the launcher's slurm subcommands (primus-cli slurm srun|sbatch)
+_SHORT = ("submit", *_LAUNCHER)  # up's -t is --tty: up and plan take the long forms only
+
+_JOB = "Slurm job options (as sbatch spells them)"
+_CLUSTER_GROUP = "Slurm options (as sbatch takes them; each value is checked before anything is submitted)"
 
 
-def cli_options(parser, command: str) -> None:
-    """Declare the Slurm flags on ``command``'s parser: ``submit``, ``up``/``plan --engine slurm`` (its
-    ``submit --wait`` and ``submit --dry-run``) and the launcher's slurm subcommands."""
-    if command in _LAUNCH:
-        # up's -t is --tty: up and plan take the long forms only, the same on either command
-        _job_options(parser.add_argument_group("Slurm job options (as sbatch spells them)"), short=command == "submit")
-        _cluster_options(parser)
-    elif command in _LAUNCHER:
-        g = parser.add_argument_group("Slurm flags (each value is checked; nothing may set --export)")
-        _job_options(g)
-        g.add_argument("-o", "--output", metavar="FILE", help="the job's output file")
-        _cluster_options(parser)
-        parser.add_argument("-w", dest="nodelist", metavar="NODES", help="same as --nodelist")
-        parser.add_argument("-x", dest="exclude", metavar="NODES", help="same as --exclude")
+def _job(flags: tuple[str, ...], help: str, **kw) -> Option:
+    return Option(flags, help, _LAUNCH + _LAUNCHER, group=_JOB, short_on=_SHORT, **kw)
+
+
+def _cluster(flag: str, metavar: str | None, help: str, **kw) -> Option:
+    return Option((flag,), help, _LAUNCH + _LAUNCHER, metavar=metavar, group=_CLUSTER_GROUP, **kw)
+
+
+# The Slurm engine's options, as data (TorchX runopts): runner.cli alone makes argparse of them.
+OPTIONS: tuple[Option, ...] = (
+    _job(("-N", "--nodes"), "number of nodes (default: slurm.nodes, else 1)", type="int", metavar="N"),
+    _job(("-p", "--partition"), "partition (default: slurm.partition, else the cluster's default)", metavar="P"),
+    _job(("-t", "--time"), "time limit, e.g. 4:00:00 (default: slurm.time)", metavar="T"),
+    _job(("-A", "--account"), "account charged (default: slurm.account)", metavar="A"),
+    _job(("--gpus-per-node",), "GPUs per node (default: slurm.gpus_per_node)", type="int", metavar="G"),
+    Option(("-o", "--output"), "the job's output file", _LAUNCHER, metavar="FILE", group=_JOB, short_on=_LAUNCHER),
+    _cluster("--nodelist", "NODES", "run on these nodes, e.g. n[1-4]"), _cluster("--exclude", "NODES", "never on these nodes"),
+    _cluster("--qos", "QOS", "quality of service"), _cluster("--reservation", "NAME", "run in this reservation"),
+    _cluster("--gres", "LIST", "generic resources per node, e.g. gpu:8"),
+    _cluster("--constraint", "LIST", "node features, e.g. mi300x&ib"), _cluster("--mem", "SIZE", "memory per node, e.g. 512G"),
+    _cluster("--mail-type", "TYPES", "when Slurm mails you, e.g. END,FAIL"), _cluster("--mail-user", "USER", "who Slurm mails"),
+    _cluster("--dependency", "LIST", "start after other jobs, e.g. afterok:1234"),
+    _cluster("--signal", "[B:]SIG[@S]", "signal the job S seconds before its time limit"),
+    _cluster("--cpus-per-task", "N", "CPUs per task", type="int"),
+    _cluster("--exclusive", None, "the nodes are not shared with other jobs", switch=True),
+    _cluster("--requeue", None, "Slurm may requeue the job (preemption, node failure)", switch=True),
+    Option(("-w",), "same as --nodelist", _LAUNCHER, dest="nodelist", metavar="NODES", short_on=_LAUNCHER),
+    Option(("-x",), "same as --exclude", _LAUNCHER, dest="exclude", metavar="NODES", short_on=_LAUNCHER),
+)
+
+
+def options() -> tuple[Option, ...]:
+    """The options above (what ``SlurmEngine.options`` answers)."""
+    return OPTIONS
 
 
 _CLUSTER = ("nodelist", "exclude", "qos", "reservation", "exclusive", "gres", "constraint", "mem", "cpus_per_task",
             "mail_type", "mail_user", "dependency", "requeue", "signal")
 
 
-def cli_flags(args, command: str) -> SlurmFlags | None:
-    """``submit``'s (or ``up``/``plan --engine slurm``'s) parsed Slurm flags as ``SlurmFlags`` (the launcher's
-    modes parse their own tokens: ``runner.cli.launcher_translate``); ``None`` for a command that has none."""
+def cli_flags(values: Mapping[str, Any], command: str) -> SlurmFlags | None:
+    """``submit``'s (or ``up``/``plan --engine slurm``'s) parsed Slurm options (option dest -> value, a plain
+    mapping) as ``SlurmFlags`` (the launcher's modes parse their own tokens: ``runner.cli.launcher_translate``);
+    ``None`` for a command that has none."""
     if command not in _LAUNCH:
         return None
-    return SlurmFlags(args.nodes, args.partition, args.time, args.account, args.gpus_per_node,
-                      **{n: getattr(args, n) for n in _CLUSTER})
-
-
-def _cluster_options(p) -> None:
-    g = p.add_argument_group("Slurm options (as sbatch takes them; each value is checked before anything is submitted)")
-    for flag, metavar, what in (
-            ("--nodelist", "NODES", "run on these nodes, e.g. n[1-4]"), ("--exclude", "NODES", "never on these nodes"),
-            ("--qos", "QOS", "quality of service"), ("--reservation", "NAME", "run in this reservation"),
-            ("--gres", "LIST", "generic resources per node, e.g. gpu:8"), ("--constraint", "LIST", "node features, e.g. mi300x&ib"),
-            ("--mem", "SIZE", "memory per node, e.g. 512G"), ("--mail-type", "TYPES", "when Slurm mails you, e.g. END,FAIL"),
-            ("--mail-user", "USER", "who Slurm mails"), ("--dependency", "LIST", "start after other jobs, e.g. afterok:1234"),
-            ("--signal", "[B:]SIG[@S]", "signal the job S seconds before its time limit")):
-        g.add_argument(flag, metavar=metavar, help=what)
-    g.add_argument("--cpus-per-task", type=int, metavar="N", help="CPUs per task")
-    g.add_argument("--exclusive", action="store_true", help="the nodes are not shared with other jobs")
-    g.add_argument("--requeue", action="store_true", help="Slurm may requeue the job (preemption, node failure)")
-
-
-def _job_options(g, short: bool = True) -> None:
-    def flags(letter: str, name: str) -> tuple[str, ...]:
-        return (letter, name) if short else (name,)
-
-    g.add_argument(*flags("-N", "--nodes"), type=int, metavar="N", help="number of nodes (default: slurm.nodes, else 1)")
-    g.add_argument(*flags("-p", "--partition"), metavar="P", help="partition (default: slurm.partition, else the cluster's default)")
-    g.add_argument(*flags("-t", "--time"), metavar="T", help="time limit, e.g. 4:00:00 (default: slurm.time)")
-    g.add_argument(*flags("-A", "--account"), metavar="A", help="account charged (default: slurm.account)")
-    g.add_argument("--gpus-per-node", type=int, metavar="G", help="GPUs per node (default: slurm.gpus_per_node)")
+    return SlurmFlags(values["nodes"], values["partition"], values["time"], values["account"], values["gpus_per_node"],
+                      **{n: values[n] for n in _CLUSTER})

@@ -10,7 +10,7 @@ import pytest
 
 from runner.cli import main
 from runner.engines import ENGINES
-from runner.engines.base import Launched
+from runner.engines.base import EngineBase, Launched, Option
 
 CALLS: list[str] = []
 FLAGS: list = []  # the engine's own flags, as its launch (or dry run) received them
@@ -20,6 +20,7 @@ FLAGS: list = []  # the engine's own flags, as its launch (or dry run) received 
 class ToyRequest:
     plan: object
     env: dict = field(default_factory=dict)
+    flags: object = None  # the engine's own flags, decided into the request
 
     def render(self) -> str:
         return f"toy would run {' '.join(self.plan.command)}"
@@ -38,7 +39,7 @@ class ToyFlags:
     speed: int | None = None
 
 
-class ToyLaunchEngine:
+class ToyLaunchEngine(EngineBase):
     """The whole ``runner.engines.base.Engine`` protocol, in memory: the job 'exits' 7. It declares one
     flag of its own (``--toy-speed``), as an engine does: no edit of ``runner.cli`` or ``runner.options``."""
 
@@ -48,12 +49,12 @@ class ToyLaunchEngine:
     gpu_mode = "off"
     runs_in_container = False
 
-    def cli_options(self, parser, command):
-        if command in ("up", "plan"):
-            parser.add_argument("--toy-speed", type=int, metavar="N", help="how fast the toy runs")
+    @staticmethod
+    def options():
+        return (Option(("--toy-speed",), "how fast the toy runs", ("up", "plan"), type="int", metavar="N", group="Toy options"),)
 
-    def cli_flags(self, args, command):
-        return ToyFlags(args.toy_speed) if command in ("up", "plan") else None
+    def cli_flags(self, values, command):
+        return ToyFlags(values["toy_speed"]) if command in ("up", "plan") else None
 
     def settings(self, config, options):
         return None
@@ -62,19 +63,19 @@ class ToyLaunchEngine:
         CALLS.append("preflight")
 
     def request(self, plan, ctx):
-        return ToyRequest(plan)
+        return ToyRequest(plan, flags=ctx.options.engine_flags_for("toylaunch"))
 
     def resolve(self, request, ctx, dry_run=False):
         return request
 
     def dry_run(self, request, ctx):
         CALLS.append("dry_run")
-        FLAGS.append(dict(getattr(ctx.options, "engine_flags", ())).get("toylaunch"))
+        FLAGS.append(request.flags)
         ctx.out.result(request.render())
 
-    def launch(self, request, ctx):
+    def launch(self, request, connection):
         CALLS.append("launch")
-        FLAGS.append(dict(getattr(ctx.options, "engine_flags", ())).get("toylaunch"))
+        FLAGS.append(request.flags)  # launch sees the request and its connection: nothing else
         return Launched("toy-1", request.plan.name)
 
     def announce(self, launched, ctx, detached):
