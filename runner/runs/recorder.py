@@ -87,15 +87,9 @@ class Run:
         rec["detached"] = bool(detached)
         rec["trackers"]["run_ids"] = {k.split("_", 1)[0].lower(): v for k, v in handshake.env.items() if k in ("MLFLOW_RUN_ID", "WANDB_RUN_ID")}
         rec["trackers"]["links"] = dict(handshake.links)
-        eng = getattr(launched.state, "eng", None)
-        if eng is not None:  # a container: Docker or Podman, and the socket that knows it
-            rec.update(engine=getattr(eng, "kind", None) or rec["engine"], engine_host=getattr(eng, "host", None), container=launched.name)
-            rec["container_id"] = launched.id
-            self._digest_soon(getattr(eng, "host", None))
-        elif callable(getattr(self.engine, "record_started", None)):  # the engine says (Slurm: job id, job files, nodes)
-            rec.update(self.engine.record_started(launched, self.job_dir))
-        else:
-            rec["job_id"] = launched.id  # the process's pid
+        rec.update(self.engine.record_started(launched, self.job_dir))  # the engine says (a container, a Slurm job, a pid)
+        if rec.get("container_id"):  # a container's image digest, from the socket that knows it
+            self._digest_soon(rec.get("engine_host"))
         self._save()
         if self.writer is not None:
             self.writer.go()
@@ -185,57 +179,64 @@ def _setting(config, key: str, default: Any) -> Any:
 
 def _on_nodes(engine) -> bool:
     """The job runs on other hosts (Slurm): its files in a job directory, a cache per node, no runner log."""
-    return bool(getattr(engine, "runs_on_nodes", False))
+    return engine.runs_on_nodes
 
 
 def _job_dir(engine, config, run_id: str, name: str) -> Path | None:
     """Where the engine puts the job's files (the record points there); None: it has no job directory."""
-    return engine.job_dir(config, run_id, name) if callable(getattr(engine, "job_dir", None)) else None
+    return engine.job_dir(config, run_id, name)
 
 
 def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
 
 
-def _settle_job_dir(run: Run, engine, out) -> None:
+def _creatable(path: Path) -> bool:
+    """Whether ``path`` exists as a directory or could be made (its nearest existing parent is writable):
+    read-only, so a dry run and a launch decide the same placement."""
+    for candidate in (path, *path.parents):
+        if candidate.exists():
+            return candidate.is_dir() and os.access(candidate, os.W_OK | os.X_OK)
+    return False
+
+
+def _settle_job_dir(run: Run, engine, out, has_run_dir: bool) -> None:
     """A job directory under the run's own directory needs that directory and nodes that see it; else
-    the job's files go to ``./primus-runs/<run id>-<name>`` (as before the state location), and a notice says why."""
+    the job's files go to ``./primus-runs/<run id>-<name>`` (as before the state location), and a notice
+    says why. Decided from what can be read, the same in a dry run and a launch."""
     if run.job_dir is None or not run.job_dir.is_relative_to(paths.runs_dir() / run.id):
         return  # a directory the user chose (slurm.output_dir)
-    why = None
-    if run.dir is None:
+    if not has_run_dir:
         why = "there is no run directory (runs.record: false, or the state directory cannot be written)"
-    elif callable(getattr(engine, "job_dir_unseen", None)):
+    else:
         why = engine.job_dir_unseen(paths.state_dir())
     if why is None:
         return
-    moved = (Path.cwd() / "primus-runs" / f"{run.id}-{_safe(run.plan.name)}").absolute()
-    _move_outputs(run, run.job_dir / "outputs", moved / "outputs")
-    run.job_dir = moved
-    setting = getattr(engine, "job_dir_setting", None)
-    if run.dir is not None:
-        out.notice(f"this job's files go to {moved}, not under the state directory: {why}"
+    run.job_dir = (Path.cwd() / "primus-runs" / f"{run.id}-{_safe(run.plan.name)}").absolute()
+    setting = engine.job_dir_setting
+    if has_run_dir:
+        out.notice(f"this job's files go to {run.job_dir}, not under the state directory: {why}"
                    + (f"; set {setting} to a directory every node sees" if setting else ""))
 
 
 def begin(options, engine, plan, ctx, out, config) -> Run:
     """The run for this launch; ``run.plan`` is the plan to launch. Raises ``ConfigError`` (exit 2,
     nothing written) only for a tracker output the settings say to refuse. ``config``: the merged config."""
-    from runner.config.switches import launcher_switch
-
-    dry = bool(options.dry_run or launcher_switch(config, "dry_run"))
+    dry = ctx.dry_run
     run = Run(plan, paths.new_run_id(), out, dry=dry)
     run.masker, run.scope, run.audit = ctx.scope.masker, ctx.scope, bool(options.audit)
     run.engine = engine
-    run.job_dir = _job_dir(engine, config, run.id, plan.name)
-    uncached = _plan_mounts(run, engine, config)
-    if dry:
-        ctx.run = run  # the dry run renders the job directory a launch would use
-        return run
     recording = bool(_setting(config, "record", True))  # runs.record: false: no record, run directory or log
+    # The placement (job directory, outputs, cache mount) is decided here, from reads only: the
+    # dry run shows what the launch uses (tests/unit/runs/test_recorder.py).
+    run.job_dir = _job_dir(engine, config, run.id, plan.name)
+    _settle_job_dir(run, engine, out, recording and _creatable(paths.runs_dir()))
+    uncached = _plan_mounts(run, engine, config)
+    ctx.run = run  # the dry run renders the job directory a launch would use
+    if dry:
+        return run
     if recording:
         _make_run_dir(run, out)
-    _settle_job_dir(run, engine, out)
     _make_output_dirs(run, out)
     _make_cache_dir(run, out, uncached)
     on_nodes = _on_nodes(engine)
@@ -247,7 +248,6 @@ def begin(options, engine, plan, ctx, out, config) -> Run:
         ctx.tail = run.log
     if run.dir is not None:
         run._lock = liveness.hold(run.dir)
-    ctx.run = run
     for line in outputs.before(run.outputs):
         out.info(line)
     if recording and run.dir is not None:
@@ -263,9 +263,9 @@ def _plan_mounts(run: Run, engine, config):
     plan, on_nodes = run.plan, _on_nodes(engine)
     # A process on the host (direct mode) writes where its paths say, into the host's own caches:
     # no container, so nothing to mount and nothing to redirect.
-    if not getattr(engine, "runs_in_container", True):
+    if not engine.runs_in_container:
         return plan
-    outputs_dir = (run.job_dir or paths.runs_dir() / run.id) / "outputs"
+    outputs_dir = _outputs_dir(run)
     plan, run.outputs, problems = outputs.plan_outputs(plan, _setting(config, "tracker_outputs", "mount"), outputs_dir, on_nodes,
                                                        where=config.where if config is not None else None)
     if problems:
@@ -274,9 +274,12 @@ def _plan_mounts(run: Run, engine, config):
     if settings.enabled and plan.image:
         if on_nodes:
             run.node_cache = {"dir": settings.node_dir, "key": cache.image_key(plan.image)}
-        else:
+        elif _creatable(cache.host_dir(settings.dir, plan.image)):
             run.cache_dir = cache.host_dir(settings.dir, plan.image)
             plan = cache.apply(plan, run.cache_dir)
+        else:  # a bind mount of a directory that cannot be made would fail the launch
+            run.out.warn(f"the job cache {cache.host_dir(settings.dir, plan.image)} cannot be created; it is not mounted and "
+                         "the job compiles from scratch (set cache.dir to a writable place, or cache.enabled: false)")
     run.plan = plan
     return uncached
 
@@ -321,25 +324,22 @@ def _initial_record(run: Run, engine_name: str, options, config, on_nodes: bool)
                           pid_start=liveness.process_start(os.getpid()), job_dir=run.job_dir)
 
 
+def _outputs_dir(run: Run) -> Path:
+    """Where the run's tracker outputs go: under its job or run directory, else (that cannot be made)
+    a temporary directory named by the run id. Decided before the dry run, from reads only."""
+    home = run.job_dir or paths.runs_dir() / run.id
+    return home / "outputs" if _creatable(home) else Path(tempfile.gettempdir()) / f"primus-runner-outputs-{run.id}"
+
+
 def _make_output_dirs(run: Run, out) -> None:
-    """The per-run output directories; where they cannot be made (no state directory), a temporary one."""
+    """The per-run output directories where ``_outputs_dir`` placed them (a temporary one: made ours alone)."""
     try:
+        if not run.outputs:
+            return
+        temporary = Path(tempfile.gettempdir()) / f"primus-runner-outputs-{run.id}"
+        if any(o.host and o.host.startswith(str(temporary)) for o in run.outputs):
+            temporary.mkdir(mode=0o700)  # never one someone else made first
+            out.warn(f"the tracker outputs go to {temporary} (the run's directory cannot be written)")
         outputs.make_dirs(run.outputs)
-    except OSError:
-        fallback = Path(tempfile.mkdtemp(prefix=f"primus-runner-outputs-{run.id}-"))
-        _move_outputs(run, (run.job_dir or paths.runs_dir() / run.id) / "outputs", fallback)
-        outputs.make_dirs(run.outputs)
-        out.warn(f"the tracker outputs go to {fallback} (the run's directory cannot be written)")
-
-
-def _move_outputs(run: Run, old: Path, new: Path) -> None:
-    """The run's tracker outputs (and the plan's mounts of them) from under ``old`` to under ``new``."""
-    from runner.records import replace
-
-    def moved(path: str) -> str:
-        return str(new / Path(path).relative_to(old))
-
-    run.outputs = [replace(o, host=moved(o.host)) if o.how == "run" and o.host and o.host.startswith(str(old)) else o
-                   for o in run.outputs]
-    mounts = tuple(replace(m, source=moved(m.source)) if m.source.startswith(str(old)) else m for m in run.plan.mounts)
-    run.plan = replace(run.plan, mounts=mounts)
+    except OSError as exc:
+        out.warn(f"the tracker outputs' directories cannot be made ({exc.strerror or exc}); the job runs all the same")

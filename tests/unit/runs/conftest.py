@@ -26,13 +26,13 @@ def begin(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{Path(sys.executable).parent}:/usr/bin:/bin")
 
-    def start(engine, *, detach: bool = False):
-        """(the run, its options, the output) of a launch on ``engine``, begun."""
+    def start(engine, *, detach: bool = False, dry_run: bool = False):
+        """(the run, its options, the output) of a launch on ``engine`` (or its dry run), begun."""
         out = Output(color=False)
         opts = RunOptions(command=("true",), sources=Sources(str(project / "cfg.yaml"), None),
-                          flags=LaunchFlags(gpu="none", image="img:1"), detach=detach)
+                          flags=LaunchFlags(gpu="none", image="img:1"), detach=detach, dry_run=dry_run)
         prepared = prepare(out, opts.sources, opts.command, opts.flags, gpu_mode="node")
-        ctx = RunContext(opts, prepared.scope, out, None, lookup=prepared.lookup)
+        ctx = RunContext(opts, prepared.scope, out, None, lookup=prepared.lookup, dry_run=dry_run)
         return recorder.begin(opts, engine, prepared.plan, ctx, out, prepared.config), opts, out
 
     return start
