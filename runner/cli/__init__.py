@@ -144,26 +144,29 @@ def _pull_option(p: argparse.ArgumentParser, what: str = "when to pull the image
 
 
 def _engine_options(p, command: str) -> None:
-    """The flags each engine declares for ``command`` (its optional ``cli_options(parser, command)``):
-    an engine's own flags need no edit here. ``up``/``plan``: only the engine that launches."""
+    """The options each engine declares as data (``options()``), as argparse: an engine's own flags
+    need no edit here. ``up``/``plan``: only the engine that launches."""
     if isinstance(p, _Unbuilt):
         return  # a command this run does not parse: no engine module to load
     from runner.engines import engine_for
 
     for name in _option_engines(command):
-        declare = getattr(engine_for(name), "cli_options", None)
-        if callable(declare):
-            declare(p, command)
+        declared = engine_for(name).options()
+        if declared:  # an engine with no options of its own loads nothing more
+            from runner.cli.engine_options import declare
+
+            declare(p, declared, command)
 
 
 def _engine_flags(args, command: str) -> tuple:
-    """(engine name, its typed flags) for each engine that read its own from ``args`` (``cli_flags``)."""
+    """(engine name, its typed flags) for each engine that read its own from the parsed values
+    (``cli_flags``: a plain mapping, never the namespace)."""
     from runner.engines import engine_for
 
     found = []
+    values = vars(args)
     for name in _option_engines(command):
-        read = getattr(engine_for(name), "cli_flags", None)
-        flags = read(args, command) if callable(read) else None
+        flags = engine_for(name).cli_flags(values, command)
         if flags is not None:
             found.append((name, flags))
     return tuple(found)
@@ -340,7 +343,7 @@ def _launch_engine(args, default: str | None = None):
     from runner.errors import UsageError
 
     engine = engine_named(getattr(args, "engine", None) or default or DEFAULT)
-    taken = getattr(engine, "launch_options", ())
+    taken = engine.launch_options
     refused = [flag for key, flag in (("keep", "--keep"), ("build", "--build"), ("interactive", "-i"), ("tty", "-t"))
                if getattr(args, key, False) and key not in taken]
     if refused:

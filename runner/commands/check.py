@@ -55,14 +55,14 @@ def run_check(opts: CheckOptions, out: Output) -> int:
         if prepared.planned.unset:
             found.warnings.append(unset_notice(prepared.planned.unset))
         _check_devices(plan, prepared.config, found)
-        if getattr(engine, "runs_in_container", True):  # a container's tracker outputs, refused as the launch would refuse them
+        if engine.runs_in_container:  # a container's tracker outputs, refused as the launch would refuse them
             from runner.runs.outputs import refusals
 
             found.problems += refusals(plan, prepared.config)
     _check_engine(engine, prepared, found)
     # An engine that pulls and builds on this host: its registry login and builder are checked
     # here (a plan with problems has no image to ask for).
-    if plan is not None and getattr(engine, "local_images", False) and not prepared.planned.problems:
+    if plan is not None and engine.local_images and not prepared.planned.problems:
         _check_registry_and_builder(prepared, found)
     if opts.online and plan is not None:
         _check_online(plan, opts.timeout, found)
@@ -182,12 +182,12 @@ def _gpu_path(flavor: str) -> str:
 def _check_engine(engine, prepared, found: Findings) -> None:
     """Whether the engine answers, as the engine itself says (``check_engine``: which engine,
     where, its version; warnings), or its reason when it does not."""
-    if not callable(getattr(engine, "check_engine", None)):
-        return
     try:
         answer = engine.check_engine(prepared.config if prepared else None)
     except EngineUnavailable as exc:
         found.engine_error = f"{exc.message}" + (f" ({exc.hint})" if exc.hint else "")
+        return
+    if answer is None:  # nothing to ask (runner.engines.base.EngineBase)
         return
     found.engine = answer.get("engine") or {}
     found.notes += answer.get("notes", [])

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import importlib
 from collections import deque
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
 from runner.records import dataclass, field
 
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from runner.config import Config
-    from runner.options import RunOptions, Selection
+    from runner.options import LaunchFlags, RunOptions, Selection
     from runner.launch_plan import LaunchPlan
     from runner.secrets import SecretScope
     from runner.secrets.scan import Finding
@@ -85,7 +85,17 @@ class RunContext:
     tail: Tail = field(default_factory=Tail)
     lookup: Callable[[str], "str | None"] = lambda name: None  # a variable's value: environment, then env file
     config: Any = None  # the merged config: where each setting came from, for --verbose
-    run: Any = None  # runner.runs.recorder.Run: the run's directories (Slurm: job_dir, node_cache)
+    run: Any = None  # runner.runs.recorder.Run: the run's id and directories (Slurm: job_dir, node_cache)
+    dry_run: bool = False  # decided once, by the pipeline (the flag, or dry_run: true in the config)
+
+
+@dataclass(frozen=True)
+class Connection:
+    """What ``launch`` gets beside the request: where it speaks (the output, masked) and the secret
+    scope whose values it reveals at the last moment. No options, no config: nothing to decide with."""
+
+    out: "Output"
+    scope: "SecretScope"
 
 
 class Engine(Protocol):
@@ -112,8 +122,9 @@ class Engine(Protocol):
         """The named step before launch for what only the engine or the image can tell (Docker:
         the engine kind, the image's entrypoint); a dry run only reads. Returns a new request."""
 
-    def launch(self, request: Request, ctx: RunContext) -> Launched:
-        """Start exactly ``request``, adding nothing. On failure nothing it created is left behind."""
+    def launch(self, request: Request, connection: "Connection") -> Launched:
+        """Start exactly ``request``, adding nothing: it sees no options, config or context, only the
+        request and the ``Connection``. On failure nothing it created is left behind."""
 
     def announce(self, launched: Launched, ctx: RunContext, detached: bool) -> None:
         """Tell the user what started (a container name, a job id and where its output goes)."""
@@ -133,6 +144,98 @@ class Engine(Protocol):
 
     def finished(self, launched: Launched, ctx: RunContext, exit_code: int) -> dict:
         """Engine facts for the report and ``--json`` after a watched run (job id, state …)."""
+
+
+class EngineBase:
+    """What every engine has unless it says otherwise: the optional facts' defaults, written once.
+
+    An engine subclasses this and overrides only what differs, so the session, the run store,
+    ``check`` and the CLI read each fact as an attribute (never a probe with a default of its own).
+    ``tests/unit/engines/test_base.py`` holds the defaults and finds no ``getattr`` probe of them."""
+
+    audit_after = False  # audit the finished job's files (True) or the started job (False)
+    computed_env: tuple[str, ...] = ()  # names the engine computes per launch (planned as such)
+    # The ``RunOptions`` switches of ``up`` it honours beyond the plan (``keep``, ``build``,
+    # ``interactive``, ``tty``); the command line refuses the others for it.
+    launch_options: tuple[str, ...] = ()
+    # The launch flags (``LaunchFlags`` fields) it carries out; one given that it would drop is refused
+    # before anything is decided (``refuse_unhonoured``). None: every one (a container engine).
+    honours: "frozenset[str] | None" = None
+    gpu_mode = "off"  # host: GPUs chosen on this host at plan time; node: each node chooses; off: none
+    local_images = False  # pulls and builds on this host: `check` asks the registry and the builder
+    dry_run_lists_unset = False  # its dry run shows the plan, which lists the names not set
+    runs_in_container = True  # tracker outputs and the cache are mounts (False: a host process)
+    runs_on_nodes = False  # the job runs on other hosts (job directory, a cache per node, no runner log)
+    job_dir_setting: "str | None" = None  # the setting that moves the job directory
+
+    def claim(self, plan: "LaunchPlan", ctx: RunContext) -> "LaunchPlan":
+        """The plan with what it chose taken for real (GPUs under a lock): decided once, before the request."""
+        return plan
+
+    def job_dir(self, config: "Config", run_id: str, name: str) -> "Path | None":
+        return None  # no job directory
+
+    def job_dir_unseen(self, path: "Path") -> "str | None":
+        return None
+
+    def record_started(self, launched: Launched, job_dir: "Path | None") -> dict:
+        return {"job_id": launched.id}
+
+    def record_ended(self, rec: dict) -> "tuple[int | None, str | None] | None":
+        return None  # cannot be asked: the run store tells from the runner's own liveness
+
+    def record_logs(self, rec: dict, out: "Output", *, follow: bool, tail: "int | None", node: "str | None") -> "int | None":
+        return None  # no files of its own: the run store prints the log the runner kept
+
+    def check_engine(self, config: "Config | None") -> "dict | None":
+        return None  # nothing to ask: `check` reports no engine
+
+    def refuse_unhonoured(self, flags: "LaunchFlags") -> None:
+        """One usage error (exit 2) naming every launch flag given that this engine cannot carry out:
+        it never runs a job without what the command line asked for."""
+        if self.honours is None:
+            return
+        import dataclasses
+
+        dropped = [f.name for f in dataclasses.fields(flags) if f.name not in self.honours and getattr(flags, f.name) not in (None, (), False)]
+        if dropped:
+            from runner.errors import UsageError
+
+            named = ", ".join(FLAG_SPELLING.get(name, "--" + name.replace("_", "-")) for name in dropped)
+            them = "them" if len(dropped) > 1 else "it"
+            raise UsageError(f"the {self.name} engine cannot honour {named}: it would run the job without {them}",
+                             hint=f"drop {them}, or launch with --engine docker")
+
+    @staticmethod
+    def options() -> "tuple[Option, ...]":
+        """Its own command-line options, as data; the CLI turns them into argparse."""
+        return ()
+
+    def cli_flags(self, values: "Mapping[str, Any]", command: str) -> Any:
+        """Its typed flags from the parsed values (option dest -> value), or None (no flags)."""
+        return None
+
+
+# The command-line spelling of the ``LaunchFlags`` fields whose flag is not ``--`` plus the field's name.
+FLAG_SPELLING = {"labels": "--label", "run_options": "docker run options", "cap_add": "--cap-add",
+                 "security_opt": "--security-opt", "group_add": "--group-add", "shm_size": "--shm-size"}
+
+
+@dataclass(frozen=True)
+class Option:
+    """One command-line option an engine declares (TorchX ``runopts``): data, which ``runner.cli``
+    alone turns into argparse. ``flags`` as typed (``("-N", "--nodes")``); ``commands`` it is on;
+    ``short_on``: the commands that take the short forms too (the others the long ones only)."""
+
+    flags: tuple[str, ...]
+    help: str
+    commands: tuple[str, ...]
+    dest: "str | None" = None
+    type: "str | None" = None  # "int", or None for a string
+    metavar: "str | None" = None
+    switch: bool = False  # takes no value (store_true)
+    group: str = ""  # the help section it is listed under
+    short_on: tuple[str, ...] = ()
 
 
 class delegate:

@@ -19,7 +19,7 @@ import sys
 import time
 from typing import Callable
 
-from runner.engines.base import Launched, RunContext
+from runner.engines.base import Connection, EngineBase, Launched, RunContext
 from runner.engines.output import Sink
 from runner.engines.signals import EXIT_SIGNAL, SignalGuard
 from runner.errors import ConfigError, EngineUnavailable, Problem
@@ -34,17 +34,30 @@ DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 @dataclass(frozen=True)
 class ProcessRequest:
+    """One child process, complete: the program as resolved on this host's PATH when the request was
+    built (``program``, None: not found, and the launch refuses), its arguments, directory and exactly
+    the environment it gets (the plan's forwarded names, ``PATH`` defaulted). ``launch`` execs this."""
+
     plan: LaunchPlan
     argv: tuple[str, ...]
     cwd: str
     env_names: tuple[str, ...] = field(default=())
+    program: str | None = None  # argv[0] resolved (``which``), decided before the dry run
+
+    def environment(self) -> dict[str, str]:
+        """The child's public environment (the launch adds the secrets' values by name, nothing else)."""
+        env = dict(self.plan.public_env())
+        env.setdefault("PATH", DEFAULT_PATH)
+        return env
 
     def with_run_env(self, pairs: dict[str, str]) -> "ProcessRequest":
         plan = self.plan.with_env(pairs, "tracker run")
         return replace(self, plan=plan, env_names=tuple(d.name for d in plan.forwarded))
 
     def render(self) -> str:
-        lines = [f"command  {' '.join(shlex.quote(a) for a in self.argv)}", f"workdir  {self.cwd}", "environment (only these):"]
+        found = self.program or f"(not found on this host: {self.argv[0] if self.argv else 'no command'})"
+        lines = [f"command  {' '.join(shlex.quote(a) for a in self.argv)}", f"program  {found}", f"workdir  {self.cwd}",
+                 "environment (only these):"]
         for d in self.plan.forwarded:
             lines.append(f"  {d.name}={MASK if d.secret else d.value}{' [secret]' if d.secret else ''}")
         if "PATH" not in self.env_names:
@@ -53,17 +66,18 @@ class ProcessRequest:
 
     def to_dict(self) -> dict:
         return {
-            "command": list(self.argv), "workdir": self.cwd,
+            "command": list(self.argv), "program": self.program, "workdir": self.cwd,
             "env": {d.name: (MASK if d.secret else d.value) for d in self.plan.forwarded},
+            "environment": {**self.environment(), **{name: MASK for name in self.plan.secret_env()}},
             "secrets": [d.name for d in self.plan.forwarded if d.secret],
         }
 
 
-class ProcessEngine:
+class ProcessEngine(EngineBase):
     name = "process"
-    audit_after = False
-    computed_env: tuple[str, ...] = ()
-    gpu_mode = "off"  # no container: the host's own devices, nothing chosen
+    # The launch flags a host process carries out: the command's directory, environment and name. Any
+    # other (--memory, --volume, --device …) would be dropped without a container: refused, exit 2.
+    honours = frozenset({"env", "name", "workdir", "gpu"})
     runs_in_container = False  # the job writes on the host: no mount decides where tracker outputs go
     # No verbs (ps, logs, down, …): a process job lives only as long as the runner that follows it;
     # `runs --engine process` and `logs RUN` read its record.
@@ -72,14 +86,18 @@ class ProcessEngine:
         return None  # no options of its own: the plan says everything
 
     def preflight(self, plan: LaunchPlan, ctx: RunContext) -> None:
-        pass  # the command is resolved in launch; a missing one is a clear error there
+        pass  # the program is resolved in the request; a missing one is a clear error at launch
 
     def resolve(self, request: ProcessRequest, ctx: RunContext, dry_run: bool = False) -> ProcessRequest:
         return request  # nothing the host must be asked first
 
     def request(self, plan: LaunchPlan, ctx: RunContext) -> ProcessRequest:
         cwd = plan.workdir or os.getcwd()
-        return ProcessRequest(plan, tuple(plan.command), cwd, tuple(d.name for d in plan.forwarded))
+        argv = tuple(plan.command)
+        program = (shutil.which(argv[0]) if "/" not in argv[0] else argv[0]) if argv else None
+        if program is not None and not os.access(program, os.X_OK):
+            program = None
+        return ProcessRequest(plan, argv, cwd, tuple(d.name for d in plan.forwarded), program)
 
     def dry_run(self, request: ProcessRequest, ctx: RunContext) -> None:
         if ctx.out.json_mode:
@@ -87,17 +105,16 @@ class ProcessEngine:
         else:
             ctx.out.result(request.render())
 
-    def launch(self, request: ProcessRequest, ctx: RunContext) -> Launched:
+    def launch(self, request: ProcessRequest, connection: Connection) -> Launched:
         argv = list(request.argv)
         if not argv:
             raise ConfigError(Problem("no command given", hint="put the command after --"))
-        refuse_secret_argv(argv, ctx.scope.masker, argv[0])
-        found = shutil.which(argv[0]) if "/" not in argv[0] else argv[0]
-        if not found or not os.access(found, os.X_OK):
+        refuse_secret_argv(argv, connection.scope.masker, argv[0])
+        if request.program is None:
             raise EngineUnavailable(f"{argv[0]} is not installed on this host",
                                     hint="install Primus (or set PRIMUS_PATH to its checkout), or set direct.entry")
-        env = dict(request.plan.public_env())
-        env.setdefault("PATH", DEFAULT_PATH)
+        found = request.program
+        env = request.environment()
         for name, secret in request.plan.secret_env().items():
             env[name] = secret.reveal()  # the one place a value leaves the runner: the child's environment
         run = _Run(request.plan.stop_timeout)  # signals are forwarded from before the child exists until watch has cleaned up

@@ -36,12 +36,10 @@ def reconcile(store: Store, rec: dict, masker_of=None) -> dict:
             if alive is False:
                 rec.update(state="lost", note="the runner ended without recording the job's end (killed, SIGKILL included); "
                                               "the log so far is kept")
-    elif callable(getattr(engine := _engine_of(rec), "record_ended", None)):  # the engine asks its own (Slurm: scontrol)
-        ended = engine.record_ended(rec)
-        if ended is not None:
-            record.finish(rec, ended[0], time.time())
-            if ended[1]:
-                rec["note"] = ended[1]
+    elif (ended := _asked_end(rec)) is not None:  # the engine asks its own (Slurm: scontrol)
+        record.finish(rec, ended[0], time.time())
+        if ended[1]:
+            rec["note"] = ended[1]
     elif rec.get("container_id"):
         _reconcile_container(rec, masker_of)
     if rec != before:
@@ -76,6 +74,12 @@ def _reconcile_container(rec: dict, masker_of=None) -> None:
             pass  # `logs` tries again while the container is there
     state = info.get("State") or {}
     record.finish(rec, state.get("ExitCode"), engine_time(state.get("FinishedAt")) or time.time())
+
+
+def _asked_end(rec: dict):
+    """A detached run's end as its engine tells it (``record_ended``), or None."""
+    engine = _engine_of(rec)
+    return None if engine is None else engine.record_ended(rec)
 
 
 def _engine_of(rec: dict):
@@ -246,8 +250,9 @@ def cmd_logs(key: str, out, sources, *, follow: bool = False, tail: int | None =
     masker = run_masker(rec, sources, out)
     out.use_masker(masker)
     engine = _engine_of(rec)
-    if callable(getattr(engine, "record_logs", None)):  # the engine's own files (Slurm: the job's output, rank by rank)
-        return engine.record_logs(rec, out, follow=follow, tail=tail, node=node)
+    own = None if engine is None else engine.record_logs(rec, out, follow=follow, tail=tail, node=node)
+    if own is not None:  # the engine's own files (Slurm: the job's output, rank by rank)
+        return own
     if node is not None:
         raise UsageError(f"--node is for a Slurm job; run {rec['id']} ran on {rec.get('engine')}", "primus-runner logs JOB_ID --node 1")
     log = paths.resolved(rec.get("log"))

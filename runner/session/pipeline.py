@@ -1,8 +1,9 @@
 """One run pipeline for every engine: the steps around a launch, written once.
 
-    prepare (config, env, plan, secret scope) → engine.settings → engine.request (complete,
-    validated) → dry run? (render the request) → engine preflight → engine.resolve (the
-    image, the engine's facts) → tracker run begins → its run ids given to the request by
+    the engine refuses a flag it cannot honour → config (dry run? decided once) → prepare (env,
+    plan, secret scope) → engine.settings → run store placement → dry run? (render the request)
+    → engine preflight → engine.claim → engine.request (complete, validated, built once) →
+    engine.resolve (the image, the engine's facts) → tracker run begins → its run ids given to the request by
     name → engine.launch (sends the request as is) → (detached: done) →
     engine.watch, in a CI log group → tracker run finishes → CI summary →
     report → audit → the exit code
@@ -15,10 +16,10 @@ from __future__ import annotations
 import time
 
 from runner.config.switches import launcher_switch, where_set
-from runner.engines.base import Engine, Launched, RunContext
+from runner.engines.base import Connection, Engine, Launched, RunContext
 from runner.errors import Interrupted, LeakFound
 from runner.records import replace
-from runner.session.prepare import prepare
+from runner.session.prepare import load_sources, prepare
 from runner.options import RunOptions
 from runner.ui import Output
 
@@ -30,33 +31,35 @@ def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None 
     whether ~/.primus.yaml and ./.primus.yaml are read."""
     from runner.runs import recorder as runs
 
-    if options.report and not options.dry_run:
+    engine.refuse_unhonoured(options.flags)  # a flag the engine would drop: exit 2 before anything is decided
+    loaded = load_sources(options.sources, _flags(options), layer, user_files)
+    dry_run = options.dry_run or launcher_switch(loaded[1], "dry_run")  # decided here, once; everything below reads it
+    if options.report and not dry_run:
         from runner.session import report
 
         report.check_path(options.report)  # fail before launch, not after a long run
-    prepared = _prepare(options, engine, out, layer, user_files)
+    prepared = _prepare(options, engine, out, loaded, dry_run)
     plan = prepared.plan
     if options.debug or launcher_switch(prepared.config, "debug"):  # the launcher's --debug / debug: true
         plan = plan.with_env({"PRIMUS_LOG_LEVEL": "DEBUG"}, "debug")
     ctx = RunContext(options, prepared.scope, out, engine.settings(prepared.config, options), lookup=prepared.lookup,
-                     config=prepared.config)
+                     config=prepared.config, dry_run=dry_run)
     run_record = runs.begin(options, engine, plan, ctx, out, prepared.config)  # run id, record, log; tracker outputs, cache
     plan = run_record.plan
-    request = engine.request(plan, ctx)  # complete and validated before anything exists
-    if options.dry_run or launcher_switch(prepared.config, "dry_run"):
+    if dry_run:
         if not options.dry_run:
             out.notice(f"dry run: dry_run is set at {where_set(prepared.config, 'dry_run')}; nothing is launched")
-        engine.dry_run(engine.resolve(request, ctx, dry_run=True), ctx)
+        engine.dry_run(engine.resolve(engine.request(plan, ctx), ctx, dry_run=True), ctx)
         return 0
     from runner.trackers import runs as tracker_runs  # a launch's only: a dry run starts no tracker run
 
-    plan, request = _ready(engine, plan, request, ctx)
+    request = _ready(engine, plan, ctx)
     handshake = tracker_runs.begin(plan, out)  # tracker runs exist before the job: every rank logs to the same run
     request = request.with_run_env(handshake.env)  # the run ids, by name
     plan = request.plan
     began = time.time()
     try:
-        launched = engine.launch(request, ctx)
+        launched = engine.launch(request, Connection(out, ctx.scope))  # the request and where to speak: nothing else
     except BaseException as exc:
         handshake.finish(exc.exit_code if isinstance(exc, Interrupted) else 3)  # never leave a run RUNNING
         raise
@@ -73,29 +76,29 @@ def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None 
     return code
 
 
-def _prepare(options: RunOptions, engine: Engine, out: Output, layer: dict | None, user_files: bool):
+def _flags(options: RunOptions):
+    return options.flags if options.pull is None else replace(options.flags, pull=options.pull)
+
+
+def _prepare(options: RunOptions, engine: Engine, out: Output, loaded, dry_run: bool):
     """Config, environment, plan and secret scope for this engine, decided once."""
     per_engine = [(name, "(per node)") for name in engine.computed_env]
-    flags = options.flags if options.pull is None else replace(options.flags, pull=options.pull)
-    return prepare(out, options.sources, options.command, flags, extra_layer=layer, extra_env=per_engine, user_files=user_files,
-                   resolve_refs=False if options.dry_run else None,  # a dry run (flag or config) runs no secret reference
-                   report_unset=not (options.dry_run and getattr(engine, "dry_run_lists_unset", False)),
-                   gpu_mode=getattr(engine, "gpu_mode", "off"))  # host | node (each Slurm node) | off (no container)
+    return prepare(out, options.sources, options.command, _flags(options), extra_env=per_engine, loaded=loaded,
+                   resolve_refs=not dry_run,  # a dry run (flag or config) runs no secret reference
+                   report_unset=not (dry_run and engine.dry_run_lists_unset),
+                   gpu_mode=engine.gpu_mode)  # host | node (each Slurm node) | off (no container)
 
 
-def _ready(engine: Engine, plan, request, ctx: RunContext):
+def _ready(engine: Engine, plan, ctx: RunContext):
     """Everything that can refuse a launch, before a tracker run is created for it: the
-    preflight, the GPUs claimed, the image resolved. The plan and request to launch."""
+    preflight, the GPUs claimed, the image resolved. The request to launch, built once from the
+    plan as claimed."""
     from runner.trackers import runs as tracker_runs
 
     tracker_runs.prefetch(plan)  # a tracker client that must be imported starts loading now, beside the preflight
     engine.preflight(plan, ctx)  # before a tracker run is created for a launch that cannot happen
-    claim = getattr(engine, "claim", None)
-    if claim is not None:  # the GPUs the plan chose, taken for real (free ones, under a lock)
-        claimed = claim(plan, ctx)
-        if claimed is not plan:
-            plan, request = claimed, engine.request(claimed, ctx)
-    return plan, engine.resolve(request, ctx)  # the image and the engine's facts, still before any tracker run
+    plan = engine.claim(plan, ctx)  # the GPUs the plan chose, taken for real (free ones, under a lock)
+    return engine.resolve(engine.request(plan, ctx), ctx)  # the image and the engine's facts, still before any tracker run
 
 
 def _watch(options: RunOptions, engine: Engine, launched: Launched, ctx: RunContext, request, handshake) -> tuple[int, list]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
 
-from runner.engines.base import Launched, RunContext, delegate
+from runner.engines.base import Connection, EngineBase, Launched, RunContext, delegate
 from runner.engines.docker.container import DockerRequest
 from runner.engines.docker.request import inspect_local, make_request, resolve, resolve_unasked
 from runner.errors import EngineUnavailable
@@ -65,12 +65,10 @@ def _check_cdi_spec(plan: LaunchPlan) -> None:
         )
 
 
-class DockerEngine:
+class DockerEngine(EngineBase):
     """One container on the local engine (``up``); also what each Slurm node agent runs."""
 
     name = "docker"
-    audit_after = False  # audit the running container (its inspect data)
-    computed_env: tuple[str, ...] = ()
     local_images = True  # pulls and builds on this host: `check` asks the registry and the builder
     gpu_mode = "host"  # the GPUs are chosen on this host, when the plan is made
     dry_run_lists_unset = True  # its dry run shows the plan, which lists the names not set
@@ -112,7 +110,8 @@ class DockerEngine:
         preference = self._settings(ctx).engine
         return make_request(plan, self.extra_labels, daemon_log=keep_logs, kind="podman" if preference == "podman" else "docker",
                             remove=not ctx.options.keep, detach=ctx.options.detach, interactive=ctx.options.interactive,
-                            tty=ctx.options.tty)
+                            tty=ctx.options.tty, run_id=ctx.run.id if ctx.run is not None else None,
+                            fetch="build" if ctx.options.build else "pull", engine=preference)
 
     def resolve(self, request: DockerRequest, ctx: RunContext, dry_run: bool = False) -> DockerRequest:
         """The engine's and the image's facts, before anything is created. A dry run only reads
@@ -122,7 +121,7 @@ class DockerEngine:
             return self._resolve_read_only(request, ctx)
         from runner.engines.docker.run import inspect_or_fetch
 
-        eng = _shared_client(self._settings(ctx).engine)
+        eng = _shared_client(request.engine)
         plan = request.plan
         policy = plan.pull
         if plan.platform:  # checked here for both engines: Podman's compatible create ignores the platform
@@ -133,8 +132,8 @@ class DockerEngine:
             return resolve(request, eng, image)
         if policy == "always":  # before create, like `docker run --pull always`
             self._pull(ctx, plan.image, policy, present=None)
-        image = inspect_or_fetch(eng, plan.image, self._ensure_image(ctx, policy, plan.gpu)) if request.use_shim else None
-        return resolve(request, eng, image)
+        image = inspect_or_fetch(eng, plan.image, self._ensure_image(ctx, request))  # here, never on a create's 404
+        return resolve(request, eng, image if request.use_shim else None)
 
     def _resolve_read_only(self, request: DockerRequest, ctx: RunContext) -> DockerRequest:
         """A dry run's facts. The engine is asked only for what changes the request shown: the
@@ -161,20 +160,20 @@ class DockerEngine:
 
         show_plan(request.plan, ctx.out, request, config=ctx.config)  # `up --dry-run` is `plan`: the plan, then the request
 
-    def launch(self, request: DockerRequest, ctx: RunContext) -> Launched:
+    def launch(self, request: DockerRequest, connection: Connection) -> Launched:
         if request.secret_names and not request.use_shim:
-            ctx.out.warn(
+            connection.out.warn(
                 f"container.secrets_via is 'env': the values of {', '.join(request.secret_names)} go into the container's "
                 "environment, visible to anyone who can run `docker inspect` on it (set it to stdin to avoid this)"
             )
         from runner.engines.docker.run import launch
 
-        run = launch(_shared_client(), request, ctx.scope.masker, ctx.out, detach=ctx.options.detach,
-                     ensure_image=self._ensure_image(ctx, request.plan.pull, request.plan.gpu))
+        run = launch(_shared_client(request.engine), request, connection.scope.masker, connection.out)
         return Launched(run.cid, request.plan.name, run)
 
-    def _ensure_image(self, ctx: RunContext, policy: str, flavor: str) -> Callable[[str], None]:
-        """What to do when the image is not local: build it (``--build``), else pull it under the policy."""
+    def _ensure_image(self, ctx: RunContext, request: DockerRequest) -> Callable[[str], None]:
+        """What the request says to do when the image is not local: build it, else pull it under the policy."""
+        policy, flavor = request.plan.pull, request.plan.gpu
 
         def build(image: str) -> None:
             from runner import images
@@ -185,7 +184,7 @@ class DockerEngine:
         def pull(image: str) -> None:
             self._pull(ctx, image, "missing" if policy == "always" else policy, present=False)
 
-        return build if ctx.options.build else pull
+        return build if request.fetch == "build" else pull
 
     @staticmethod
     def _pull(ctx: RunContext, image: str, policy: str, present: bool | None, platform: str | None = None) -> None:
@@ -204,7 +203,7 @@ class DockerEngine:
         from runner.engines.docker.run import watch
 
         run: Attached = launched.state
-        return watch(run, ctx.scope.masker, ctx.out, keep=ctx.options.keep, tail=ctx.tail, on_running=on_running)
+        return watch(run, ctx.scope.masker, ctx.out, keep=not run.request.remove, tail=ctx.tail, on_running=on_running)
 
     def audit(self, launched: Launched, ctx: RunContext) -> list:
         from runner.engines.docker.audit import audit_container
@@ -213,6 +212,11 @@ class DockerEngine:
 
     def finished(self, launched: Launched, ctx: RunContext, exit_code: int) -> dict:
         return {}
+
+    def record_started(self, launched: Launched, job_dir) -> dict:
+        """A container's record: Docker or Podman, the socket that knows it, its name and id."""
+        eng = launched.state.eng
+        return {"engine": eng.kind, "engine_host": eng.host, "container": launched.name, "container_id": launched.id}
 
     @staticmethod
     def check_engine(config) -> dict:

@@ -16,7 +16,7 @@ from runner.launch_plan import LABEL, LABEL_JOB, LaunchPlan
 from runner.records import dataclass, field, replace
 from runner.secrets import Masker
 
-LABEL_RUN = "io.primus-runner.run"  # unique per launch: finds the container even without its id
+LABEL_RUN = "io.primus-runner.run"  # the run's id (runner.runs): finds the run's container without its container id
 
 
 def _typed(parse, value):
@@ -93,12 +93,13 @@ def container_config(plan: LaunchPlan, labels: dict[str, str], entrypoint: list[
     return config
 
 
-def labels_for(plan: LaunchPlan, extra: dict[str, str], run_id: str) -> dict[str, str]:
+def labels_for(plan: LaunchPlan, extra: dict[str, str], run_id: str | None) -> dict[str, str]:
     labels = dict(plan.labels)
     labels.setdefault(LABEL, "true")
     labels.setdefault(LABEL_JOB, plan.name)
     labels.update(extra)
-    labels[LABEL_RUN] = run_id
+    if run_id is not None:
+        labels[LABEL_RUN] = run_id
     return labels
 
 
@@ -124,6 +125,9 @@ class DockerRequest:
     interactive: bool = False  # -i: the user's stdin is the job's (after the shim's secrets)
     decisions: tuple[str, ...] = ()  # what was decided and from what (shown by the dry run)
     pending: tuple[str, ...] = ()  # what only the engine or the image can tell (filled by resolve)
+    run_id: str | None = None  # the run's id: its label, and the one id a dry run and its launch differ in
+    fetch: str = "pull"  # an image that is not local: pull (under plan.pull) or build (up --build), in resolve
+    engine: str = "auto"  # container.engine: the engine resolve and launch speak to
 
     def with_run_env(self, pairs: dict[str, str]) -> "DockerRequest":
         """The request with the tracker handshake's values (run ids) set by name: the same body
@@ -144,6 +148,8 @@ class DockerRequest:
         from runner.engines.docker.render import shim_note
 
         return {"engine": self.kind, "name": self.plan.name, "argv": self.argv(), "create": self.config,
+                "ids": {"run": self.run_id},  # what a launch of the same plan has anew: the run id (and its label)
+                "fetch": self.fetch, "detach": self.detach, "remove": self.remove,
                 "platform": self.plan.platform,
                 "libpod_create": self.libpod_create() if self.kind == "podman" else None,
                 "secrets": list(self.secret_names), "secrets_via": "stdin shim" if self.use_shim else "env",

@@ -8,7 +8,6 @@ loads no HTTP client at all.
 from __future__ import annotations
 
 import copy
-import os
 from typing import TYPE_CHECKING
 
 from runner.engines.docker import shim
@@ -22,27 +21,40 @@ if TYPE_CHECKING:
 
 
 def make_request(plan: LaunchPlan, extra_labels: dict[str, str], daemon_log: bool, *, kind: str = "docker",
-                 remove: bool = True, detach: bool = False, interactive: bool = False, tty: bool = False) -> DockerRequest:
+                 remove: bool = True, detach: bool = False, interactive: bool = False, tty: bool = False,
+                 run_id: str | None = None, fetch: str = "pull", engine: str = "auto") -> DockerRequest:
     """The create body for ``plan`` (pure, validated: a bad value raises ``ConfigError``). With
     the shim, the image's entrypoint (which the shim ``exec``s) unless ``--entrypoint`` named one
     and, for a GPU device request, the engine's own fields are left to ``resolve``, named in
-    ``pending``. ``interactive``/``tty``: ``-i``/``-t`` (the user's stdin, a terminal)."""
+    ``pending``. ``interactive``/``tty``: ``-i``/``-t`` (the user's stdin, a terminal). ``run_id``: the run's, its label
+    (None: a Slurm node's container, named by its job and rank). ``fetch``: how an image that is not
+    local is got, ``pull`` (under the plan's pull policy) or ``build`` (``up --build``). ``engine``:
+    ``container.engine``, the engine the launch speaks to."""
     secrets = plan.secret_env()
     use_shim = bool(secrets) and plan.secrets_via == "stdin"
     own = None if plan.entrypoint is None else [plan.entrypoint] if plan.entrypoint else []  # [] clears the image's
     entrypoint = shim.shim_entrypoint(interactive, tty) + (own or []) if use_shim else own
     secret_env = [] if use_shim or not secrets else shim.env_fallback(secrets)
-    labels = labels_for(plan, extra_labels, os.urandom(8).hex())
+    labels = labels_for(plan, extra_labels, run_id)
     config = container_config(plan, labels, entrypoint, secret_env, use_shim or interactive, daemon_log, tty=tty)
     config["HostConfig"].pop("DeviceRequests", None)  # the engine's own form: resolve decides it
     pending = (("image entrypoint",) if use_shim and own is None else ()) + (("the engine's GPU request form",) if plan.gpu_request else ())
-    decisions = [f"pull: {plan.pull}", f"engine: {kind}"]
+    decisions = [_fetch_decision(plan.pull, fetch), f"engine: {kind}"]
     if own is not None:
         decisions.append(f"entrypoint: {plan.entrypoint or '(none)'} instead of the image's (--entrypoint)")
     if plan.platform:
         decisions.append(f"platform: {plan.platform} (--platform; the local image must be that platform, else it is pulled)")
     return DockerRequest(plan, config, use_shim, tuple(sorted(secrets)), labels, kind=kind, remove=remove, detach=detach,
-                         interactive=interactive, decisions=tuple(decisions), pending=pending)
+                         interactive=interactive, decisions=tuple(decisions), pending=pending, run_id=run_id, fetch=fetch,
+                         engine=engine)
+
+
+def _fetch_decision(policy: str, fetch: str) -> str:
+    """The dry run's line for how the launch gets the image, before it creates the container."""
+    if fetch == "build":
+        return f"pull: {policy}; image: built from its recipe when it is not local (--build)"
+    return f"pull: {policy}; image: " + {"always": "pulled before the container is created",
+                                          "never": "used only if it is local"}.get(policy, "pulled when it is not local")
 
 
 def resolve(request: DockerRequest, eng: Engine | None, image_config: dict | None) -> DockerRequest:

@@ -111,31 +111,24 @@ def missing_image(image: str) -> RuntimeFailure:
     )
 
 
-def _create(eng: Engine, request: DockerRequest, masker: Masker, ensure_image: Callable[[str], None] | None) -> str:
-    """Create exactly ``request.config``: nothing is added here (``resolve`` finished it)."""
+def _create(eng: Engine, request: DockerRequest, masker: Masker) -> str:
+    """Create exactly ``request.config``: nothing is added here, nothing fetched (``resolve`` got the image)."""
     plan = request.plan
     if request.pending:
         raise RuntimeFailure(f"internal error: the container request is not complete ({', '.join(request.pending)})")
     check_clean(request.config if request.use_shim or not request.secret_names else _public_part(request.config), masker)
-    for attempt in (0, 1):
-        try:
-            cid = eng.create(plan.name, request.config, platform=plan.platform)
-            break
-        except ApiError as exc:
-            if exc.status == 404 and attempt == 0 and "image" in exc.message.lower():
-                if ensure_image is None:
-                    raise missing_image(plan.image) from None
-                ensure_image(plan.image)
-                continue
-            if exc.status == 409:
-                raise RuntimeFailure(
-                    f"a container named {plan.name} already exists",
-                    hint=f"pick another --name, or remove it: primus-runner down {plan.name}",
-                ) from None
-            raise RuntimeFailure(f"the container could not be created: {exc.message}",
-                                 hint=daemon_hint(exc.message) or "check the launch options with `primus-runner plan`") from None
-    else:
-        raise missing_image(plan.image)
+    try:
+        cid = eng.create(plan.name, request.config, platform=plan.platform)
+    except ApiError as exc:
+        if exc.status == 404 and "image" in exc.message.lower():
+            raise missing_image(plan.image) from None  # gone since resolve got it
+        if exc.status == 409:
+            raise RuntimeFailure(
+                f"a container named {plan.name} already exists",
+                hint=f"pick another --name, or remove it: primus-runner down {plan.name}",
+            ) from None
+        raise RuntimeFailure(f"the container could not be created: {exc.message}",
+                             hint=daemon_hint(exc.message) or "check the launch options with `primus-runner plan`") from None
     if request.use_shim and not eng.has_path(cid, "/bin/sh"):
         eng.remove(cid)
         raise ConfigError(Problem(
@@ -164,15 +157,15 @@ class Attached:
     guard: _SignalGuard
 
 
-def launch(eng: Engine, request: DockerRequest, masker: Masker, out: Output, *, detach: bool,
-           ensure_image: Callable[[str], None] | None = None) -> Attached:
-    """Create and start; send the secrets through the shim. Nothing is left behind on failure
-    or interruption (130/143 via ``Interrupted``)."""
+def launch(eng: Engine, request: DockerRequest, masker: Masker, out: Output) -> Attached:
+    """Create and start exactly ``request`` (detached or attached as it says); send the secrets through
+    the shim. Nothing is left behind on failure or interruption (130/143 via ``Interrupted``)."""
+    detach = request.detach
     guard = _SignalGuard().install()
     cid = None
     sock = None
     try:
-        cid = _create(eng, request, masker, ensure_image)
+        cid = _create(eng, request, masker)
         guard.check()
         if request.use_shim or not detach:
             sock, leftover = eng.attach(cid, stdin=bool(request.config.get("OpenStdin")))  # the shim's secrets, -i

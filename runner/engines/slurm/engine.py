@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.engines.base import Launched, RunContext, delegate
+from runner.engines.base import EngineBase, Launched, RunContext, delegate
 from runner.engines.slurm import flags, jobs
 from runner.engines.slurm.script import COMPUTED, LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, SlurmRequest, SlurmSettings, export_names, render_script, settings_from
 from runner.launch_plan import LaunchPlan
@@ -58,7 +58,7 @@ class SlurmOptions:
     allow_env_in_accounting: bool = False
 
 
-class SlurmEngine:
+class SlurmEngine(EngineBase):
     name = "slurm"
     audit_after = True  # audit the job's output files once it has ended
     computed_env = COMPUTED  # per node, by the agent: planned as such, never taken from this host
@@ -68,7 +68,7 @@ class SlurmEngine:
     runs_on_nodes = True
     job_dir_setting = "slurm.output_dir"  # where the user puts the job directory instead
     # Its own command-line flags (submit's, the launcher's slurm srun|sbatch): declared and typed there.
-    cli_options = delegate("runner.engines.slurm.flags")
+    options = delegate("runner.engines.slurm.flags")
     cli_flags = delegate("runner.engines.slurm.flags")
 
     @staticmethod

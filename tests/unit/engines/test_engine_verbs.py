@@ -17,12 +17,12 @@ import runner
 import runner.engines as registry
 from runner.cli import main
 from runner.engines import ENGINES, engine_for, engine_for_verb, verb
-from runner.engines.base import VERBS
+from runner.engines.base import VERBS, EngineBase
 
 CALLS: list[tuple[str, object]] = []
 
 
-class ToyEngine:
+class ToyEngine(EngineBase):
     """The least an engine needs to own ``ps`` and ``down``: the verbs, nothing of a launch."""
 
     name = "toy"

@@ -1,14 +1,18 @@
 """Each engine's request builder against a golden request: the Docker create body and its
 `docker run` argv, the same for Podman, Slurm's sbatch argv and batch script, the process argv.
 
-A plan with fixed inputs (name, image, env, limits) goes through each engine's `request`;
-the run label (random per launch) and paths that depend on the machine are normalised.
+A plan with fixed inputs (name, image, env, limits) and a fixed run id goes through each engine's
+`request`; the run label is that id, and paths that depend on the machine are normalised.
+What the engines really receive is compared with the dry run in
+tests/integration/container/test_requests_received.py.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+from types import SimpleNamespace
 
 import pytest
 
@@ -33,14 +37,17 @@ def _plan(work, secrets_via="stdin"):
     return config, planned.require(), planned.scope
 
 
+RUN_ID = "20261202-140000-abcdef"
+
+
 def _ctx(engine, config, scope, **options):
     opts = RunOptions(command=("x",), **options)
-    return RunContext(opts, scope, Output(), engine.settings(config, opts))
+    return RunContext(opts, scope, Output(), engine.settings(config, opts), run=SimpleNamespace(id=RUN_ID, job_dir=None, node_cache=None))
 
 
 def _body(request) -> dict:
-    body = {**request.config, "Labels": {k: v for k, v in request.config["Labels"].items() if k != "io.primus-runner.run"}}
-    return body
+    assert request.config["Labels"]["io.primus-runner.run"] == RUN_ID  # the run's id, not a label of its own
+    return {**request.config, "Labels": {k: v for k, v in request.config["Labels"].items() if k != "io.primus-runner.run"}}
 
 
 GOLDEN_BODY = {
@@ -70,7 +77,7 @@ def _argv_golden(kind: str) -> list[str]:
 
 
 def _normal(argv: list[str]) -> list[str]:
-    return ["RUN" if a.startswith("io.primus-runner.run=") else a for a in argv]
+    return ["RUN" if a == f"io.primus-runner.run={RUN_ID}" else a for a in argv]
 
 
 @pytest.mark.parametrize("kind", ["docker", "podman"])
@@ -201,10 +208,13 @@ def test_process_request_is_the_golden_one(work):
     config, plan, scope = _plan(work)
     engine = ProcessEngine()
     request = engine.request(plan, _ctx(engine, config, scope))
-    assert request.argv == ("python", "train.py", "--lr", "0.1") and request.cwd == "/w"
-    assert request.to_dict() == {"command": ["python", "train.py", "--lr", "0.1"], "workdir": "/w",
-                                 "env": {"HF_TOKEN": "***", "LIT": "one"}, "secrets": ["HF_TOKEN"]}
-    assert request.render().splitlines() == ["command  python train.py --lr 0.1", "workdir  /w", "environment (only these):",
+    python = shutil.which("python")
+    assert request.argv == ("python", "train.py", "--lr", "0.1") and request.cwd == "/w" and request.program == python
+    assert request.to_dict() == {"command": ["python", "train.py", "--lr", "0.1"], "program": python, "workdir": "/w",
+                                 "env": {"HF_TOKEN": "***", "LIT": "one"}, "secrets": ["HF_TOKEN"],
+                                 "environment": {"HF_TOKEN": "***", "LIT": "one", "PATH": DEFAULT_PATH}}
+    assert request.render().splitlines() == ["command  python train.py --lr 0.1", f"program  {python}", "workdir  /w",
+                                             "environment (only these):",
                                              "  HF_TOKEN=*** [secret]", "  LIT=one", f"  PATH={DEFAULT_PATH}   (default)"]
     assert request.with_run_env({"WANDB_RUN_ID": "w1"}).plan.public_env()["WANDB_RUN_ID"] == "w1"
 

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from runner.engines import ENGINES
-from runner.engines.base import Launched
+from runner.engines.base import EngineBase, Launched
 
 SEEN: dict[str, object] = {}
 
 
-class NodesEngine:
+class NodesEngine(EngineBase):
     """The least an engine on other hosts states for the run store (``runner.engines.base.Recorded``)."""
 
     name = "toynodes"

@@ -19,7 +19,8 @@ out = Output(color=False)
 opts = RunOptions(command=("true",), sources=Sources(sys.argv[1], None), flags=LaunchFlags(gpu="none", image="busybox:test"))
 prepared = prepare(out, opts.sources, opts.command, opts.flags)
 ctx = RunContext(opts, prepared.scope, out, None, lookup=prepared.lookup)
-class Engine: name = "docker"
+from runner.engines.base import EngineBase
+class Engine(EngineBase): name = "docker"
 class Handshake: env, links = {}, {}
 from runner.runs import recorder
 run = recorder.begin(opts, Engine(), prepared.plan, ctx, out, prepared.config)

@@ -1,0 +1,27 @@
+"""The process engine: a flag it cannot carry out is refused (exit 2, named), never dropped; the
+program is resolved when the request is built, so the dry run shows the program the launch execs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+
+def test_flags_a_host_process_cannot_honour_are_refused_naming_each(cli, tmp_path):
+    for command in (["up"], ["up", "--dry-run"], ["plan"]):
+        rc, out, err = cli(*command, "--engine", "process", "--memory", "4g", "--volume", "/tmp:/x", "--", "true")
+        assert rc == 2, (command, err)
+        assert "the process engine cannot honour --volume, --memory" in err and "Traceback" not in err
+        assert "--engine docker" in err  # the fix
+    assert not (tmp_path / ".local").exists()  # refused before anything was written
+
+
+def test_the_dry_run_names_the_program_the_launch_execs(cli):
+    rc, out, err = cli("--json", "up", "--dry-run", "--engine", "process", "--", "sh", "-c", "true")
+    assert rc == 0, err
+    shown = json.loads(out)
+    assert shown["program"] == shutil.which("sh") and shown["command"] == ["sh", "-c", "true"]
+    rc, out, err = cli("--json", "up", "--dry-run", "--engine", "process", "--", "no-such-program-7f3a")
+    assert rc == 0 and json.loads(out)["program"] is None  # shown as not found; the launch refuses it
+    rc, out, err = cli("up", "--engine", "process", "--", "no-such-program-7f3a")
+    assert rc == 1 and "no-such-program-7f3a is not installed on this host" in err
