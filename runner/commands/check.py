@@ -210,7 +210,7 @@ def _check_registry_and_builder(prepared, found: Findings) -> None:
 
 
 def _check_online(plan, timeout: float, found: Findings) -> None:
-    from runner.trackers import runs as tracker_runs
+    from runner.trackers import handshake as tracker_runs
 
     found.online = tracker_runs.online_check(plan, timeout=timeout)
     for item in found.online:

@@ -51,7 +51,7 @@ def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None 
             out.notice(f"dry run: dry_run is set at {where_set(prepared.config, 'dry_run')}; nothing is launched")
         engine.dry_run(engine.resolve(engine.request(plan, ctx), ctx, dry_run=True), ctx)
         return 0
-    from runner.trackers import runs as tracker_runs  # a launch's only: a dry run starts no tracker run
+    from runner.trackers import handshake as tracker_runs  # a launch's only: a dry run starts no tracker run
 
     request = _ready(engine, plan, ctx)
     handshake = tracker_runs.begin(plan, out)  # tracker runs exist before the job: every rank logs to the same run
@@ -93,7 +93,7 @@ def _ready(engine: Engine, plan, ctx: RunContext):
     """Everything that can refuse a launch, before a tracker run is created for it: the
     preflight, the GPUs claimed, the image resolved. The request to launch, built once from the
     plan as claimed."""
-    from runner.trackers import runs as tracker_runs
+    from runner.trackers import handshake as tracker_runs
 
     tracker_runs.prefetch(plan)  # a tracker client that must be imported starts loading now, beside the preflight
     engine.preflight(plan, ctx)  # before a tracker run is created for a launch that cannot happen

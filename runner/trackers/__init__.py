@@ -17,7 +17,7 @@ TRACKERS: dict[str, str] = {
 # Where a tracker's ``SETTINGS`` live when not in its own module: the built-in clients keep their
 # declarations apart, so what reads only the declarations (a plan, the schema) loads no client.
 DECLARED_IN: dict[str, str] = {
-    "mlflow": "runner.trackers.mlflow_settings",
+    "mlflow": "runner.trackers.mlflow.settings",
     "wandb": "runner.trackers.wandb_settings",
 }
 

@@ -5,7 +5,7 @@ TorchTitan's ``metrics:`` block, MaxText's ``log_period``); ``generic`` uses the
 Megatron names for any job. What each tracker reads is its own module's
 ``SETTINGS`` (``runner.trackers.base.TrackerSettings``); this module knows no
 tracker by name. Nothing here talks to a tracker. The online check and the run
-handshake live in ``runner.trackers.runs``.
+handshake live in ``runner.trackers.handshake``.
 """
 
 from __future__ import annotations

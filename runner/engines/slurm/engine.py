@@ -122,7 +122,7 @@ class SlurmEngine(EngineBase):
         return getattr(ctx, "lookup", None) or os.environ.get
 
     def request(self, plan: LaunchPlan, ctx: RunContext) -> SlurmRequest:
-        from runner.trackers.runs import run_env_names
+        from runner.trackers.handshake import run_env_names
 
         settings = ctx.settings.settings
         job_dir = getattr(ctx.run, "job_dir", None) or jobs.job_dir_for(settings, plan.name)  # the run's (runner.runs)

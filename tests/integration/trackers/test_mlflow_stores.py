@@ -283,9 +283,9 @@ def home(tmp_path, monkeypatch):
 @pytest.mark.mlflow
 def test_without_the_extra_a_local_store_still_gets_the_log(home, local_store_server, monkeypatch, capsys):
     """A directory store needs no MLflow client: the log is copied into it (it needed the extra before)."""
-    from runner.trackers import runs as tracker_runs
+    from runner.trackers import handshake as tracker_runs
 
-    monkeypatch.setattr(importlib.import_module("runner.trackers.mlflow_client"), "installed", lambda: False)
+    monkeypatch.setattr(importlib.import_module("runner.trackers.mlflow.client"), "installed", lambda: False)
     uri, root = local_store_server
     planned = _planned(home, {"MLFLOW_TRACKING_URI": uri})
     hs = tracker_runs.begin(planned.plan, _output(planned))
@@ -302,9 +302,9 @@ def test_without_the_extra_a_local_store_still_gets_the_log(home, local_store_se
 
 @pytest.mark.mlflow
 def test_without_the_extra_the_proxied_server_still_gets_the_log(home, mlflow_server, monkeypatch, canary):
-    from runner.trackers import runs as tracker_runs
+    from runner.trackers import handshake as tracker_runs
 
-    monkeypatch.setattr(importlib.import_module("runner.trackers.mlflow_client"), "installed", lambda: False)
+    monkeypatch.setattr(importlib.import_module("runner.trackers.mlflow.client"), "installed", lambda: False)
     planned = _planned(home, {"MLFLOW_TRACKING_URI": mlflow_server, **canary})
     hs = tracker_runs.begin(planned.plan, _output(planned))
     hs.finish(1, b"token " + canary["HF_TOKEN"].encode() + b"\n")
@@ -393,7 +393,7 @@ import urllib.error  # noqa: E402  (used by the stand-in)
 @pytest.mark.parametrize("sign_in", ["token", "oauth-m2m", "profile-token", "profile-oauth"])
 def test_every_databricks_sign_in_creates_and_closes_the_run(home, databricks, mlflow_server, sign_in, capfd):
     """Through MlflowClient and the Databricks SDK, as users sign in; check --online first."""
-    from runner.trackers import runs as tracker_runs
+    from runner.trackers import handshake as tracker_runs
 
     token, client_secret = "dapi-canary-" + uuid.uuid4().hex, "dose-canary-" + uuid.uuid4().hex
     host: dict[str, str] = {}
@@ -432,9 +432,9 @@ def test_databricks_token_puts_the_log_to_the_signed_url_without_the_client(home
     """A Databricks-managed run's artifacts (dbfs:/databricks/mlflow-tracking/...) over REST: an upload URL
     signed by Databricks, the log PUT there with its headers and without the Databricks token (before, this
     needed the MLflow client, and without it the log was not uploaded)."""
-    from runner.trackers import runs as tracker_runs
+    from runner.trackers import handshake as tracker_runs
 
-    monkeypatch.setattr(importlib.import_module("runner.trackers.mlflow_client"), "installed", lambda: False)
+    monkeypatch.setattr(importlib.import_module("runner.trackers.mlflow.client"), "installed", lambda: False)
     front = _DatabricksFront(str(mlflow_server), dbfs=True)
     token = canary["DATABRICKS_TOKEN"]
     try:
@@ -554,7 +554,7 @@ import json, os, sys
 from runner.config import load_config
 from runner.config.envfile import EnvFile
 from runner.plan import LaunchFlags, build_plan
-from runner.trackers import runs
+from runner.trackers import handshake as runs
 from runner.ui import Output
 
 planned = build_plan(load_config(), ["true"], dict(os.environ), EnvFile(None), LaunchFlags(gpu="none"), name=sys.argv[1])

@@ -184,7 +184,7 @@ def test_check_online_reachable_and_unreachable(tmp_path, canary, mlflow_server)
 @pytest.mark.mlflow
 def test_handshake_tags_never_hold_a_value_and_kill_marks_killed(make_plan, canary, mlflow_server):
     """begin/finish directly (no container): KILLED for 143, a job-closed run still FAILED for exit 1."""
-    from runner.trackers import runs as tracker_runs
+    from runner.trackers import handshake as tracker_runs
     from runner.ui import Output
 
     host = {**canary, "MLFLOW_TRACKING_URI": mlflow_server, "MLFLOW_TRACKING_USERNAME": "alice"}

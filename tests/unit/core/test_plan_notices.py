@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 
-from runner.trackers.mlflow_settings import MLFLOW_NAMES, STORE_NAMES
+from runner.trackers.mlflow.settings import MLFLOW_NAMES, STORE_NAMES
 from runner.trackers.wandb_settings import WANDB_NAMES
 
 

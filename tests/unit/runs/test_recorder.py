@@ -4,6 +4,8 @@ cannot be made, and the dry run writes nothing."""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from pathlib import Path
 
 from runner.engines.base import EngineBase
@@ -52,5 +54,9 @@ def test_outputs_that_cannot_go_under_the_run_go_to_a_directory_named_by_the_run
     launched, _, out = begin(DockerEngine())
     assert _placement(dry) == _placement(launched)
     tb = dict(_placement(launched)[1])["/tmp/tb"]
-    assert tb.startswith("/tmp/primus-runner-outputs-RUN") and Path(tb.replace("RUN", launched.id)).is_dir()
-    assert not Path(tb.replace("RUN", dry.id)).exists()  # the dry run made nothing
+    made = Path(tempfile.gettempdir()) / f"primus-runner-outputs-{launched.id}"
+    try:
+        assert tb.startswith(str(made).replace(launched.id, "RUN") + "/") and Path(tb.replace("RUN", launched.id)).is_dir()
+        assert not Path(tb.replace("RUN", dry.id)).exists()  # the dry run made nothing
+    finally:
+        shutil.rmtree(made, ignore_errors=True)

@@ -18,8 +18,8 @@ from hostile_servers import Server
 from plan_factory import plan_from
 
 from runner.secrets import Masker
-from runner.trackers import runs as tracker_runs
-from runner.trackers.artifact_origin import artifact_refusal
+from runner.trackers import handshake as tracker_runs
+from runner.trackers.mlflow.artifact_origin import artifact_refusal
 from runner.ui import Output
 
 pytest.importorskip("mlflow")  # the leak is the official client's: it writes to whatever host a location names

@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from runner.errors import EngineUnavailable
-from runner.trackers import mlflow_client
+from runner.trackers.mlflow import client as mlflow_client
 from runner.trackers.background import Background
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from runner.errors import CredentialRefused, EngineUnavailable
 from runner.secrets import Masker
-from runner.trackers import runs as tracker_runs
+from runner.trackers import handshake as tracker_runs
 from runner.ui import Output
 from test_trackers_online import closed_port, planned_for, stand_in  # noqa: F401  (the loopback stand-in server)
 

@@ -14,7 +14,7 @@ from plan_factory import plan_from
 
 from runner.errors import EngineUnavailable
 from runner.plan import LaunchFlags
-from runner.trackers import runs as tracker_runs
+from runner.trackers import handshake as tracker_runs
 from runner.ui import Output
 
 TRACKERS = "trackers:\n  framework: generic\n  disable_mlflow: false\n  mlflow_upload_logs: true\n"

@@ -18,7 +18,7 @@ from runner.config import trust
 from runner.errors import ConfigError
 from runner.plan import LaunchFlags
 from runner.secrets import Secret
-from runner.trackers import TRACKERS, runs, schema
+from runner.trackers import TRACKERS, handshake as runs, schema
 
 CANARY = "canary-toy-tracker-4b1d9e"
 

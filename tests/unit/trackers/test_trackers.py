@@ -13,7 +13,7 @@ from runner.config.envfile import EnvFile
 from runner.plan import LaunchFlags
 from runner.secrets import Secret
 from runner.trackers.config import is_primus_training
-from runner.trackers.mlflow_settings import is_databricks_uri
+from runner.trackers.mlflow.settings import is_databricks_uri
 
 CANARY = "canary-trackers-7f3e0a19c2"
 TRAIN = ["primus-cli", "train", "pretrain", "--config", "exp.yaml"]

@@ -20,7 +20,7 @@ from engine_fixtures import assert_no_leak
 from hostile_servers import Server, json_answer, make_cert, redirect_answer
 from plan_factory import plan_from
 
-from runner.trackers import runs as tracker_runs
+from runner.trackers import handshake as tracker_runs
 from runner.plan import LaunchFlags
 from runner.secrets import Masker
 from runner.ui import Output
@@ -200,7 +200,7 @@ def test_handshake_stops_at_a_redirect_to_another_origin(work, stand_in, redirec
     """begin() (experiment, run) over plain HTTP: the redirect target never sees the token; the launch stops (exit 1)."""
     from runner.errors import EngineUnavailable
 
-    monkeypatch.setattr(importlib.import_module("runner.trackers.mlflow_client"), "installed", lambda: False)  # the no-extra HTTP path
+    monkeypatch.setattr(importlib.import_module("runner.trackers.mlflow.client"), "installed", lambda: False)  # the no-extra HTTP path
     other = stand_in(200, {"experiment": {"experiment_id": "1"}})
     front = redirector(other.url)
     host = {"MLFLOW_TRACKING_URI": front.url, "MLFLOW_TRACKING_TOKEN": REDIRECT_TOKEN}
@@ -238,7 +238,7 @@ def test_client_env_holds_the_plans_values_only_during_the_call(work, monkeypatc
     import os
 
     from runner.config.envfile import load_env_file
-    from runner.trackers.mlflow_client import client_env
+    from runner.trackers.mlflow.client import client_env
 
     secret = "canary-client-env-3e9d0c1b7a5f"
     (work / "job.env").write_text(f"AWS_SECRET_ACCESS_KEY={secret}\n")
@@ -259,7 +259,7 @@ def test_client_env_holds_the_plans_values_only_during_the_call(work, monkeypatc
 def test_databricks_oauth_or_profile_without_the_extra_names_the_extra(work, monkeypatch):
     from runner.errors import EngineUnavailable
 
-    monkeypatch.setattr(importlib.import_module("runner.trackers.mlflow_client"), "installed", lambda: False)
+    monkeypatch.setattr(importlib.import_module("runner.trackers.mlflow.client"), "installed", lambda: False)
     (work / ".databrickscfg").write_text("[team]\nhost = https://team.cloud\ntoken = canary-dbcfg-5a1e0c9d\n")
     for host in ({"MLFLOW_TRACKING_URI": "databricks://team"},
                  {"MLFLOW_TRACKING_URI": "databricks", "DATABRICKS_HOST": "https://h", "DATABRICKS_CLIENT_ID": "c", "DATABRICKS_CLIENT_SECRET": "canary-oauth-7d2c"}):
@@ -292,7 +292,7 @@ def test_https_never_downgrades_to_http_on_a_redirect(work, tmp_path, stand_in):
 def test_a_store_only_the_mlflow_client_writes_to_names_the_extra(work, stand_in, monkeypatch, capsys):
     """Without the extra, a GCS artifact store cannot take the log: the run is closed all the same, and the
     warning names what to install (a directory or S3 store needs no MLflow client)."""
-    monkeypatch.setattr(importlib.import_module("runner.trackers.mlflow_client"), "installed", lambda: False)
+    monkeypatch.setattr(importlib.import_module("runner.trackers.mlflow.client"), "installed", lambda: False)
     server = stand_in(200, {"experiment": {"experiment_id": "1"},
                             "run": {"info": {"run_id": "r1", "artifact_uri": "gs://bucket/1/r1/artifacts", "status": "RUNNING"}}})
     planned = planned_for(work, "  disable_mlflow: false\n  mlflow_upload_logs: true\n", {"MLFLOW_TRACKING_URI": server.url})

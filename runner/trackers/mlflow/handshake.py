@@ -9,14 +9,14 @@ from typing import Callable
 
 from runner.errors import CredentialRefused, EngineUnavailable
 from runner.trackers import httpapi
-from runner.trackers.artifact_origin import artifact_refusal
+from runner.trackers.mlflow.artifact_origin import artifact_refusal
 from runner.trackers.base import Handshake, TrackedPlan
-from runner.trackers.mlflow_api import EXTRA_HINT
-from runner.trackers.mlflow_endpoint import experiment_name, tracking_uri
-from runner.trackers.mlflow_filestore import FileStore, store_root
-from runner.trackers.mlflow_prefetch import EARLY
-from runner.trackers.mlflow_settings import is_databricks_uri
-from runner.trackers.mlflow_stores import preload_writer, tracking_api, upload_log, writer as store_writer
+from runner.trackers.mlflow.api import EXTRA_HINT
+from runner.trackers.mlflow.endpoint import experiment_name, tracking_uri
+from runner.trackers.mlflow.filestore import FileStore, store_root
+from runner.trackers.mlflow.preload import EARLY
+from runner.trackers.mlflow.settings import is_databricks_uri
+from runner.trackers.mlflow.stores import preload_writer, tracking_api, upload_log, writer as store_writer
 from runner.ui import Output
 
 KILLED_CODES = {130, 143}  # SIGINT / SIGTERM: the run was stopped, not broken

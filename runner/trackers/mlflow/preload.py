@@ -12,13 +12,14 @@ import threading
 
 from runner import __version__
 from runner.clients.git import git
-from runner.trackers import httpapi, mlflow_client
+from runner.trackers import httpapi
+from runner.trackers.mlflow import client as mlflow_client
 from runner.trackers.base import TrackedPlan
-from runner.trackers.mlflow_endpoint import endpoint, experiment_name, tracking_uri
-from runner.trackers.mlflow_filestore import FileStore
-from runner.trackers.mlflow_rest import Rest
-from runner.trackers.mlflow_settings import is_databricks_uri
-from runner.trackers.mlflow_stores import tracking_api
+from runner.trackers.mlflow.endpoint import endpoint, experiment_name, tracking_uri
+from runner.trackers.mlflow.filestore import FileStore
+from runner.trackers.mlflow.rest import Rest
+from runner.trackers.mlflow.settings import is_databricks_uri
+from runner.trackers.mlflow.stores import tracking_api
 
 TAG_LIMIT = 5000  # MLflow's limit on a tag value
 

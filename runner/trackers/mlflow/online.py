@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from runner.errors import EngineUnavailable
 from runner.trackers import httpapi
-from runner.trackers.artifact_origin import artifact_refusal
+from runner.trackers.mlflow.artifact_origin import artifact_refusal
 from runner.trackers.base import TrackedPlan
-from runner.trackers.mlflow_api import EXTRA_HINT
-from runner.trackers.mlflow_client import Client
-from runner.trackers.mlflow_endpoint import tracking_uri
-from runner.trackers.mlflow_settings import is_databricks_uri
-from runner.trackers.mlflow_stores import tracking_api, writer
+from runner.trackers.mlflow.api import EXTRA_HINT
+from runner.trackers.mlflow.client import Client
+from runner.trackers.mlflow.endpoint import tracking_uri
+from runner.trackers.mlflow.settings import is_databricks_uri
+from runner.trackers.mlflow.stores import tracking_api, writer
 
 
 def _check_store(plan: TrackedPlan, api, timeout: float) -> tuple[str, str]:

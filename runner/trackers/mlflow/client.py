@@ -22,9 +22,9 @@ from runner.secrets import Secret
 from runner.trackers import httpapi
 from runner.trackers.base import TrackedPlan
 from runner.trackers.httpapi import BEGIN_TIMEOUT
-from runner.trackers.mlflow_api import EXTRA_HINT, LOG_ARTIFACT, PROBE_DATA, Experiment, probe_dir
-from runner.trackers.mlflow_endpoint import display, tracking_uri
-from runner.trackers.mlflow_settings import CLIENT_NAMES
+from runner.trackers.mlflow.api import EXTRA_HINT, LOG_ARTIFACT, PROBE_DATA, Experiment, probe_dir
+from runner.trackers.mlflow.endpoint import display, tracking_uri
+from runner.trackers.mlflow.settings import CLIENT_NAMES
 from runner.trackers.background import Background, silence_logs
 
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 import time
 import urllib.parse
 
-from runner.trackers import databricks_artifacts, httpapi
+from runner.trackers import httpapi
+from runner.trackers.mlflow import databricks_artifacts
 from runner.trackers.httpapi import BEGIN_TIMEOUT, UPLOAD_TIMEOUT
-from runner.trackers.mlflow_api import EXTRA_HINT, LOG_ARTIFACT, PROBE_DATA, Experiment, probe_dir
+from runner.trackers.mlflow.api import EXTRA_HINT, LOG_ARTIFACT, PROBE_DATA, Experiment, probe_dir
 
 
 class Rest:

@@ -23,8 +23,8 @@ import urllib.parse
 import uuid
 
 from runner.trackers.httpapi import HTTPFailure
-from runner.trackers.mlflow_api import Experiment
-from runner.trackers.mlflow_artifacts import local_path, probe, upload
+from runner.trackers.mlflow.api import Experiment
+from runner.trackers.mlflow.artifacts import local_path, probe, upload
 
 # MLflow's RunStatus integers, as its FileStore stores them.
 STATUS_CODES = {"RUNNING": 1, "SCHEDULED": 2, "FINISHED": 3, "FAILED": 4, "KILLED": 5}

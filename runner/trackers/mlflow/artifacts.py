@@ -4,7 +4,7 @@ S3 (one ``put_object``, as MLflow's S3 store makes with the same variables). Imp
 costs seconds; boto3 alone is what S3 costs, and it loads in a thread while the job runs.
 
 Credentials: boto3 reads them from ``os.environ``, which the caller fills for the call
-(``runner.trackers.mlflow_client.client_env``).
+(``runner.trackers.mlflow.client.client_env``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import os
 import urllib.parse
 
 from runner.trackers.httpapi import UPLOAD_TIMEOUT, truthy
-from runner.trackers.mlflow_api import LOG_ARTIFACT, PROBE_DATA, probe_dir
+from runner.trackers.mlflow.api import LOG_ARTIFACT, PROBE_DATA, probe_dir
 from runner.trackers.background import Background, silence_logs
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import urllib.parse
 
 from runner.trackers import httpapi
-from runner.trackers.mlflow_api import LOG_ARTIFACT
+from runner.trackers.mlflow.api import LOG_ARTIFACT
 
 TRACKING_ROOT = "dbfs:/databricks/mlflow-tracking/"
 # credential type -> headers a plain PUT adds to the ones Databricks gives

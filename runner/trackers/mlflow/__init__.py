@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from runner.trackers.mlflow_settings import SETTINGS  # noqa: F401 (its declaration)
+from runner.trackers.mlflow.settings import SETTINGS  # noqa: F401 (its declaration)
 
 if TYPE_CHECKING:
     from runner.trackers.base import Finisher, Handshake, TrackedPlan
@@ -36,18 +36,18 @@ RUN_ENV = ("MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_ID", "MLFLOW_EXPERIMENT_NAME")  #
 
 
 def prefetch(plan: TrackedPlan) -> None:
-    from runner.trackers.mlflow_prefetch import prefetch as start
+    from runner.trackers.mlflow.preload import prefetch as start
 
     start(plan)
 
 
 def check(plan: TrackedPlan, timeout: float) -> dict:
-    from runner.trackers.mlflow_check import check as check_online
+    from runner.trackers.mlflow.online import check as check_online
 
     return check_online(plan, timeout)
 
 
 def begin(plan: TrackedPlan, out: Output, hs: Handshake) -> Finisher | None:
-    from runner.trackers.mlflow_handshake import begin as open_run
+    from runner.trackers.mlflow.handshake import begin as open_run
 
     return open_run(plan, out, hs)

@@ -12,7 +12,7 @@ import os
 from runner.secrets import Secret
 from runner.trackers import httpapi
 from runner.trackers.base import TrackedPlan
-from runner.trackers.mlflow_settings import databricks_profile, is_databricks_uri, uri_profile
+from runner.trackers.mlflow.settings import databricks_profile, is_databricks_uri, uri_profile
 
 
 def tracking_uri(plan: TrackedPlan) -> str:

@@ -14,16 +14,17 @@ import os
 import urllib.parse
 
 from runner.errors import EngineUnavailable
-from runner.trackers import databricks_artifacts, httpapi, mlflow_artifacts, mlflow_client
+from runner.trackers import httpapi
+from runner.trackers.mlflow import artifacts as mlflow_artifacts, client as mlflow_client, databricks_artifacts
 from runner.trackers.base import TrackedPlan
 from runner.trackers.httpapi import BEGIN_TIMEOUT, UPLOAD_TIMEOUT
 from runner.trackers.job_paths import host_path
-from runner.trackers.mlflow_api import EXTRA_HINT
-from runner.trackers.mlflow_client import Client, client_env
-from runner.trackers.mlflow_endpoint import endpoint, is_http, tracking_uri
-from runner.trackers.mlflow_filestore import FileStore, store_root
-from runner.trackers.mlflow_rest import Rest
-from runner.trackers.mlflow_settings import is_databricks_uri
+from runner.trackers.mlflow.api import EXTRA_HINT
+from runner.trackers.mlflow.client import Client, client_env
+from runner.trackers.mlflow.endpoint import endpoint, is_http, tracking_uri
+from runner.trackers.mlflow.filestore import FileStore, store_root
+from runner.trackers.mlflow.rest import Rest
+from runner.trackers.mlflow.settings import is_databricks_uri
 from runner.ui import Output
 
 

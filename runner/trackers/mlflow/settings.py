@@ -57,7 +57,7 @@ STORE_SECRETS = (
     "AZURE_STORAGE_ACCESS_KEY",
     "AZURE_CLIENT_SECRET",
 )
-# Everything the runner's own MLflow client sees (runner.trackers.mlflow_client.client_env).
+# Everything the runner's own MLflow client sees (runner.trackers.mlflow.client.client_env).
 CLIENT_NAMES = MLFLOW_NAMES + STORE_NAMES
 
 _BOOL = {"type": "boolean"}
