@@ -13,6 +13,7 @@ from runner.gpus import Gpu
 from runner.policy import EnvDecision
 from runner.records import dataclass, fields, is_dataclass, replace
 from runner.secrets import MASK, Secret
+from runner.trackers.base import RECORDED_FIELDS
 from runner.trackers.config import TrackerPlan
 
 LABEL = "io.primus-runner.managed"
@@ -105,7 +106,7 @@ class LaunchPlan:
         """
         doc = {f.name: _jsonable(getattr(self, f.name)) for f in fields(self) if f.name not in ("env", "trackers")}
         doc["env"] = [{"name": d.name, "secret": d.secret, "reason": d.reason} for d in self.forwarded]
-        doc["trackers"] = {k: _jsonable(getattr(self.trackers, k)) for k in _TRACKER_RECORD}
+        doc["trackers"] = {k: _jsonable(getattr(self.trackers, k)) for k in RECORDED_FIELDS}
         return doc
 
     @classmethod
@@ -142,13 +143,10 @@ class LaunchPlan:
             "enabled": list(self.trackers.enabled),
             "overrides": list(self.trackers.overrides),
             "override_sources": [{"override": token, "from": where} for token, where in self.trackers.override_sources],
-            "mlflow_run_name": self.trackers.run_name,
+            "run_name": self.trackers.run_name,  # the run the runner creates (trackers' run_name_key)
         }
         return doc
 
-
-# The tracker fields a node needs to rebuild the plan (problems/warnings stay on the submitting host).
-_TRACKER_RECORD = ("framework", "enabled", "settings", "overrides", "run_name", "wandb_mode", "config_hash")
 
 
 def _jsonable(value):

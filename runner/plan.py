@@ -267,7 +267,7 @@ def _with_gpu_selection(plan: LaunchPlan, config: Config, flags: LaunchFlags, ho
 def _names_holding_secrets(scope: SecretScope, **names: str) -> list[Problem]:
     """A job or run name holding a secret value would name a container, a job directory and a
     tracker run: refused here, before anything is created, without repeating it."""
-    shown = {"job": "the job name (--name or container.options.name)", "run": "the tracker run name (trackers.mlflow_run_name)"}
+    shown = {"job": "the job name (--name or container.options.name)", "run": "the name of the tracker run the runner creates"}
     return [Problem(f"{shown[key]} holds a secret value", hint="choose a name that is not a secret")
             for key, value in names.items() if value and scope.masker.contains_secret(value.encode("utf-8", "surrogateescape"))]
 

@@ -1,14 +1,13 @@
 """Tracker outputs on the host: every path a tracker writes inside the job, resolved against its mounts.
 
-The paths: ``trackers.tensorboard_dir`` (Megatron/generic), TorchTitan's
-``metrics.save_tb_folder``, the W&B directory (``trackers.wandb_save_dir`` or
-``WANDB_DIR``) and a ``file:`` MLflow store. A path under a mount is on the host
+The paths are each enabled tracker's own (``TrackerSettings.outputs``: TensorBoard's event
+directory, W&B's, a ``file:`` MLflow store); the run store names no tracker. A path under a mount is on the host
 at the mount's source. A path under no mount would be written inside the
 container and lost with it: by default (``runs.tracker_outputs: mount``) it is
 mounted from the run's own directory; with ``refuse`` the launch stops before
-anything starts (exit 2, naming the path, the setting and the fix). W&B without
-a directory writes under the job's working directory, so the runner gives it
-one of the run's (``/primus-runner/wandb``).
+anything starts (exit 2, naming the path, the setting and the fix). A tracker that
+writes under the job's working directory when its variable is unset (W&B) is given a
+directory of the run's (``output_dir_env``: ``/primus-runner/wandb``).
 
 On Slurm the run's directory is the job directory, which every node sees; a
 user's own mount is on each node's disk unless its source is on a shared file
@@ -28,12 +27,11 @@ from runner.runs.paths import CONTAINER_ROOT
 from runner.trackers.job_paths import covering
 
 MODES = ("mount", "refuse")
-WANDB_DEFAULT = f"{CONTAINER_ROOT}/wandb"
 
 
 @dataclass(frozen=True)
 class TrackerOutput:
-    tracker: str  # tensorboard | wandb | mlflow
+    tracker: str  # the tracker's registry name (runner.trackers.TRACKERS)
     setting: str  # the setting that names the path
     path: str  # inside the job
     host: str | None = None  # on the host (None: cannot be told)
@@ -45,22 +43,23 @@ class TrackerOutput:
 
 
 def wanted_paths(plan: LaunchPlan) -> list[tuple[str, str, str]]:
-    """(tracker, setting, path inside the job) of every enabled tracker's output."""
-    settings, public, found = plan.trackers.settings, plan.public_env(), []
-    framework = plan.trackers.framework
-    if plan.trackers.is_on("tensorboard"):
-        if framework == "torchtitan":
-            found.append(("tensorboard", "trackers.metrics.save_tb_folder", str((settings.get("metrics") or {}).get("save_tb_folder") or "tb")))
-        elif settings.get("tensorboard_dir"):
-            found.append(("tensorboard", "trackers.tensorboard_dir", str(settings["tensorboard_dir"])))
-    if plan.trackers.is_on("wandb") and public.get("WANDB_DIR"):
-        setting = "trackers.wandb_save_dir" if settings.get("wandb_save_dir") else "WANDB_DIR"
-        found.append(("wandb", setting, public["WANDB_DIR"]))
-    uri = public.get("MLFLOW_TRACKING_URI", "")
-    if plan.trackers.is_on("mlflow") and (uri.startswith("file:") or uri.startswith("/")):
-        path = uri[len("file:"):] if uri.startswith("file:") else uri
-        found.append(("mlflow", "MLFLOW_TRACKING_URI", "/" + path.lstrip("/") if path.startswith("//") else path))
-    return found
+    """(tracker, setting, path inside the job) of every enabled tracker's output, as each declares them."""
+    from runner.trackers import settings
+
+    return [(name, setting, path) for name in plan.trackers.enabled for setting, path in settings(name).outputs(plan)]
+
+
+def _runner_dirs(plan: LaunchPlan) -> tuple[LaunchPlan, set[str]]:
+    """The plan with the directory the runner gives each enabled tracker that writes under an unknown
+    working directory when its variable is unset (``output_dir_env``); those directories."""
+    from runner.trackers import settings
+
+    given: dict[str, str] = {}
+    for name in plan.trackers.enabled:
+        declared = settings(name).output_dir_env
+        if declared and not plan.public_env().get(declared[0]):
+            given[declared[0]] = f"{CONTAINER_ROOT}/{declared[1]}"
+    return (plan.with_env(given, "tracker outputs") if given else plan), set(given.values())
 
 
 def plan_outputs(plan: LaunchPlan, mode: str, outputs_dir: Path, on_nodes: bool,
@@ -69,8 +68,7 @@ def plan_outputs(plan: LaunchPlan, mode: str, outputs_dir: Path, on_nodes: bool,
     (``where``: the config's ``file:line`` of a setting, for them)."""
     outputs: list[TrackerOutput] = []
     problems: list[Problem] = []
-    if plan.trackers.is_on("wandb") and not plan.public_env().get("WANDB_DIR"):
-        plan = plan.with_env({"WANDB_DIR": WANDB_DEFAULT}, "tracker outputs")  # else W&B writes under an unknown workdir
+    plan, runner_dirs = _runner_dirs(plan)
     added: list[Mount] = []
     for tracker, setting, raw in wanted_paths(plan):
         path = raw if raw.startswith("/") else (posixpath.join(plan.workdir, raw) if plan.workdir else None)
@@ -91,7 +89,7 @@ def plan_outputs(plan: LaunchPlan, mode: str, outputs_dir: Path, on_nodes: bool,
             note = "" if run_mount or not on_nodes else "on each node's own disk, unless that path is on a shared file system"
             outputs.append(TrackerOutput(tracker, setting, path, host, "run" if run_mount else "mount", note))
             continue
-        if mode == "refuse" and path != WANDB_DEFAULT:  # the runner's own W&B directory is always mounted
+        if mode == "refuse" and path not in runner_dirs:  # a directory the runner gave a tracker is always mounted
             problems.append(Problem(
                 f"{setting} is {path}, which is under no mount of the job: {tracker} would write it inside the container, "
                 "lost when the container is removed",
@@ -126,8 +124,11 @@ def before(outputs: list[TrackerOutput]) -> list[str]:
     return lines
 
 
-def after(outputs: list[TrackerOutput], wandb_run_id: str | None, wandb_mode: str) -> list[str]:
-    """What to print after the job: where each output is, and the exact ``wandb sync`` of an offline run."""
+def after(outputs: list[TrackerOutput], plan: LaunchPlan, run_ids: dict[str, str]) -> list[str]:
+    """What to print after the job: where each output is, as its tracker says it (``after_line``: the
+    exact ``wandb sync`` of an offline run, for one)."""
+    from runner.trackers import settings
+
     lines = []
     for o in outputs:
         if o.host is None or o.how == "volume":
@@ -135,18 +136,9 @@ def after(outputs: list[TrackerOutput], wandb_run_id: str | None, wandb_mode: st
         host = Path(o.host)
         if o.note:  # a node's own disk: the submitting host cannot look
             lines.append(f"{o.tracker} output: {host} on each node ({o.note})")
-        elif o.tracker == "tensorboard":
-            lines.append(f"TensorBoard events: {host} (tensorboard --logdir {host})")
-        elif o.tracker == "mlflow":
-            lines.append(f"MLflow file store: {host} (mlflow ui --backend-store-uri file:{host})")
-        elif o.tracker == "wandb":
-            found = sorted(host.glob(f"wandb/offline-run-*-{wandb_run_id}")) if wandb_run_id else []
-            if wandb_mode in ("offline", "dryrun") and found:
-                lines.append(f"W&B offline run {wandb_run_id}: {found[-1]}; upload it with: wandb sync {found[-1]}")
-            elif wandb_mode in ("offline", "dryrun"):
-                lines.append(f"W&B: no offline run {wandb_run_id or ''} under {host / 'wandb'} (the job did not start W&B)".replace("  ", " "))
-            else:
-                lines.append(f"W&B files: {host}")
+        else:
+            declared = settings(o.tracker)
+            lines.append(declared.after_line(host, plan, run_ids.get(o.tracker)) or f"{declared.label} output: {host}")
     return lines
 
 

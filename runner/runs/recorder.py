@@ -85,7 +85,9 @@ class Run:
             return
         rec = self.record
         rec["detached"] = bool(detached)
-        rec["trackers"]["run_ids"] = {k.split("_", 1)[0].lower(): v for k, v in handshake.env.items() if k in ("MLFLOW_RUN_ID", "WANDB_RUN_ID")}
+        from runner.trackers import run_ids
+
+        rec["trackers"]["run_ids"] = run_ids(handshake.env)
         rec["trackers"]["links"] = dict(handshake.links)
         rec.update(self.engine.record_started(launched, self.job_dir))  # the engine says (a container, a Slurm job, a pid)
         if rec.get("container_id"):  # a container's image digest, from the socket that knows it
@@ -124,8 +126,10 @@ class Run:
             self._save()
             self._flush()
         liveness.release(self._lock)
-        wandb_id = (self.record or {}).get("trackers", {}).get("run_ids", {}).get("wandb") or self.plan.public_env().get("WANDB_RUN_ID")
-        for line in outputs.after(self.outputs, wandb_id, self.plan.trackers.wandb_mode):
+        from runner.trackers import run_ids
+
+        ids = {**run_ids(self.plan.public_env()), **(self.record or {}).get("trackers", {}).get("run_ids", {})}
+        for line in outputs.after(self.outputs, self.plan, ids):
             self.out.info(line)
         if self.dir is not None and self.writer is not None and self.writer.stored and not self.out.json_mode:
             self.out.info(f"run {self.id}: primus-runner runs show {self.id}; its output: primus-runner logs {self.id}")

@@ -68,10 +68,9 @@ def build_report(
     """The report as a JSON-ready dict (see ``policies/report.schema.json``)."""
     from runner.ui.ci import safe_link
 
-    run_ids = dict(run_ids or {})
-    for name, value in plan.public_env().items():  # the ids the runner handed the job
-        if name in ("MLFLOW_RUN_ID", "WANDB_RUN_ID"):
-            run_ids.setdefault(name.split("_", 1)[0].lower(), value)
+    from runner.trackers import run_ids as handed
+
+    run_ids = {**handed(plan.public_env()), **(run_ids or {})}  # the ids the runner handed the job, as each tracker names its own
     start_s, end_s = _iso(started), _iso(ended)
     duration = None
     if started is not None and ended is not None:

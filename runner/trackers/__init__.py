@@ -37,6 +37,21 @@ def tracker(name: str):
     return importlib.import_module(TRACKERS[name])
 
 
+def run_ids(env: dict) -> dict[str, str]:
+    """{tracker: run id} for every registered tracker whose run-id variable (``run_id``) is in ``env``."""
+    return {name: env[declared.run_id] for name in TRACKERS if (declared := settings(name)).run_id and declared.run_id in env}
+
+
+def requeue_env(enabled_names, env: dict) -> dict[str, str]:
+    """What each enabled tracker sets on a node so that a requeued job logs to the same run (``requeue_env``)."""
+    found: dict[str, str] = {}
+    for name in enabled_names:
+        declared = settings(name)
+        if declared.run_id and declared.run_id in env:
+            found.update({k: v for k, v in declared.requeue_env.items() if k not in env})
+    return found
+
+
 def enabled(plan) -> list:
     """The trackers this plan turns on, in ``TRACKERS`` order."""
     return [tracker(name) for name in TRACKERS if plan.trackers.is_on(name)]

@@ -49,6 +49,11 @@ class TrackerPlan:
         return tracker in self.enabled
 
 
+# The ``TrackerPlan`` fields a Slurm node needs to rebuild the plan (problems and warnings stay on the
+# submitting host): what ``LaunchPlan.record()`` writes into the plan file.
+RECORDED_FIELDS = ("framework", "enabled", "settings", "overrides", "run_name", "wandb_mode", "config_hash")
+
+
 class TrackedPlan(Protocol):
     """The part of ``runner.plan.LaunchPlan`` the trackers read."""
 
@@ -146,6 +151,14 @@ class TrackerSettings:
     needs: Callable[[Analysis], None] = want_names  # what it wants when on: variables, problems, warnings
     when_off: Callable[[Analysis], None] | None = None  # warnings about its keys set while it is off
     order: int = 100  # its place in plans, in the environment and among problems (the handshake follows TRACKERS)
+    # Its outputs and run ids, asked by the run store, the report and each Slurm node instead of its name:
+    run_id: str | None = None  # the variable that holds the id of the run it logs to (MLFLOW_RUN_ID)
+    requeue_env: Mapping[str, str] = field(default_factory=dict)  # set on each node when run_id is, unless set: a requeued job resumes the run
+    outputs: Callable[[TrackedPlan], "list[tuple[str, str]]"] = lambda plan: []  # (setting, path inside the job) it writes
+    # (variable, directory under the runner's container root): where it writes when the variable is unset, given by the runner
+    output_dir_env: tuple[str, str] | None = None
+    # The line printed after the job for one output on the host (path, the plan, its run id); None: the default line
+    after_line: Callable[[Any, TrackedPlan, "str | None"], "str | None"] = lambda host, plan, run_id: None
 
 
 class Tracker(Protocol):

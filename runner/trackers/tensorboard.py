@@ -21,6 +21,14 @@ def _needs(analysis: Analysis) -> None:
         ))
 
 
+def _outputs(plan: TrackedPlan) -> list[tuple[str, str]]:
+    """Where the job writes its event files: TorchTitan's ``save_tb_folder``, else ``tensorboard_dir``."""
+    settings = plan.trackers.settings
+    if plan.trackers.framework == "torchtitan":
+        return [("trackers.metrics.save_tb_folder", str((settings.get("metrics") or {}).get("save_tb_folder") or "tb"))]
+    return [("trackers.tensorboard_dir", str(settings["tensorboard_dir"]))] if settings.get("tensorboard_dir") else []
+
+
 SETTINGS = TrackerSettings(
     name=NAME,
     label="TensorBoard",
@@ -36,6 +44,8 @@ SETTINGS = TrackerSettings(
     switch={"megatron": "disable_tensorboard", "torchtitan": "metrics.enable_tensorboard"},
     needs=_needs,
     order=10,
+    outputs=_outputs,
+    after_line=lambda host, plan, run_id: f"TensorBoard events: {host} (tensorboard --logdir {host})",
 )
 
 

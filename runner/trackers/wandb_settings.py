@@ -39,6 +39,24 @@ def _needs(analysis: Analysis) -> None:
             analysis.want(name, "W&B is on and WANDB_MODE is not offline" if required else "tracker wandb", required=required)
 
 
+def _outputs(plan) -> list[tuple[str, str]]:
+    """The W&B directory: ``trackers.wandb_save_dir`` (as ``WANDB_DIR``), or ``WANDB_DIR`` itself."""
+    directory = plan.public_env().get("WANDB_DIR")
+    if not directory:
+        return []
+    return [("trackers.wandb_save_dir" if plan.trackers.settings.get("wandb_save_dir") else "WANDB_DIR", directory)]
+
+
+def _after(host, plan, run_id: str | None) -> str:
+    """Where the run's files are; for an offline run, the exact ``wandb sync`` that uploads it."""
+    if plan.trackers.wandb_mode not in ("offline", "dryrun"):
+        return f"W&B files: {host}"
+    found = sorted(host.glob(f"wandb/offline-run-*-{run_id}")) if run_id else []
+    if found:
+        return f"W&B offline run {run_id}: {found[-1]}; upload it with: wandb sync {found[-1]}"
+    return f"W&B: no offline run {run_id or ''} under {host / 'wandb'} (the job did not start W&B)".replace("  ", " ")
+
+
 SETTINGS = TrackerSettings(
     name="wandb",
     label="W&B",
@@ -56,4 +74,9 @@ SETTINGS = TrackerSettings(
     endpoints=("WANDB_BASE_URL", "WANDB_HOST"),
     needs=_needs,
     order=20,
+    run_id="WANDB_RUN_ID",
+    requeue_env={"WANDB_RESUME": "allow"},  # a requeued job continues the same W&B run
+    outputs=_outputs,
+    output_dir_env=("WANDB_DIR", "wandb"),  # else W&B writes under the job's working directory, which nobody knows
+    after_line=_after,
 )

@@ -162,8 +162,10 @@ def _this_node(plan: LaunchPlan, doc: dict, environ: dict[str, str], job_id: str
         "MASTER_PORT": str(slurm["master_port"]),
         "GPUS_PER_NODE": str(slurm["gpus_per_node"]),
     }
-    if "WANDB_RUN_ID" in plan.public_env() and "WANDB_RESUME" not in plan.public_env():
-        computed["WANDB_RESUME"] = "allow"  # a requeued run continues the same W&B run
+    if plan.trackers.enabled:  # a requeued job logs to the same tracker runs (each tracker's requeue_env)
+        from runner.trackers import requeue_env
+
+        computed.update(requeue_env(plan.trackers.enabled, plan.public_env()))
     name = f"primus-{job_id}-{rank}"
     labels = tuple((k, name if k.endswith(".job") else v) for k, v in plan.labels)
     stop_timeout = plan.stop_timeout

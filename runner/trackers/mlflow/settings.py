@@ -98,6 +98,15 @@ def _when_off(analysis: Analysis) -> None:
         )
 
 
+def _outputs(plan) -> list[tuple[str, str]]:
+    """A ``file:`` store (or a bare path): the job's client writes it where the URI says."""
+    uri = plan.public_env().get("MLFLOW_TRACKING_URI", "")
+    if not (uri.startswith("file:") or uri.startswith("/")):
+        return []
+    path = uri[len("file:"):] if uri.startswith("file:") else uri
+    return [("MLFLOW_TRACKING_URI", "/" + path.lstrip("/") if path.startswith("//") else path)]
+
+
 SETTINGS = TrackerSettings(
     name="mlflow",
     label="MLflow",
@@ -117,6 +126,9 @@ SETTINGS = TrackerSettings(
     needs=_needs,
     when_off=_when_off,
     order=30,
+    run_id="MLFLOW_RUN_ID",
+    outputs=_outputs,
+    after_line=lambda host, plan, run_id: f"MLflow file store: {host} (mlflow ui --backend-store-uri file:{host})",
 )
 
 

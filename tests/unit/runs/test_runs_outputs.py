@@ -42,8 +42,8 @@ def test_refuse_names_the_path_the_setting_and_the_fix(tmp_path):
 
 def test_wandb_without_a_directory_gets_one_of_the_run(tmp_path):
     new, found, _ = outputs.plan_outputs(_plan({}, enabled=("wandb",)), "refuse", tmp_path, on_nodes=False)
-    assert new.public_env()["WANDB_DIR"] == outputs.WANDB_DEFAULT
-    assert [(o.path, o.how) for o in found] == [(outputs.WANDB_DEFAULT, "run")]
+    assert new.public_env()["WANDB_DIR"] == "/primus-runner/wandb"  # W&B's output_dir_env, under the runner's root
+    assert [(o.path, o.how) for o in found] == [("/primus-runner/wandb", "run")]
 
 
 def test_a_file_mlflow_store_and_a_relative_torchtitan_folder(tmp_path):
@@ -66,7 +66,7 @@ def test_after_the_job_the_wandb_sync_path_exists(tmp_path):
     run = host / "wandb" / "offline-run-20260101_000000-abc12345"
     run.mkdir(parents=True)
     found = [outputs.TrackerOutput("wandb", "WANDB_DIR", "/tmp/wandb", str(host), "run")]
-    (line,) = outputs.after(found, "abc12345", "offline")
+    (line,) = outputs.after(found, _plan({}, enabled=("wandb",)), {"wandb": "abc12345"})
     assert line.endswith(f"wandb sync {run}") and Path(line.rsplit(" ", 1)[1]).is_dir()
 
 
