@@ -92,14 +92,15 @@ class DockerEngine(EngineBase):
             _check_cdi_spec(plan)
 
     def claim(self, plan: LaunchPlan, ctx: RunContext) -> LaunchPlan:
-        """The GPUs this launch gets, chosen again under the host-wide lock and leased until the
-        container's label holds them: two launches racing for the same GPUs never both get them."""
+        """The GPUs this launch gets, chosen under the host-wide lock and leased until the container's
+        label holds them: two launches racing for the same GPUs never both get them. The pipeline
+        builds the one request from the plan this returns."""
         if not plan.gpus or plan.gpu_select == "all":
             return plan
         from runner.gpus import discover, holders, planning
         from runner.gpus.selection import parse
 
-        eng = _shared_client()
+        eng = _shared_client(self._settings(ctx).engine)  # the engine the request is for (container.engine)
         found = discover(plan.gpu, plan.host_root)
         chosen = holders.claim(parse(plan.gpu_select), found, plan.gpu, plan.name, lambda: holders.container_holders(eng))
         return planning.with_gpus(plan, chosen, plan.host_root)
