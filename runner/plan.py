@@ -139,8 +139,10 @@ def _per_job(name, host_env: Mapping[str, str]) -> str | None:
     return f"{name}-{host_env.get('SLURM_JOB_ID') or os.getpid()}" if name else None
 
 
-def default_name() -> str:
-    return f"primus-{_random.token_hex(4)}"
+def default_name(run_id: str | None = None) -> str:
+    """A job's name when nothing names it: the run id's own random part (``primus-3fa9c1`` for run
+    ``20261201-103512-3fa9c1``), so the name, the run and its container's labels tell each other."""
+    return f"primus-{run_id.rsplit('-', 1)[-1] if run_id else _random.token_hex(3)}"
 
 
 def build_plan(
@@ -156,6 +158,7 @@ def build_plan(
     gpu_holders: Callable[[], Mapping[str, str]] | None = None,
     gpu_mode: str = "host",
     references: "Callable[[set[str]], tuple[dict, list, dict]] | None" = None,
+    run_id: str | None = None,
 ) -> Planned:
     """Decide everything about a launch. Writes nothing and calls no engine or network;
     it reads its arguments and, for validation, whether volume sources and optional
@@ -172,9 +175,10 @@ def build_plan(
     ``references(names)``: for the names the env policy considers, the values of their
     secret references (plain, for the policy), the same as secrets (for the scope) and where
     each comes from; the env policy then decides with them (the plan is built once).
+    ``run_id``: the launch's run id, which a job nothing names is named after.
     """
     options = config.get("container", "options", default={}) or {}
-    job_name = str(name or flags.name or _per_job(options.get("name"), host_env) or default_name())
+    job_name = str(name or flags.name or _per_job(options.get("name"), host_env) or default_name(run_id))
     trackers, resolution, host_env, extra_secrets, sources = _decide_env(
         config, command, host_env, env_file, flags, job_name, references, extra_secrets, sources)
     problems: list[Problem] = [*trackers.problems, *resolution.problems]

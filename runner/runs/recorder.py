@@ -223,11 +223,12 @@ def _settle_job_dir(run: Run, engine, out, has_run_dir: bool) -> None:
                    + (f"; set {setting} to a directory every node sees" if setting else ""))
 
 
-def begin(options, engine, plan, ctx, out, config) -> Run:
+def begin(options, engine, plan, ctx, out, config, run_id: str | None = None) -> Run:
     """The run for this launch; ``run.plan`` is the plan to launch. Raises ``ConfigError`` (exit 2,
-    nothing written) only for a tracker output the settings say to refuse. ``config``: the merged config."""
+    nothing written) only for a tracker output the settings say to refuse. ``config``: the merged config;
+    ``run_id``: the launch's, decided before its plan (which names a job after it)."""
     dry = ctx.dry_run
-    run = Run(plan, paths.new_run_id(), out, dry=dry)
+    run = Run(plan, run_id or paths.new_run_id(), out, dry=dry)
     run.masker, run.scope, run.audit = ctx.scope.masker, ctx.scope, bool(options.audit)
     run.engine = engine
     recording = bool(_setting(config, "record", True))  # runs.record: false: no record, run directory or log

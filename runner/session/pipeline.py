@@ -21,6 +21,7 @@ from runner.errors import Interrupted, LeakFound
 from runner.records import replace
 from runner.session.prepare import load_sources, prepare
 from runner.options import RunOptions
+from runner.runs.paths import new_run_id
 from runner.ui import Output
 
 
@@ -38,13 +39,14 @@ def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None 
         from runner.session import report
 
         report.check_path(options.report)  # fail before launch, not after a long run
-    prepared = _prepare(options, engine, out, loaded, dry_run)
+    run_id = new_run_id()  # the launch's id: its record, its default name, its container's label
+    prepared = _prepare(options, engine, out, loaded, dry_run, run_id)
     plan = prepared.plan
     if options.debug or launcher_switch(prepared.config, "debug"):  # the launcher's --debug / debug: true
         plan = plan.with_env({"PRIMUS_LOG_LEVEL": "DEBUG"}, "debug")
     ctx = RunContext(options, prepared.scope, out, engine.settings(prepared.config, options), lookup=prepared.lookup,
                      config=prepared.config, dry_run=dry_run)
-    run_record = runs.begin(options, engine, plan, ctx, out, prepared.config)  # run id, record, log; tracker outputs, cache
+    run_record = runs.begin(options, engine, plan, ctx, out, prepared.config, run_id)  # run id, record, log; tracker outputs, cache
     plan = run_record.plan
     if dry_run:
         if not options.dry_run:
@@ -80,13 +82,13 @@ def _flags(options: RunOptions):
     return options.flags if options.pull is None else replace(options.flags, pull=options.pull)
 
 
-def _prepare(options: RunOptions, engine: Engine, out: Output, loaded, dry_run: bool):
+def _prepare(options: RunOptions, engine: Engine, out: Output, loaded, dry_run: bool, run_id: str):
     """Config, environment, plan and secret scope for this engine, decided once."""
     per_engine = [(name, "(per node)") for name in engine.computed_env]
     return prepare(out, options.sources, options.command, _flags(options), extra_env=per_engine, loaded=loaded,
                    resolve_refs=not dry_run,  # a dry run (flag or config) runs no secret reference
                    report_unset=not (dry_run and engine.dry_run_lists_unset),
-                   gpu_mode=engine.gpu_mode)  # host | node (each Slurm node) | off (no container)
+                   gpu_mode=engine.gpu_mode, run_id=run_id)  # host | node (each Slurm node) | off (no container)
 
 
 def _ready(engine: Engine, plan, ctx: RunContext):

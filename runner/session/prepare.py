@@ -123,6 +123,7 @@ def prepare(
     resolve_refs: bool | None = True,
     gpu_mode: str = "host",
     loaded: tuple[EnvFile, Config] | None = None,
+    run_id: str | None = None,
 ) -> Prepared:
     """Config, env file, flags → the plan and its secret scope; installs the scope's masker.
 
@@ -149,7 +150,8 @@ def prepare(
         passthrough["secrets"] = list(dict.fromkeys([*(passthrough.get("secrets") or []), *sorted(refs)]))
         references = _references(refs, host_env, env_file, resolved if resolve_refs else False, _lazy_mask(config, host_env, env_file))
     gpu_args = {"gpu_holders": _gpu_holders(config) if gpu_mode == "host" else None, "gpu_mode": gpu_mode}
-    planned = build_plan(config, command, host_env, env_file, flags, extra_env=extra_env, references=references, **gpu_args)
+    planned = build_plan(config, command, host_env, env_file, flags, extra_env=extra_env, references=references, run_id=run_id,
+                         **gpu_args)
     from runner.engines import config_problems
 
     planned.problems += config_problems(config)  # the engines' own sections (slurm:), as a launch checks them

@@ -95,7 +95,7 @@ def test_global_options_work_after_the_command_as_before_it(project, late):
     after = run(project, "plan", *late, "--", "true")
     assert before.returncode == after.returncode == 0, after.stderr
     # a fresh default name and run id (the run's label) per run
-    mask_names = lambda text: re.sub(r"primus-[0-9a-f]{8}|\d{8}-\d{6}-[0-9a-f]{6}", "NAME", text)  # noqa: E731
+    mask_names = lambda text: re.sub(r"primus-[0-9a-f]{6}|\d{8}-\d{6}-[0-9a-f]{6}", "NAME", text)  # noqa: E731
     assert mask_names(after.stdout) == mask_names(before.stdout) and after.stdout
 
 
