@@ -95,8 +95,10 @@ def test_docker_and_podman_requests_are_the_golden_ones(work, kind):
     assert CANARY not in repr(request.to_dict()) + request.render()
 
 
-def test_the_resolve_step_records_the_image_entrypoint_and_the_launch_adds_nothing(work):
-    """The image's entrypoint goes into a new request through the named step, never into the old one."""
+def test_the_resolve_step_records_the_image_entrypoint_in_a_new_request(work):
+    """The image's entrypoint goes into a new request through the named step, never into the old one.
+    That the launch then adds nothing is tests/integration/container/test_requests_received.py's:
+    it launches, and compares what the engine received with the dry run."""
     from runner.engines.docker import DockerEngine
     from runner.engines.docker.request import resolve
     from runner.engines.docker.shim import shim_entrypoint
