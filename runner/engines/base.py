@@ -330,13 +330,14 @@ class Recorded(Protocol):
 
 class Flags(Protocol):
     """An engine's own command-line flags, so a new engine's flags need no edit in ``runner.cli`` or
-    ``runner.options``. Both optional (an engine without flags lacks both); the CLI asks every
-    registered engine on ``submit`` and the launcher's ``slurm srun|sbatch``, the one ``--engine``
-    names on ``up``/``plan``. Slurm's: ``runner.engines.slurm.flags``."""
+    ``runner.options``. Both optional (``EngineBase``: none); the CLI asks every registered engine on
+    ``submit`` and the launcher's ``slurm srun|sbatch``, the one ``--engine`` names on ``up``/``plan``.
+    Slurm's: ``runner.engines.slurm.flags``."""
 
-    def cli_options(self, parser: Any, command: str) -> None:
-        """Declare the flags ``command`` takes on its parser (``add_argument``, ``add_argument_group``)."""
+    def options(self) -> "tuple[Option, ...]":
+        """The flags, as data: ``runner.cli.engine_options`` alone makes argparse of them."""
 
-    def cli_flags(self, args: Any, command: str) -> Any:
-        """The parsed flags as the engine's own frozen dataclass, or None; the launch carries it in
-        ``RunOptions.engine_flags`` and the engine reads it back with ``engine_flags_for(name)``."""
+    def cli_flags(self, values: "Mapping[str, Any]", command: str) -> Any:
+        """The parsed values (a plain mapping, option dest -> value) as the engine's own frozen dataclass,
+        or None; the launch carries it in ``RunOptions.engine_flags`` and the engine reads it back with
+        ``engine_flags_for(name)``."""
