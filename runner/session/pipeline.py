@@ -32,7 +32,7 @@ def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None 
     whether ~/.primus.yaml and ./.primus.yaml are read."""
     from runner.runs import recorder as runs
 
-    engine.refuse_unhonoured(options.flags)  # a flag the engine would drop: exit 2 before anything is decided
+    engine.refuse_unhonoured(_flags(options))  # a flag the engine would drop: exit 2 before anything is decided
     loaded = load_sources(options.sources, _flags(options), layer, user_files)
     dry_run = options.dry_run or launcher_switch(loaded[1], "dry_run")  # decided here, once; everything below reads it
     if options.report and not dry_run:

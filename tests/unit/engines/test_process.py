@@ -14,6 +14,8 @@ def test_flags_a_host_process_cannot_honour_are_refused_naming_each(cli, tmp_pat
         assert "the process engine cannot honour --volume, --memory" in err and "Traceback" not in err
         assert "--engine docker" in err  # the fix
     assert not (tmp_path / ".local").exists()  # refused before anything was written
+    rc, out, err = cli("up", "--engine", "process", "--pull", "always", "--", "true")
+    assert rc == 2 and "cannot honour --pull" in err  # up's own --pull: a host process has no image
 
 
 def test_the_dry_run_names_the_program_the_launch_execs(cli):
