@@ -291,17 +291,3 @@ def file_mode_warning(path: Path) -> str | None:
         return f"{path} is readable by group/others (mode {oct(mode & 0o777)}); run: chmod 600 {path}"
     return None
 
-
-def is_tracked_by_git(path: Path) -> bool:
-    import subprocess
-
-    try:
-        result = subprocess.run(
-            ["git", "ls-files", "--error-unmatch", os.path.basename(path)],
-            cwd=path.parent,
-            capture_output=True,
-            timeout=5,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return result.returncode == 0

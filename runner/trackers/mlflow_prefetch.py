@@ -11,7 +11,7 @@ import os
 import threading
 
 from runner import __version__
-from runner.clients.git import git
+from runner.git import git
 from runner.trackers import httpapi, mlflow_client
 from runner.trackers.base import TrackedPlan
 from runner.trackers.mlflow_endpoint import endpoint, experiment_name, tracking_uri

@@ -30,7 +30,7 @@ NOT_IN_PLAN = (
     "runner.engines.slurm.engine", "runner.engines.slurm.jobs", "runner.engines.docker.run",
     # A plan reads the trackers' declarations (mlflow_settings, wandb_settings), not their clients,
     # and what only those clients use: logging, uuid, subprocess (git), getpass, configparser.
-    "runner.trackers.mlflow", "runner.trackers.wandb", "runner.trackers.httpapi", "runner.clients.git",
+    "runner.trackers.mlflow", "runner.trackers.wandb", "runner.trackers.httpapi", "runner.git",
     "logging", "uuid", "subprocess", "getpass", "configparser",
     # The launcher modes' parser (`container`, `direct`, `slurm` only), a did-you-mean's difflib, glob.
     "runner.cli.launcher_args", "difflib", "glob",
