@@ -46,6 +46,9 @@ def load_env_file(explicit: str | None, trust_project: bool = False) -> EnvFile:
         path = Path.cwd() / DEFAULT_NAME
         if not path.exists():
             return EnvFile(None)
+        from runner.config.layers import refuse_if_not_yours
+
+        refuse_if_not_yours(path, "the env file")
     text = read_text(path, "env file")
     import io
 

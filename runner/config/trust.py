@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from runner.config import untrusted
+from runner.config.yamlsource import dotted
 from runner.errors import Problem
 from runner.records import dataclass
 
@@ -133,7 +134,7 @@ def untrusted_asks(data: Any, path: Path, where, cwd: Path | None = None) -> lis
     (``runner.config.untrusted.ALLOWED``) does not give an untrusted file. ``where(key_path)``
     gives ``file:line``."""
     at = untrusted.Where(path, cwd or Path.cwd())
-    return [Ask(_dotted(key_path), what, where(key_path)) for key_path, what in untrusted.asks(data, at)]
+    return [Ask(dotted(key_path), what, where(key_path)) for key_path, what in untrusted.asks(data, at)]
 
 
 def env_file_asks(names: Iterable[str], lines: Mapping[str, int], path: Path) -> list[Ask]:
@@ -145,9 +146,3 @@ def env_file_asks(names: Iterable[str], lines: Mapping[str, int], path: Path) ->
 def env_file_problems(names: Iterable[str], lines: Mapping[str, int], path: Path) -> list[Problem]:
     return [ask.problem(path) for ask in env_file_asks(names, lines, path)]
 
-
-def _dotted(key_path: tuple) -> str:
-    out = ""
-    for part in key_path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out

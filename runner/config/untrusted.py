@@ -24,10 +24,8 @@ from typing import Any, Callable, Iterable, Mapping
 
 from runner.records import dataclass
 from runner.resources import policies_dir
-from runner.secrets.names import NAME_RE
+from runner.secrets.names import is_runner_variable
 
-# Variables that configure the runner itself: never from a repository, never into a job.
-RUNNER_PREFIX = "PRIMUS_RUNNER_"
 # Variables that say where (or how, TLS and proxies) a credential from your environment is
 # sent: these, and each tracker's (its SETTINGS.endpoints, listed in the schema's trackers
 # section as x-endpoint-variables: this layer is below the trackers).
@@ -66,10 +64,6 @@ def _schema_knows(key_path: tuple) -> bool:
         else:
             return False
     return True
-
-
-def is_runner_variable(name: str) -> bool:
-    return name.upper().startswith(RUNNER_PREFIX)
 
 
 @dataclass(frozen=True)
