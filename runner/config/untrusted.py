@@ -8,8 +8,8 @@ it, and ``trust --show`` lists it with its file and line. A key added to the sch
 therefore an ask until it is added here, never silently open. ``docs/security.md``
 documents the table (a unit test keeps the two equal).
 
-An untrusted ``./.env`` may hold any value except the names that say where and how a
-credential from your environment is sent (``ENV_FILE``).
+An untrusted ``./.env`` may hold any value except the names that say where or how a
+credential from your environment is sent (``env_file_asks``).
 
 Patterns are dotted key paths; ``*`` is any key of a mapping, ``[]`` any item of a list.
 """
@@ -20,7 +20,7 @@ import functools
 import json
 import os
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable
 
 from runner.records import dataclass
 from runner.resources import policies_dir
@@ -165,8 +165,6 @@ ALLOWED: dict[str, Kind] = {
     "images.rocm.base": JOB, "images.rocm.tag": JOB, "images.cuda.base": JOB, "images.cuda.tag": JOB,
 }
 NOT_LISTED = "is not a key an untrusted project file may set (the list: docs/security.md)"
-# An untrusted ./.env: any value, but no name that says where or how a credential is sent.
-ENV_FILE = "any NAME=value except the names that say where or how a credential is sent"
 
 
 def _parts(pattern: str) -> tuple[str, ...]:
@@ -217,7 +215,3 @@ def env_file_asks(names: Iterable[str]) -> list[str]:
 def table() -> list[tuple[str, str]]:
     """(key pattern, kind) of every entry, as ``docs/security.md`` shows them."""
     return [(pattern, kind.name) for pattern, kind in ALLOWED.items()]
-
-
-def kinds() -> Mapping[str, Kind]:
-    return {kind.name: kind for kind in ALLOWED.values()}

@@ -42,14 +42,6 @@ def plant_repository(directory: Path, canary: Path, worktree: bool) -> None:
     git(directory, "update-ref", "refs/heads/master", sha)
 
 
-@pytest.fixture
-def clone(tmp_path):
-    repo = tmp_path / "repo"
-    (repo / ".git").mkdir(parents=True)
-    (tmp_path / "home").mkdir()
-    return repo
-
-
 def run(repo: Path, *args: str, cwd: Path | None = None):
     return run_in_clone(repo, *args, cwd=cwd, env={"DOCKER_HOST": "unix:///nonexistent/docker.sock"})
 

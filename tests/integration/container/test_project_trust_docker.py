@@ -20,14 +20,6 @@ def attacker(servers):
     return servers(lambda _server, _request: (404, {}, b"{}"))
 
 
-@pytest.fixture
-def clone(tmp_path):
-    repo = tmp_path / "repo"
-    (repo / ".git").mkdir(parents=True)
-    (tmp_path / "home").mkdir()
-    return repo
-
-
 TOKENS = {"MLFLOW_TRACKING_TOKEN": f"canary-mlflow-token-{uuid.uuid4().hex}", "WANDB_API_KEY": uuid.uuid4().hex + uuid.uuid4().hex[:8]}
 
 

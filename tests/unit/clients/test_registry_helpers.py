@@ -25,18 +25,10 @@ def plant_helper(repo: Path, canary: Path) -> None:
     helper.chmod(0o755)
 
 
-@pytest.fixture
-def clone(tmp_path):
-    repo = tmp_path / "repo"
-    (repo / ".git").mkdir(parents=True)
-    (tmp_path / "home").mkdir()
-    (repo / ".primus.yaml").write_text("container:\n  gpu: none\n  options:\n    image: 127.0.0.1:5999/team/img:1\n")
-    return repo
-
-
 @pytest.mark.parametrize("variable,file", [("DOCKER_CONFIG", "dcfg/config.json"), ("REGISTRY_AUTH_FILE", "auth.json")])
 def test_an_env_file_cannot_choose_the_registry_config_and_its_helper(clone, tmp_path, variable, file):
     """``check`` looks the login up as ``up``'s pull and ``submit``'s preflight do (one lookup)."""
+    (clone / ".primus.yaml").write_text("container:\n  gpu: none\n  options:\n    image: 127.0.0.1:5999/team/img:1\n")
     canary = tmp_path / "PWNED-helper"
     plant_helper(clone, canary)
     config = clone / file

@@ -4,7 +4,7 @@ directory of yours as its ``run_dir``) must not make ``gc`` delete that director
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 from cli_runner import run_cli
 
@@ -17,8 +17,6 @@ def _record(run_id: str, run_dir: str, uid: int) -> dict:
 
 
 def test_gc_removes_its_own_run_directory_and_nothing_a_record_points_elsewhere(tmp_path):
-    import os
-
     home = tmp_path / "home"
     state = home / ".local" / "state" / "primus-runner"
     state.mkdir(parents=True)
