@@ -8,7 +8,6 @@ from typing import Callable, Mapping
 
 from runner.errors import ConfigError, Problem
 from runner.config.yamlsource import file_mode_warning, read_text
-from runner.git import is_tracked
 from runner.records import dataclass, field
 from runner.secrets.names import NAME_RE
 
@@ -85,6 +84,8 @@ def load_env_file(explicit: str | None, trust_project: bool = False) -> EnvFile:
                 raise ConfigError(problems)
     if (mode := file_mode_warning(path)) is not None:
         warnings.append(mode)
+    from runner.git import is_tracked  # subprocess: only when an env file is there
+
     if is_tracked(path):
         warnings.append(f"{path} is tracked by git: its secrets are in the repository history; git rm --cached it and rotate them")
     return EnvFile(str(path), values, tuple(warnings), trusted)

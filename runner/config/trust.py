@@ -23,7 +23,6 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from runner.config import untrusted
 from runner.config.yamlsource import dotted
 from runner.errors import Problem
 from runner.records import dataclass
@@ -133,12 +132,16 @@ def untrusted_asks(data: Any, path: Path, where, cwd: Path | None = None) -> lis
     """Everything a config file ``path`` (parsed as ``data``) sets that the allowlist
     (``runner.config.untrusted.ALLOWED``) does not give an untrusted file. ``where(key_path)``
     gives ``file:line``."""
+    from runner.config import untrusted  # only for a project file nobody has trusted
+
     at = untrusted.Where(path, cwd or Path.cwd())
     return [Ask(dotted(key_path), what, where(key_path)) for key_path, what in untrusted.asks(data, at)]
 
 
 def env_file_asks(names: Iterable[str], lines: Mapping[str, int], path: Path) -> list[Ask]:
     """An untrusted ``./.env`` may hold values, but not say where or how your credentials go."""
+    from runner.config import untrusted
+
     return [Ask(name, "sets where or how a credential from your environment is sent", f"{path}:{lines.get(name, 1)}")
             for name in untrusted.env_file_asks(names)]
 
