@@ -51,8 +51,8 @@ def endpoint_names() -> frozenset[str]:
     return _OWN_ENDPOINT_NAMES | frozenset(schema["properties"]["trackers"].get("x-endpoint-variables", ()))
 
 
-def _schema_knows(key_path: tuple) -> bool:
-    """A key the schema defines (an unknown one is the schema's error to report, not an ask)."""
+def _schema_node(key_path: tuple) -> dict | None:
+    """The schema of a key (None: the schema does not define it, which is its error to report, not an ask)."""
     node = _schema()
     for part in key_path:
         if isinstance(part, int):
@@ -62,8 +62,12 @@ def _schema_knows(key_path: tuple) -> bool:
         elif isinstance(node.get("additionalProperties"), dict):
             node = node["additionalProperties"]
         else:
-            return False
-    return True
+            return None
+    return node
+
+
+def _schema_knows(key_path: tuple) -> bool:
+    return _schema_node(key_path) is not None
 
 
 @dataclass(frozen=True)
@@ -165,6 +169,7 @@ ALLOWED: dict[str, Kind] = {
     "images.rocm.base": JOB, "images.rocm.tag": JOB, "images.cuda.base": JOB, "images.cuda.tag": JOB,
 }
 NOT_LISTED = "is not a key an untrusted project file may set (the list: docs/security.md)"
+ENDPOINT = "names where a credential from your environment is sent (its tracker makes it an endpoint variable)"
 
 
 def _parts(pattern: str) -> tuple[str, ...]:
@@ -195,6 +200,8 @@ def asks(data: Any, at: Where) -> Iterable[tuple[tuple, str]]:
         if pattern is None:
             if _schema_knows(key_path):
                 yield key_path, NOT_LISTED
+        elif (_schema_node(key_path) or {}).get("x-endpoint"):  # a tracker key its job turns into an endpoint
+            yield key_path, ENDPOINT
         elif pattern in _TABLE:
             why = _TABLE[pattern].refuse(node, at)
             if why is not None:

@@ -31,9 +31,10 @@ TOY = textwrap.dedent('''
     SETTINGS = TrackerSettings(
         name=NAME,
         label="Toy",
-        keys={"disable_toy": {"type": "boolean"}, "toy_project": {"type": ["string", "null"]}},
+        keys={"disable_toy": {"type": "boolean"}, "toy_project": {"type": ["string", "null"]},
+              "toy_server": {"type": ["string", "null"]}},
         switch={"megatron": "disable_toy"},
-        setting_env={"megatron": {"toy_project": "TOY_PROJECT"}},
+        setting_env={"megatron": {"toy_project": "TOY_PROJECT", "toy_server": "TOY_URL"}},
         names=("TOY_API_KEY", "TOY_URL", "TOY_PROJECT"),
         secrets=("TOY_API_KEY",),
         endpoints=("TOY_URL",),
@@ -69,8 +70,10 @@ def toy(work, tmp_path_factory, monkeypatch):
     monkeypatch.setattr(runner.resources, "_find", lambda name: policies if name == "policies" else real_find(name))
     assert schema.main(["--write"]) == 0
     untrusted.endpoint_names.cache_clear()
+    untrusted._schema.cache_clear()
     yield work
     untrusted.endpoint_names.cache_clear()
+    untrusted._schema.cache_clear()
 
 
 def _plan(work, trackers: str, host: dict):
@@ -125,6 +128,13 @@ def test_an_untrusted_project_file_may_not_point_the_toy_elsewhere(toy):
     problems = trust.untrusted_problems({"container": {"options": {"env": ["TOY_URL=https://attacker.example"]}}},
                                         toy / ".primus.yaml", lambda path: f"{toy / '.primus.yaml'}:4")
     assert any("sets TOY_URL, which says where or how a credential from your environment is sent" in str(p) for p in problems)
+
+
+def test_an_untrusted_project_file_may_not_point_the_toy_elsewhere_through_its_key(toy):
+    """``trackers.toy_server`` becomes ``TOY_URL`` in the job: the schema marks the key, the trust check asks."""
+    problems = trust.untrusted_problems({"trackers": {"toy_server": "https://attacker.example", "toy_project": "demo"}},
+                                        toy / ".primus.yaml", lambda path: f"{toy / '.primus.yaml'}:2")
+    assert [p.message.split(" in the untrusted")[0] for p in problems] == ["trackers.toy_server"], problems
 
 
 def test_the_toy_handshake_runs_through_the_registry(toy):
