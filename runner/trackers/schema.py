@@ -2,7 +2,7 @@
 
 The section is the framework's own keys (below) and each registered tracker's declared
 keys (``SETTINGS.keys``, ``SETTINGS.metrics``), plus the variables that say where their
-credentials go (``x-endpoint-variables``, read by the trust check). The file is generated
+credentials go (``x-endpoint-variables``, and ``x-endpoint`` on a key that becomes one: read by the trust check). The file is generated
 rather than assembled at load time: configs are loaded and validated by layers below the
 trackers (``ps``, ``logs``, the early secret scope), which must not import every tracker,
 and the file stays the one schema editors and users read. A unit test checks that the
