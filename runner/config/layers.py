@@ -91,25 +91,21 @@ def _user_name(uid: int) -> str:
         return f"uid {uid}"
 
 
+def repository_root(here: Path) -> Path | None:
+    """The first directory from ``here`` up that holds ``.git``."""
+    return next((d for d in (here, *here.parents) if (d / ".git").exists()), None)
+
+
 def find_project_file(cwd: Path) -> Path | None:
-    """``.primus.yaml`` here, else in the nearest parent up to the repository root; a file,
-    or a marker that makes the root, that is not yours is refused (``not_yours``)."""
+    """``.primus.yaml`` here, else in the nearest parent up to the repository root."""
     here = Path(os.path.abspath(cwd))
-    found = _find_project_file(here)
-    if found is not None:
-        refuse_if_not_yours(found, "the project file")
-    return found
-
-
-def _find_project_file(here: Path) -> Path | None:
     if (here / FILE_NAME).is_file():
         return here / FILE_NAME
-    root = next((d for d in (here, *here.parents) if (d / ".git").exists()), None)
+    root = repository_root(here)
     if root is None:
         return None
     for directory in here.parents:
         if (directory / FILE_NAME).is_file():
-            refuse_if_not_yours(root / ".git", "the repository marker")
             return directory / FILE_NAME
         if directory == root:
             break
@@ -133,6 +129,11 @@ def layer_files(extra: str | None, environ: Mapping[str, str] | None = None, cwd
             layers.append(LayerFile(home, "user"))
         project = (project_dir / FILE_NAME if (project_dir / FILE_NAME).is_file() else None) if project_dir else find_project_file(cwd)
         if project is not None:
+            if os.path.abspath(project) not in _named(extra, environ):  # a file you named is yours to use
+                here = Path(os.path.abspath(cwd))
+                if project.parent != here:  # found above: the marker made it the project's
+                    refuse_if_not_yours(repository_root(here) / ".git", "the repository marker")
+                refuse_if_not_yours(project, "the project file")
             layers.append(LayerFile(project, "project"))
     named = environ.get(CONFIG_ENV)
     if named and os.path.isabs(os.path.expanduser(named)):
@@ -145,6 +146,12 @@ def layer_files(extra: str | None, environ: Mapping[str, str] | None = None, cwd
     if extra:
         layers.append(LayerFile(Path(extra), "config", must_exist=True))
     return _without_repeats(layers)
+
+
+def _named(extra: str | None, environ: Mapping[str, str]) -> set[str]:
+    """The files the user named: ``--config`` and an absolute ``$PRIMUS_RUNNER_CONFIG``."""
+    named = [extra, environ.get(CONFIG_ENV) if os.path.isabs(os.path.expanduser(environ.get(CONFIG_ENV) or "")) else None]
+    return {os.path.abspath(os.path.expanduser(n)) for n in named if n}
 
 
 def _without_repeats(layers: list[LayerFile]) -> list[LayerFile]:

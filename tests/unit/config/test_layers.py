@@ -68,6 +68,8 @@ def test_a_repository_marker_another_user_planted_does_not_make_their_file_your_
     assert "attacker/img" not in result.stdout and "canary-hf-token" not in result.stdout + result.stderr
     assert f"{shared}/.git is not loaded: it is owned by {OTHER} (uid {other_uid}), not by you" in result.stderr
     assert "chown" in result.stderr and "--config" in result.stderr and "Traceback" not in result.stderr
+    named = run(mine, home, "--json", "--config", str(shared / ".primus.yaml"), "plan", "--", "true")
+    assert named.returncode == 0 and json.loads(named.stdout)["image"] == "attacker/img:1", named.stderr
 
 
 def test_a_project_file_of_another_user_in_the_current_directory_is_not_loaded(shared, home, other_uid):
@@ -75,6 +77,9 @@ def test_a_project_file_of_another_user_in_the_current_directory_is_not_loaded(s
     result = run(shared, home, "--json", "plan", "--", "true")
     assert result.returncode == 2 and "attacker/img" not in result.stdout
     assert f"the project file {shared}/.primus.yaml is not loaded: it is owned by {OTHER}" in result.stderr
+    # the way the message offers: name the file, and it is yours to use
+    named = run(shared, home, "--json", "--config", str(shared / ".primus.yaml"), "plan", "--", "true")
+    assert named.returncode == 0 and json.loads(named.stdout)["image"] == "attacker/img:1", named.stderr
 
 
 def test_an_env_file_of_another_user_is_not_loaded(shared, home, other_uid):
