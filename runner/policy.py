@@ -15,7 +15,7 @@ from runner.errors import Problem
 from runner.records import dataclass, field
 from runner.secrets import Secret
 from runner.secrets.masker import MIN_SECRET_LEN
-from runner.secrets.names import NAME_RE
+from runner.secrets.names import NAME_RE, is_runner_variable
 
 CLI_WHERE = "command line (--env)"
 # The skip reason of an env file entry nothing asked for (reported, names only, like an unset name).
@@ -69,7 +69,8 @@ class Classifier:
         return any(fnmatchcase(upper, pattern.upper()) for pattern in self.secret_patterns)
 
     def is_denied(self, name: str) -> bool:
-        return name in self.deny
+        """On ``passthrough.deny``, or a variable that configures the runner itself (whatever the rules say)."""
+        return name in self.deny or is_runner_variable(name)
 
     def prefix_of(self, name: str) -> str | None:
         return next((p for p in self.prefixes if name.startswith(p)), None)

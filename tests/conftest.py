@@ -190,6 +190,16 @@ def make_plan(tmp_path, monkeypatch):
 
 
 @pytest.fixture
+def clone(tmp_path):
+    """A freshly cloned repository (``tmp_path/repo``, with ``.git``) and a home beside it
+    (``run_in_clone``'s layout): nothing of the user's is inside the clone."""
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (tmp_path / "home").mkdir()
+    return repo
+
+
+@pytest.fixture
 def canary() -> dict[str, str]:
     """Fresh unique fake secrets: {'WANDB_API_KEY': 'canary-wandb-api-key-<hex>', 'HF_TOKEN': ...,
     'DATABRICKS_TOKEN': ..., 'MLFLOW_TRACKING_PASSWORD': ..., 'MLFLOW_TRACKING_TOKEN': ...}."""

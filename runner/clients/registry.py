@@ -17,6 +17,12 @@ The password only leaves the process in the ``X-Registry-Auth`` header
 (:func:`auth_header`, the one ``.reveal()`` for it) and in the ``/v2/`` login
 check (:func:`check_login`); a credential helper receives the registry name on
 its stdin. Messages name the registry and the source, never a value.
+
+Where those files are (``DOCKER_CONFIG``, ``REGISTRY_AUTH_FILE``, ``XDG_RUNTIME_DIR``,
+``XDG_CONFIG_HOME``, ``HOME``) comes from the user's own process environment only, never
+from an env file: a repository's ``./.env`` must not choose the config that names the
+credential helper. A helper is a plain name (``docker-credential-NAME``, looked up on
+``PATH``); a name with a path in it would run a program the config's author put there.
 """
 
 from __future__ import annotations
@@ -108,9 +114,9 @@ def credentials_for(image: str, lookup: Lookup, *, env_names: tuple[str, str, st
     cred = _from_env(registry, lookup, env_names)
     if cred is not None:
         return cred
-    cred = _from_docker_config(registry, docker_config_path(lookup, docker_config), "docker config")
+    cred = _from_docker_config(registry, docker_config_path(docker_config), "docker config")
     if cred is None and docker_config is None:
-        for path in podman_auth_paths(lookup):
+        for path in podman_auth_paths():
             cred = _from_docker_config(registry, path, "podman auth file")
             if cred is not None:
                 break
@@ -134,25 +140,27 @@ def _from_env(registry: str, lookup: Lookup, env_names: tuple[str, str, str]) ->
     return RegistryCredential(registry, user, Secret(key), source)
 
 
-def _home(lookup: Lookup) -> str:
-    return lookup("HOME") or os.path.expanduser("~")
+def _home() -> str:
+    return os.environ.get("HOME") or os.path.expanduser("~")
 
 
-def docker_config_path(lookup: Lookup, explicit: str | None = None) -> str:
-    """The Docker CLI's config file: ``$DOCKER_CONFIG/config.json`` or ``~/.docker/config.json``."""
+def docker_config_path(explicit: str | None = None) -> str:
+    """The Docker CLI's config file: ``$DOCKER_CONFIG/config.json`` or ``~/.docker/config.json``
+    (the process environment's: never an env file's)."""
     if explicit:
         return explicit
-    directory = lookup("DOCKER_CONFIG") or os.path.join(_home(lookup), ".docker")
+    directory = os.environ.get("DOCKER_CONFIG") or os.path.join(_home(), ".docker")
     return os.path.join(directory, "config.json")
 
 
-def podman_auth_paths(lookup: Lookup) -> list[str]:
-    """Where ``podman login`` keeps logins (same format as the Docker config), for Podman users."""
-    paths = [lookup("REGISTRY_AUTH_FILE") or ""]
-    runtime = lookup("XDG_RUNTIME_DIR")
+def podman_auth_paths() -> list[str]:
+    """Where ``podman login`` keeps logins (same format as the Docker config), for Podman users
+    (the process environment's variables: never an env file's)."""
+    paths = [os.environ.get("REGISTRY_AUTH_FILE") or ""]
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
     if runtime:
         paths.append(os.path.join(runtime, "containers", "auth.json"))
-    config_home = lookup("XDG_CONFIG_HOME") or os.path.join(_home(lookup), ".config")
+    config_home = os.environ.get("XDG_CONFIG_HOME") or os.path.join(_home(), ".config")
     paths.append(os.path.join(config_home, "containers", "auth.json"))
     return [p for p in dict.fromkeys(paths) if p]
 
@@ -192,6 +200,11 @@ def _sdk_login(registry: str, path: str, kind: str, key: str) -> tuple[dict | No
     except docker.errors.DockerException as exc:
         raise ConfigError(Problem(f"the {kind} {path} is not valid: {exc}", hint="fix or remove its 'auths' entries, or log in again")) from None
     helper = auth.get_credential_store(key) if (auth.creds_store or auth.cred_helpers) else None
+    if helper is not None and not _HELPER_NAME.match(str(helper)):
+        raise ConfigError(Problem(
+            f"{path} names a credential helper for {registry} that is not a plain name (it is not run)",
+            hint="a helper is docker-credential-NAME found on PATH, NAME of letters, digits, '.', '_' and '-'; "
+                 "fix 'credsStore'/'credHelpers' in that file"))
     try:
         with warnings.catch_warnings():  # the SDK warns when the helper program is missing; we say it ourselves
             warnings.simplefilter("ignore")
@@ -211,6 +224,10 @@ def _sdk_login(registry: str, path: str, kind: str, key: str) -> tuple[dict | No
         return None, ""
     from_file = any(found is entry for entry in auth.auths.values())
     return found, f"{kind} {path}" if from_file or not helper else f"credential helper docker-credential-{helper}"
+
+
+# docker-credential-NAME: a plain name, so only PATH can resolve it (never a path, never the working directory).
+_HELPER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 def _helper_error(exc: BaseException) -> str:

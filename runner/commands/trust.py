@@ -28,7 +28,7 @@ class ProjectFile:
 def project_files(sources: Sources) -> list[ProjectFile]:
     """The project files a command run here would read, each read once (size-limited)."""
     from runner.config import trust
-    from runner.config.layers import layer_files
+    from runner.config.layers import layer_files, refuse_if_not_yours
     from runner.config.envfile import DEFAULT_NAME
     from runner.config.yamlsource import parse_yaml, read_text
 
@@ -43,6 +43,7 @@ def project_files(sources: Sources) -> list[ProjectFile]:
         found.append(ProjectFile(layer.path, layer.kind, digest, trust.status(layer.path, digest), _described(asks)))
     env_path = Path.cwd() / DEFAULT_NAME
     if sources.env_file is None and env_path.is_file():
+        refuse_if_not_yours(env_path, "the env file")
         text = read_text(env_path, "env file")
         digest = trust.digest(text.encode("utf-8", "surrogateescape"))
         names = {}

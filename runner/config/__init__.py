@@ -19,7 +19,8 @@ from typing import Any
 from runner.errors import ConfigError, Problem
 from runner.records import dataclass, field
 from runner.resources import policies_dir
-from runner.config.yamlsource import Located, load_yaml, nearest_line  # noqa: F401  (load_yaml: its callers)
+from runner.secrets.names import shown_key
+from runner.config.yamlsource import Located, dotted, load_yaml, nearest_line  # noqa: F401  (load_yaml: its callers)
 
 # Lists that accumulate across layers instead of being replaced.
 CUMULATIVE = {
@@ -289,13 +290,6 @@ def _line_of(where: str | None) -> int:
         return 0
 
 
-def _dotted(path: tuple) -> str:
-    out = ""
-    for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(top level)"
-
-
 def _subschema(schema: dict, path: tuple) -> dict:
     node = schema
     for part in path:
@@ -325,26 +319,26 @@ def _problem(error, layer: Located, schema: dict) -> Problem:
         key = unknown[0] if unknown else "?"
         import difflib  # a did-you-mean, only for a key that is not known
 
-        guess = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+        guess = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
         hint = f"did you mean '{guess[0]}'?" if guess else f"known keys: {', '.join(known)}"
-        return Problem(f"unknown key '{key}' in {_dotted(path)}", where=layer.where(path + (key,)), hint=hint)
+        return Problem(f"unknown key '{shown_key(key)}' in {dotted(path)}", where=layer.where(path + (key,)), hint=hint)
     got = _kind(error.instance)
     if error.validator in ("anyOf", "oneOf"):
         expected = error.schema.get("description") or _describe(error.schema)
-        return Problem(f"{_dotted(path)}: {got} is not valid here; expected {expected}", where=layer.where(path))
+        return Problem(f"{dotted(path)}: {got} is not valid here; expected {expected}", where=layer.where(path))
     if error.validator == "type":
         expected = _describe(error.schema)
-        return Problem(f"{_dotted(path)}: expected {expected}, got {got}", where=layer.where(path))
+        return Problem(f"{dotted(path)}: expected {expected}, got {got}", where=layer.where(path))
     if error.validator == "enum":
         choices = ", ".join(map(str, error.validator_value))
-        return Problem(f"{_dotted(path)}: the value is not one of: {choices}", where=layer.where(path))
+        return Problem(f"{dotted(path)}: the value is not one of: {choices}", where=layer.where(path))
     rules = {"minimum": "at least {}", "exclusiveMinimum": "more than {}", "maximum": "at most {}",
              "exclusiveMaximum": "less than {}", "minLength": "at least {} characters long", "maxLength": "at most {} characters long",
              "minItems": "a list of at least {} items", "maxItems": "a list of at most {} items", "pattern": "of the form {}"}
     if error.validator in rules:
         rule = rules[error.validator].format(error.validator_value)
-        return Problem(f"{_dotted(path)}: the value must be {rule}", where=layer.where(path))
-    return Problem(f"{_dotted(path)}: {got} is not valid here ({error.validator})", where=layer.where(path))
+        return Problem(f"{dotted(path)}: the value must be {rule}", where=layer.where(path))
+    return Problem(f"{dotted(path)}: {got} is not valid here ({error.validator})", where=layer.where(path))
 
 
 def _describe(schema: dict) -> str:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from runner.errors import ConfigError, Problem
-from runner.config.yamlsource import file_mode_warning, is_tracked_by_git, read_text
+from runner.config.yamlsource import file_mode_warning, read_text
 from runner.records import dataclass, field
 from runner.secrets.names import NAME_RE
 
@@ -45,6 +45,9 @@ def load_env_file(explicit: str | None, trust_project: bool = False) -> EnvFile:
         path = Path.cwd() / DEFAULT_NAME
         if not path.exists():
             return EnvFile(None)
+        from runner.config.layers import refuse_if_not_yours
+
+        refuse_if_not_yours(path, "the env file")
     text = read_text(path, "env file")
     import io
 
@@ -81,6 +84,8 @@ def load_env_file(explicit: str | None, trust_project: bool = False) -> EnvFile:
                 raise ConfigError(problems)
     if (mode := file_mode_warning(path)) is not None:
         warnings.append(mode)
-    if is_tracked_by_git(path):
+    from runner.git import is_tracked  # subprocess: only when an env file is there
+
+    if is_tracked(path):
         warnings.append(f"{path} is tracked by git: its secrets are in the repository history; git rm --cached it and rotate them")
     return EnvFile(str(path), values, tuple(warnings), trusted)

@@ -14,6 +14,11 @@ Lowest first (the built-in defaults come before all of these):
 5. ``--config FILE`` — the user's.
 
 Project files are untrusted until ``primus-runner trust`` (``runner.config.trust``).
+As git's ``safe.directory`` does it, a project file or a repository marker (``.git``)
+owned by another user (root excepted), or in a directory every user may write to, is
+nobody's project of yours: it is not loaded, and the command says why (exit 2). A
+relative ``$PRIMUS_RUNNER_CONFIG`` names a file of whatever directory the command runs
+in: it is a project file, not the user's.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import os
 from pathlib import Path
 from typing import Mapping
 
+from runner.errors import ConfigError, Problem
 from runner.records import dataclass
 
 FILE_NAME = ".primus.yaml"
@@ -51,12 +57,51 @@ def checkout_dir(environ: Mapping[str, str], cwd: Path) -> Path | None:
     return cwd if (cwd / DIRECT_SCRIPT).is_file() else None
 
 
+def not_yours(path: Path) -> str | None:
+    """Why ``path`` cannot be a file of your project (None: it can): another user owns it
+    (root excepted), or every user may write to its directory."""
+    try:
+        owner = os.lstat(path).st_uid
+        directory = os.stat(path.parent).st_mode
+    except OSError:
+        return None  # gone since it was found: reading it reports that
+    if owner not in (os.getuid(), 0):
+        return f"it is owned by {_user_name(owner)}, not by you"
+    if directory & 0o002:
+        return f"its directory {path.parent} is writable by every user"
+    return None
+
+
+def refuse_if_not_yours(path: Path, what: str) -> None:
+    """The ``safe.directory`` rule for one project file or marker: exit 2, saying why and how to allow it."""
+    why = not_yours(path)
+    if why is not None:
+        raise ConfigError(Problem(
+            f"{what} {path} is not loaded: {why} (anyone who can write there would configure your runs)",
+            hint=f"if it is yours to use: chown {_user_name(os.getuid())} {path} in a directory only you can write to, "
+                 f"or name the file you mean with --config FILE; otherwise remove it or run from another directory"))
+
+
+def _user_name(uid: int) -> str:
+    import pwd
+
+    try:
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except KeyError:
+        return f"uid {uid}"
+
+
+def repository_root(here: Path) -> Path | None:
+    """The first directory from ``here`` up that holds ``.git``."""
+    return next((d for d in (here, *here.parents) if (d / ".git").exists()), None)
+
+
 def find_project_file(cwd: Path) -> Path | None:
     """``.primus.yaml`` here, else in the nearest parent up to the repository root."""
     here = Path(os.path.abspath(cwd))
     if (here / FILE_NAME).is_file():
         return here / FILE_NAME
-    root = next((d for d in (here, *here.parents) if (d / ".git").exists()), None)
+    root = repository_root(here)
     if root is None:
         return None
     for directory in here.parents:
@@ -77,18 +122,36 @@ def layer_files(extra: str | None, environ: Mapping[str, str] | None = None, cwd
     if user_files:
         checkout = checkout_dir(environ, cwd)
         if checkout is not None and (checkout / CHECKOUT_FILE).is_file():
+            refuse_if_not_yours(checkout / CHECKOUT_FILE, "the Primus checkout's file")
             layers.append(LayerFile(checkout / CHECKOUT_FILE, "checkout"))
         home = Path.home() / FILE_NAME
         if home.is_file():
             layers.append(LayerFile(home, "user"))
         project = (project_dir / FILE_NAME if (project_dir / FILE_NAME).is_file() else None) if project_dir else find_project_file(cwd)
         if project is not None:
+            if os.path.abspath(project) not in _named(extra, environ):  # a file you named is yours to use
+                here = Path(os.path.abspath(cwd))
+                if project.parent != here:  # found above: the marker made it the project's
+                    refuse_if_not_yours(repository_root(here) / ".git", "the repository marker")
+                refuse_if_not_yours(project, "the project file")
             layers.append(LayerFile(project, "project"))
-    if environ.get(CONFIG_ENV):
-        layers.append(LayerFile(Path(environ[CONFIG_ENV]), "env", must_exist=True))
+    named = environ.get(CONFIG_ENV)
+    if named and os.path.isabs(os.path.expanduser(named)):
+        layers.append(LayerFile(Path(os.path.expanduser(named)), "env", must_exist=True))
+    elif named:  # relative: a file of whatever directory this runs in, so the directory's, not yours
+        relative = Path(os.path.abspath(cwd / named))
+        if relative.exists():
+            refuse_if_not_yours(relative, f"${CONFIG_ENV}'s file")
+        layers.append(LayerFile(relative, "project", must_exist=True))
     if extra:
         layers.append(LayerFile(Path(extra), "config", must_exist=True))
     return _without_repeats(layers)
+
+
+def _named(extra: str | None, environ: Mapping[str, str]) -> set[str]:
+    """The files the user named: ``--config`` and an absolute ``$PRIMUS_RUNNER_CONFIG``."""
+    named = [extra, environ.get(CONFIG_ENV) if os.path.isabs(os.path.expanduser(environ.get(CONFIG_ENV) or "")) else None]
+    return {os.path.abspath(os.path.expanduser(n)) for n in named if n}
 
 
 def _without_repeats(layers: list[LayerFile]) -> list[LayerFile]:

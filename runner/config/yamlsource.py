@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import os
 from pathlib import Path
 from typing import Any
 
 from runner.errors import ConfigError, Problem
 from runner.records import dataclass, field
+from runner.secrets.names import shown_key
 
 MAX_BYTES = 1 << 20  # a config file is a page of YAML, not a data set
 MAX_NODES = 100_000  # bounds alias ("billion laughs") expansion
@@ -292,16 +292,9 @@ def file_mode_warning(path: Path) -> str | None:
     return None
 
 
-def is_tracked_by_git(path: Path) -> bool:
-    import subprocess
-
-    try:
-        result = subprocess.run(
-            ["git", "ls-files", "--error-unmatch", os.path.basename(path)],
-            cwd=path.parent,
-            capture_output=True,
-            timeout=5,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return result.returncode == 0
+def dotted(path: tuple) -> str:
+    """A key path as messages print it (``container.options.env[2]``), keys that may be secrets hidden."""
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{shown_key(part)}" if out else shown_key(part))
+    return out or "(top level)"

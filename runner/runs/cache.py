@@ -60,7 +60,9 @@ def image_key(image: str) -> str:
 
 
 def host_dir(base: str, image: str) -> Path:
-    return Path(os.path.expanduser(base.format(uid=os.getuid()))) / image_key(image)
+    """``base`` with ``{uid}`` replaced (the one placeholder; the text is no template: ``str.format``
+    would evaluate ``{uid.__class__…}`` written in a config)."""
+    return Path(os.path.expanduser(base.replace("{uid}", str(os.getuid())))) / image_key(image)
 
 
 def apply(plan: LaunchPlan, directory: Path) -> LaunchPlan:

@@ -208,7 +208,7 @@ def cmd_gc(older_than: str, out, dry_run: bool = False) -> int:
     mine = [r for r in old if r.get("uid") == os.getuid() and r.get("state") != "running"]
     removed = []
     for r in mine:
-        dirs = [d for d in (paths.resolved(r.get("run_dir")), _job_dir_of(r)) if d is not None and d.exists()]
+        dirs = [d for d in (_run_dir_of(r), _job_dir_of(r)) if d is not None and d.exists()]
         if dry_run:
             out.info(f"would remove run {r['id']} ({r.get('name')})" + "".join(f", {d}" for d in dirs))
             continue
@@ -227,12 +227,33 @@ def cmd_gc(older_than: str, out, dry_run: bool = False) -> int:
     return 0
 
 
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")  # paths.new_run_id's: no '/', no '..'
+
+
+def _run_dir_of(r: dict) -> Path | None:
+    """The run's own directory, ``runs/<id>`` of the state directory, whatever the record says:
+    the store is shared and group-writable, so a record is no authority on what to delete."""
+    if not _RUN_ID.fullmatch(str(r["id"])):
+        return None
+    run_dir = paths.runs_dir() / str(r["id"])
+    if run_dir.is_symlink() or paths.resolved(r.get("run_dir")) != run_dir:
+        return None
+    return run_dir if _yours(run_dir) else None
+
+
 def _job_dir_of(r: dict) -> Path | None:
-    """A Slurm job directory the runner made for this run (named for it, holding its plan file)."""
+    """A Slurm job directory the runner made for this run (named for it, holding its plan file, yours)."""
     job_dir = paths.resolved(r.get("job_dir"))
     if job_dir is None or not job_dir.name.startswith(r["id"]) or not (job_dir / "plan.json").exists():
         return None
-    return job_dir
+    return job_dir if not job_dir.is_symlink() and _yours(job_dir) else None
+
+
+def _yours(directory: Path) -> bool:
+    try:
+        return directory.stat().st_uid == os.getuid()
+    except OSError:
+        return False
 
 
 # ---------------------------------------------------------------- logs

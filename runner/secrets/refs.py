@@ -38,7 +38,7 @@ from typing import Callable, Sequence
 
 from runner.errors import ConfigError, EngineUnavailable, Problem
 from runner.secrets import Secret, secret_scope
-from runner.secrets.names import NAME_RE
+from runner.secrets.names import NAME_RE, is_runner_variable
 
 SCHEMES = ("env", "file", "pass", "aws-sm", "cmd")
 AWS_EXTRA_HINT = "pip install 'primus-runner[aws]'"
@@ -92,10 +92,16 @@ def parse_refs(config) -> tuple[list[SecretRef], list[Problem]]:
         ]
     refs: list[SecretRef] = []
     problems: list[Problem] = []
+    denied = {str(n) for n in config.get("passthrough", "deny", default=[]) or []}
     for name, source in section.items():
         ref = parse_ref(name, source, config.where(("secrets", name)))
         if isinstance(ref, Problem):
             problems.append(ref)
+        elif ref.scheme == "env" and (ref.target in denied or is_runner_variable(ref.target)):
+            problems.append(Problem(  # a rename must not carry a denied variable into the job under another name
+                f"secrets.{name}: env:{ref.target} names a variable that is never forwarded (passthrough.deny, "
+                f"or one that configures the runner)", where=ref.where,
+                hint=f"remove the reference, or take {ref.target} off passthrough.deny in your own config"))
         else:
             refs.append(ref)
     return refs, problems

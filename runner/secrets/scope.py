@@ -15,17 +15,15 @@ from typing import Callable, Iterable, Mapping
 
 from runner.records import dataclass, field
 from runner.secrets.masker import Masker
+from runner.secrets.names import TOKEN_PREFIXES
 from runner.secrets.value import Secret
 
 _URL_START = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 _NETLOC = re.compile(r"[^/?#\s\"'<>]*")
 
 
-_TOKEN_PREFIXES = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "hf_", "xoxb-", "xoxp-")
-
-
 def _looks_like_token(user: str) -> bool:
-    return user.startswith(_TOKEN_PREFIXES) or len(user) >= 16
+    return user.startswith(TOKEN_PREFIXES) or len(user) >= 16
 
 
 def url_credentials(value: str) -> list[str]:

@@ -146,7 +146,7 @@ class TrackerSettings:
     names: tuple[str, ...] = ()  # variables forwarded when it is on and they are set (credentials, endpoints, client settings)
     secrets: tuple[str, ...] = ()  # among ``names``: credentials forwarded only when the secret policy masks them
     secret_kind: str = "a tracker credential"  # how the warning about such an unmasked one names it
-    endpoints: tuple[str, ...] = ()  # variables that say where its credentials are sent (an untrusted file may not set them)
+    endpoints: tuple[str, ...] = ()  # variables that say where (or how: TLS) its credentials are sent (an untrusted file may not set them)
     run_name_key: str | None = None  # the key naming the run the runner creates for it (None: it creates none)
     needs: Callable[[Analysis], None] = want_names  # what it wants when on: variables, problems, warnings
     when_off: Callable[[Analysis], None] | None = None  # warnings about its keys set while it is off

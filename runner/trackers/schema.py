@@ -2,7 +2,7 @@
 
 The section is the framework's own keys (below) and each registered tracker's declared
 keys (``SETTINGS.keys``, ``SETTINGS.metrics``), plus the variables that say where their
-credentials go (``x-endpoint-variables``, read by the trust check). The file is generated
+credentials go (``x-endpoint-variables``, and ``x-endpoint`` on a key that becomes one: read by the trust check). The file is generated
 rather than assembled at load time: configs are loaded and validated by layers below the
 trackers (``ps``, ``logs``, the early secret scope), which must not import every tracker,
 and the file stays the one schema editors and users read. A unit test checks that the
@@ -21,6 +21,7 @@ from runner.resources import policies_dir
 from runner.trackers.config import FRAMEWORK_LABELS, declared_settings
 
 ENDPOINTS_KEY = "x-endpoint-variables"
+ENDPOINT_KEY = "x-endpoint"  # on a key whose value becomes an endpoint variable (setting_env): the trust check reads it
 
 _BOOL = {"type": "boolean"}
 _TEXT = {"type": ["string", "null"]}
@@ -47,6 +48,11 @@ COMMON_METRICS: dict[str, dict] = {
 }
 
 
+def _endpoint_keys(declared) -> set[str]:
+    return {key for mapping in declared.setting_env.values() for key, variable in mapping.items()
+            if variable in declared.endpoints}
+
+
 def section() -> dict:
     """The ``trackers`` schema: the common keys and every registered tracker's. A key two
     of them declare is refused: one key, one meaning."""
@@ -59,6 +65,8 @@ def section() -> dict:
                 raise ValueError(f"tracker {declared.name} declares keys that are already taken: {', '.join(taken)}")
             target.update(own)
         endpoints.update(declared.endpoints)
+        for key in _endpoint_keys(declared):  # a key the job turns into an endpoint variable is one too
+            keys[key] = {**keys[key], ENDPOINT_KEY: True}
     keys["metrics"] = {"type": "object", "additionalProperties": False, "properties": metrics}
     return {"type": "object", "additionalProperties": False, ENDPOINTS_KEY: sorted(endpoints), "properties": keys}
 

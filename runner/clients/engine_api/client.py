@@ -113,6 +113,19 @@ def _tls_context(location: EngineLocation):
     return ctx
 
 
+# Docker's rule for a container name (an id is hex): nothing that walks the API path ('/', '..', '?').
+_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+def _ref(name: str) -> str:
+    """A container name or id as one API path segment; anything else is a usage error (exit 2)."""
+    if not _REF.fullmatch(str(name)) or ".." in str(name):
+        raise UsageError("that is not a container name or id (the text is not shown)",
+                         "a name is letters, digits, '_', '.' and '-', starting with a letter or digit; "
+                         "list the runner's containers with `primus-runner ps`")
+    return quote(str(name), safe="")
+
+
 class Engine:
     """One keep-alive connection for request/response calls; dedicated ones for streams.
 
@@ -371,22 +384,22 @@ class Engine:
         half-close its write side (the job's stdin EOF) and to ``recv_into`` big buffers.
         """
         if self.is_podman:
-            url = _libpod_url(f"/containers/{quote(container_id)}/attach",
+            url = _libpod_url(f"/containers/{_ref(container_id)}/attach",
                               {"stream": "true", "stdout": "true", "stderr": "true", "stdin": "true" if stdin else "false"})
         else:
-            url = self.path(f"/containers/{quote(container_id)}/attach", {"stream": 1, "stdout": 1, "stderr": 1, "stdin": 1 if stdin else 0})
+            url = self.path(f"/containers/{_ref(container_id)}/attach", {"stream": 1, "stdout": 1, "stderr": 1, "stdin": 1 if stdin else 0})
         return self._hijack(url, b"", "text/plain")
 
     def exec_start(self, exec_id: str) -> tuple[socket.socket, bytes]:
         """Start an exec instance attached (no TTY): the raw stream socket, as ``attach``."""
-        return self._hijack(self.path(f"/exec/{quote(exec_id)}/start"), b'{"Detach": false, "Tty": false}', "application/json")
+        return self._hijack(self.path(f"/exec/{_ref(exec_id)}/start"), b'{"Detach": false, "Tty": false}', "application/json")
 
     def resize(self, cid: str, rows: int, cols: int) -> None:
         """The job's terminal to the user's window size. Its own connection: called beside a
         pump or a wait on the shared one; a refusal (the job just ended) is not an error."""
         conn = self._new_conn(5.0)
         try:
-            conn.request("POST", self.path(f"/containers/{quote(cid)}/resize", {"h": rows, "w": cols}))
+            conn.request("POST", self.path(f"/containers/{_ref(cid)}/resize", {"h": rows, "w": cols}))
             conn.getresponse().read()
         except OSError:
             pass
@@ -450,20 +463,20 @@ class Engine:
 
     def has_path(self, cid: str, path: str) -> bool:
         """Does ``path`` exist in the container's filesystem (``HEAD …/archive``)."""
-        return self.head(f"/containers/{quote(cid)}/archive", {"path": path}, libpod=self.is_podman) != 404
+        return self.head(f"/containers/{_ref(cid)}/archive", {"path": path}, libpod=self.is_podman) != 404
 
     def start(self, cid: str) -> None:
-        self._container_call("POST", f"/containers/{quote(cid)}/start")
+        self._container_call("POST", f"/containers/{_ref(cid)}/start")
 
     def wait(self, cid: str) -> int:
         """The job's exit code. Called once its output has ended, so the exit is near: on Podman
         its own wait polls every 50 ms (its compat wait polls without pause for the whole wait)."""
         if self.is_podman:
-            return int(self.libpod_request("POST", f"/containers/{quote(cid)}/wait", {"interval": "50ms"}, timeout=None))
-        return int(self.request("POST", f"/containers/{quote(cid)}/wait", timeout=None)["StatusCode"])
+            return int(self.libpod_request("POST", f"/containers/{_ref(cid)}/wait", {"interval": "50ms"}, timeout=None))
+        return int(self.request("POST", f"/containers/{_ref(cid)}/wait", timeout=None)["StatusCode"])
 
     def inspect(self, cid: str) -> dict:
-        return self.request("GET", f"/containers/{quote(cid)}/json")
+        return self.request("GET", f"/containers/{_ref(cid)}/json")
 
     def inspect_image(self, name: str) -> dict | None:
         """``GET /images/NAME/json``, or None when the image is not in the local store."""
@@ -505,14 +518,14 @@ class Engine:
         key = "timeout" if self.is_podman else "t"
         params = {key: int(grace)} if grace is not None else None
         try:
-            self._container_call("POST", f"/containers/{quote(cid)}/stop", params, timeout=None)
+            self._container_call("POST", f"/containers/{_ref(cid)}/stop", params, timeout=None)
         except ApiError as exc:
             if exc.status not in (304, 404):
                 raise
 
     def kill(self, cid: str) -> None:
         try:
-            self._container_call("POST", f"/containers/{quote(cid)}/kill", {"signal": "SIGKILL"} if self.is_podman else None)
+            self._container_call("POST", f"/containers/{_ref(cid)}/kill", {"signal": "SIGKILL"} if self.is_podman else None)
         except ApiError as exc:
             # Podman says 500 "can only kill running containers ... container state improper" where Docker says 409.
             if exc.status not in (404, 409) and not (exc.status == 500 and "state improper" in exc.message):
@@ -523,7 +536,7 @@ class Engine:
         stops with the container's StopTimeout unless told ``timeout=0``."""
         params = {"force": "true", "v": "true", "timeout": 0} if self.is_podman else {"force": 1, "v": 1}
         try:
-            answer = self._container_call("DELETE", f"/containers/{quote(cid)}", params)
+            answer = self._container_call("DELETE", f"/containers/{_ref(cid)}", params)
         except ApiError as exc:
             if exc.status != 404 and "already in progress" not in exc.message:
                 raise

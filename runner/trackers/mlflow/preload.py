@@ -11,7 +11,7 @@ import os
 import threading
 
 from runner import __version__
-from runner.clients.git import git
+from runner.git import git
 from runner.trackers import httpapi
 from runner.trackers.mlflow import client as mlflow_client
 from runner.trackers.base import TrackedPlan

@@ -121,7 +121,10 @@ SETTINGS = TrackerSettings(
     names=CLIENT_NAMES,
     secrets=STORE_SECRETS,  # its own credentials are named in the built-in secret policy
     secret_kind="an artifact-store credential",
-    endpoints=("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI", "MLFLOW_S3_ENDPOINT_URL", "DATABRICKS_HOST"),
+    # where its credentials go, and how (TLS verification, the server's CA): never from an untrusted file
+    endpoints=("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI", "MLFLOW_S3_ENDPOINT_URL", "DATABRICKS_HOST",
+               "MLFLOW_TRACKING_INSECURE_TLS", "MLFLOW_TRACKING_SERVER_CERT_PATH", "MLFLOW_TRACKING_CLIENT_CERT_PATH",
+               "MLFLOW_S3_IGNORE_TLS"),
     run_name_key="mlflow_run_name",
     needs=_needs,
     when_off=_when_off,

@@ -12,20 +12,13 @@ import pytest
 
 from cli_runner import run_in_clone
 from engine_fixtures import assert_no_leak
+from registry_helpers import test_registry  # noqa: F401 (a fixture)
 
 
 @pytest.fixture
 def attacker(servers):
     """An HTTP server on loopback that records every request (headers and body) and answers 404."""
     return servers(lambda _server, _request: (404, {}, b"{}"))
-
-
-@pytest.fixture
-def clone(tmp_path):
-    repo = tmp_path / "repo"
-    (repo / ".git").mkdir(parents=True)
-    (tmp_path / "home").mkdir()
-    return repo
 
 
 TOKENS = {"MLFLOW_TRACKING_TOKEN": f"canary-mlflow-token-{uuid.uuid4().hex}", "WANDB_API_KEY": uuid.uuid4().hex + uuid.uuid4().hex[:8]}
@@ -68,5 +61,30 @@ def test_an_untrusted_endpoint_receives_no_token_on_check_online_or_launch(clone
         assert run(clone, "trust").returncode == 0
         run(clone, "check", "--online")
         assert TOKENS["MLFLOW_TRACKING_TOKEN"] in attacker.raw(), attacker.requests
+    finally:
+        subprocess.run(["docker", "rm", "-f", name], capture_output=True)
+
+
+def test_up_never_runs_a_credential_helper_an_untrusted_env_file_chose(clone, docker_client, test_registry, tmp_path):
+    """``up``'s pull looks the registry login up: a ``./.env`` with ``DOCKER_CONFIG=./dcfg``, whose
+    ``credsStore`` is ``x/evil`` (``./docker-credential-x/evil``), must not run the repository's program.
+    The image is one the registry does not hold: the pull is attempted, nothing is ever launched."""
+    canary = tmp_path / "PWNED-helper"
+    helper = clone / "docker-credential-x" / "evil"
+    helper.parent.mkdir(parents=True)
+    helper.write_text(f"#!/bin/sh\ntouch {canary}\necho '{{\"Username\": \"u\", \"Secret\": \"s\"}}'\n")
+    helper.chmod(0o755)
+    (clone / "dcfg").mkdir()
+    (clone / "dcfg" / "config.json").write_text('{"credsStore": "x/evil"}')
+    (clone / ".env").write_text("DOCKER_CONFIG=./dcfg\n")
+    (clone / ".env").chmod(0o600)
+    image = f"{test_registry.addr}/primus-test/absent-{uuid.uuid4().hex[:8]}:1"
+    (clone / ".primus.yaml").write_text(f"container:\n  gpu: none\n  options:\n    image: {image}\n    group-add: []\n")
+    name = f"trust-{uuid.uuid4().hex[:8]}"
+    try:
+        result = run(clone, "up", "--name", name, "--", "true")
+        assert not canary.exists(), f"up ran the repository's credential helper ({result.stderr})"
+        assert result.returncode == 2 and "without a login" in result.stderr, result.stderr  # an anonymous pull, refused
+        assert "Traceback" not in result.stderr
     finally:
         subprocess.run(["docker", "rm", "-f", name], capture_output=True)

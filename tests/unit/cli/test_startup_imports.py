@@ -31,7 +31,7 @@ NOT_IN_PLAN = (
     # A plan reads the trackers' declarations (mlflow/settings, wandb_settings), not their clients,
     # and what only those clients use: logging, uuid, subprocess (git), getpass, configparser.
     "runner.trackers.mlflow.handshake", "runner.trackers.mlflow.preload", "runner.trackers.mlflow.online",
-    "runner.trackers.mlflow.endpoint", "runner.trackers.wandb", "runner.trackers.httpapi", "runner.clients.git",
+    "runner.trackers.mlflow.endpoint", "runner.trackers.wandb", "runner.trackers.httpapi", "runner.git",
     "logging", "uuid", "subprocess", "getpass", "configparser",
     # The launcher modes' parser (`container`, `direct`, `slurm` only), a did-you-mean's difflib, glob.
     "runner.cli.launcher_args", "difflib", "glob",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import subprocess
 import sys
 
@@ -54,8 +55,8 @@ def test_anything_else_is_left_to_the_sdk(tmp_path, config):
 def test_a_plain_login_loads_no_sdk(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(CONFIGS[0]))
     code = ("import sys\nfrom runner.clients.registry import credentials_for\n"
-            f"env = {{'DOCKER_CONFIG': {str(tmp_path)!r}, 'HOME': {str(tmp_path)!r}}}\n"
-            "cred = credentials_for('127.0.0.1:5599/x/y:1', env.get)\n"
+            "cred = credentials_for('127.0.0.1:5599/x/y:1', {}.get)\n"
             "print(cred.username, cred.source.split()[0], 'docker' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    env = {**os.environ, "DOCKER_CONFIG": str(tmp_path), "HOME": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout.split()
     assert out == ["u", "docker", "False"]

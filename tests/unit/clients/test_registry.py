@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import uuid
 from http.server import BaseHTTPRequestHandler
 
@@ -30,7 +31,8 @@ def _no_user_logins(tmp_path, monkeypatch):
     """HOME is a fresh directory: the user's own Docker/Podman logins never take part."""
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     for name in ("DOCKER_CONFIG", "REGISTRY_AUTH_FILE", "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME"):
-        monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv(name, "")  # recorded, so what a test sets is undone
+        monkeypatch.delenv(name)
 
 
 def canary() -> str:
@@ -39,6 +41,12 @@ def canary() -> str:
 
 def lookup_of(mapping: dict):
     return lambda name: mapping.get(name)
+
+
+def user_env(**names: str):
+    """Where the user's logins are: the process environment's (never a lookup's: an env file's)."""
+    os.environ.update(names)
+    return lookup_of({})
 
 
 # ------------------------------------------------------------------ names
@@ -105,24 +113,24 @@ def test_docker_config_auths(tmp_path):
     value = canary()
     auth = base64.b64encode(f"carol:{value}".encode()).decode()
     path = write_docker_config(tmp_path / "dc", {"auths": {"https://ghcr.io": {"auth": auth}, "other.io": {"auth": "eDp5"}}})
-    cred = credentials_for("ghcr.io/org/img:1", lookup_of({"DOCKER_CONFIG": str(tmp_path / "dc")}))
+    cred = credentials_for("ghcr.io/org/img:1", user_env(DOCKER_CONFIG=str(tmp_path / "dc")))
     assert (cred.registry, cred.username, cred.password.reveal()) == ("ghcr.io", "carol", value)
     assert cred.source == f"docker config {path}"
-    assert credentials_for("quay.io/org/img", lookup_of({"DOCKER_CONFIG": str(tmp_path / "dc")})) is None
+    assert credentials_for("quay.io/org/img", user_env(DOCKER_CONFIG=str(tmp_path / "dc"))) is None
 
 
 def test_docker_config_identity_token(tmp_path):
     value = canary()
     write_docker_config(tmp_path / "dc", {"auths": {"reg.example.com": {"identitytoken": value}}})
-    cred = credentials_for("reg.example.com/a", lookup_of({"DOCKER_CONFIG": str(tmp_path / "dc")}))
+    cred = credentials_for("reg.example.com/a", user_env(DOCKER_CONFIG=str(tmp_path / "dc")))
     assert cred.identity_token and cred.password.reveal() == value
     assert json.loads(base64.urlsafe_b64decode(auth_header(cred))) == {"identitytoken": value, "serveraddress": "reg.example.com"}
 
 
 def test_env_wins_over_docker_config(tmp_path):
     write_docker_config(tmp_path / "dc", {"auths": {"ghcr.io": {"auth": base64.b64encode(b"carol:x").decode()}}})
-    env = {"DOCKER_CONFIG": str(tmp_path / "dc"), "DOCKER_LOGIN_USER": "alice", "DOCKER_LOGIN_KEY": canary(),
-           "DOCKER_LOGIN_REGISTRY": "ghcr.io"}
+    user_env(DOCKER_CONFIG=str(tmp_path / "dc"))
+    env = {"DOCKER_LOGIN_USER": "alice", "DOCKER_LOGIN_KEY": canary(), "DOCKER_LOGIN_REGISTRY": "ghcr.io"}
     assert credentials_for("ghcr.io/org/img", lookup_of(env)).username == "alice"
 
 
@@ -131,17 +139,17 @@ def test_credential_helper_through_cred_helpers_and_creds_store(tmp_path, monkey
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{__import__('os').environ['PATH']}")
     for body in ({"credHelpers": {test_registry.addr: HELPER_NAME}}, {"credsStore": HELPER_NAME}):
         write_docker_config(tmp_path / "dc", body)
-        cred = credentials_for(test_registry.busybox, lookup_of({"DOCKER_CONFIG": str(tmp_path / "dc")}))
+        cred = credentials_for(test_registry.busybox, user_env(DOCKER_CONFIG=str(tmp_path / "dc")))
         assert cred.source == f"credential helper docker-credential-{HELPER_NAME}"
         assert (cred.username, cred.password.reveal()) == (test_registry.user, test_registry.password)
     # the helper has nothing for another registry: no credential, no error
-    assert credentials_for("ghcr.io/x/y", lookup_of({"DOCKER_CONFIG": str(tmp_path / "dc")})) is None
+    assert credentials_for("ghcr.io/x/y", user_env(DOCKER_CONFIG=str(tmp_path / "dc"))) is None
 
 
 def test_missing_credential_helper_exits_1_with_the_fix(tmp_path):
     write_docker_config(tmp_path / "dc", {"credsStore": "nosuchhelper-primus"})
     with pytest.raises(EngineUnavailable) as info:
-        credentials_for("ghcr.io/org/img", lookup_of({"DOCKER_CONFIG": str(tmp_path / "dc")}))
+        credentials_for("ghcr.io/org/img", user_env(DOCKER_CONFIG=str(tmp_path / "dc")))
     assert info.value.exit_code == 1 and "docker-credential-nosuchhelper-primus" in str(info.value)
     assert "credsStore" in info.value.hint
 
@@ -149,7 +157,7 @@ def test_missing_credential_helper_exits_1_with_the_fix(tmp_path):
 def test_invalid_docker_config_exits_2(tmp_path):
     write_docker_config(tmp_path / "dc", {"auths": {"ghcr.io": "not a dict"}})
     with pytest.raises(ConfigError):
-        credentials_for("ghcr.io/org/img", lookup_of({"DOCKER_CONFIG": str(tmp_path / "dc")}))
+        credentials_for("ghcr.io/org/img", user_env(DOCKER_CONFIG=str(tmp_path / "dc")))
 
 
 # ------------------------------------------------------------------ login check (real registry)
@@ -239,7 +247,7 @@ def test_check_registry_for_check(test_registry):
     line = check_registry(test_registry.busybox, lookup_of(env))
     assert line == f"registry {test_registry.addr}: user {test_registry.user} from env DOCKER_LOGIN_* accepted"
     assert_no_leak(line, [test_registry.password], "check's line")
-    assert "anonymous" in check_registry("ghcr.io/org/img", lookup_of({"DOCKER_CONFIG": "/nonexistent"}))
+    assert "anonymous" in check_registry("ghcr.io/org/img", user_env(DOCKER_CONFIG="/nonexistent"))
     with pytest.raises(ConfigError):
         check_registry(test_registry.busybox, lookup_of({**env, "DOCKER_LOGIN_KEY": canary()}))
 
@@ -288,7 +296,7 @@ def test_docker_hub_login_from_docker_config(tmp_path):
     auth = base64.b64encode(f"erin:{value}".encode()).decode()
     write_docker_config(tmp_path / "dc", {"auths": {HUB_AUTH_KEY: {"auth": auth}}})
     for image in ("rocm/primus:v26.5", "ubuntu", "docker.io/library/ubuntu:22.04"):
-        cred = credentials_for(image, lookup_of({"DOCKER_CONFIG": str(tmp_path / "dc")}))
+        cred = credentials_for(image, user_env(DOCKER_CONFIG=str(tmp_path / "dc")))
         assert (cred.registry, cred.username, cred.password.reveal()) == (HUB, "erin", value)
 
 
@@ -297,7 +305,7 @@ def test_podman_auth_file(tmp_path):
     auth = base64.b64encode(f"frank:{value}".encode()).decode()
     runtime_auth = write_docker_config(tmp_path / "run" / "containers", {"auths": {"quay.io": {"auth": auth}}})
     (tmp_path / "run" / "containers" / "config.json").rename(tmp_path / "run" / "containers" / "auth.json")
-    lookup = lookup_of({"XDG_RUNTIME_DIR": str(tmp_path / "run"), "HOME": str(tmp_path / "home")})
+    lookup = user_env(XDG_RUNTIME_DIR=str(tmp_path / "run"), HOME=str(tmp_path / "home"))
     cred = credentials_for("quay.io/org/img", lookup)
     assert cred.source == f"podman auth file {runtime_auth.with_name('auth.json')}" and cred.password.reveal() == value
     # a Docker config login for the same registry wins
@@ -305,5 +313,5 @@ def test_podman_auth_file(tmp_path):
     assert credentials_for("quay.io/org/img", lookup).username == "gina"
     # REGISTRY_AUTH_FILE
     other = write_docker_config(tmp_path / "elsewhere", {"auths": {"ghcr.io": {"auth": auth}}})
-    cred = credentials_for("ghcr.io/org/img", lookup_of({"REGISTRY_AUTH_FILE": str(other), "HOME": str(tmp_path / "home")}))
+    cred = credentials_for("ghcr.io/org/img", user_env(REGISTRY_AUTH_FILE=str(other)))
     assert cred.source == f"podman auth file {other}"

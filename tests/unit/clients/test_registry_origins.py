@@ -156,8 +156,9 @@ def test_a_failing_credential_helper_never_has_its_answer_quoted(tmp_path, monke
     helper.chmod(0o700)
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
     write_docker_config(tmp_path / "dc", {"credsStore": "primusfails"})
+    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "dc"))
     with pytest.raises(ConfigError) as info:
-        credentials_for("ghcr.io/org/img", {"DOCKER_CONFIG": str(tmp_path / "dc")}.get)
+        credentials_for("ghcr.io/org/img", {}.get)
     text = f"{info.value} {info.value.hint}"
     assert_no_leak(text, [secret], "the helper failure")
     assert info.value.exit_code == 2 and "docker-credential-primusfails" in text and "status 1" in text

@@ -14,7 +14,7 @@ from plan_factory import plan_from
 
 import runner.resources
 from runner.config import load_config
-from runner.config import trust
+from runner.config import trust, untrusted
 from runner.errors import ConfigError
 from runner.plan import LaunchFlags
 from runner.secrets import Secret
@@ -31,9 +31,10 @@ TOY = textwrap.dedent('''
     SETTINGS = TrackerSettings(
         name=NAME,
         label="Toy",
-        keys={"disable_toy": {"type": "boolean"}, "toy_project": {"type": ["string", "null"]}},
+        keys={"disable_toy": {"type": "boolean"}, "toy_project": {"type": ["string", "null"]},
+              "toy_server": {"type": ["string", "null"]}},
         switch={"megatron": "disable_toy"},
-        setting_env={"megatron": {"toy_project": "TOY_PROJECT"}},
+        setting_env={"megatron": {"toy_project": "TOY_PROJECT", "toy_server": "TOY_URL"}},
         names=("TOY_API_KEY", "TOY_URL", "TOY_PROJECT"),
         secrets=("TOY_API_KEY",),
         endpoints=("TOY_URL",),
@@ -68,9 +69,11 @@ def toy(work, tmp_path_factory, monkeypatch):
     real_find = runner.resources._find
     monkeypatch.setattr(runner.resources, "_find", lambda name: policies if name == "policies" else real_find(name))
     assert schema.main(["--write"]) == 0
-    trust.endpoint_names.cache_clear()
+    untrusted.endpoint_names.cache_clear()
+    untrusted._schema.cache_clear()
     yield work
-    trust.endpoint_names.cache_clear()
+    untrusted.endpoint_names.cache_clear()
+    untrusted._schema.cache_clear()
 
 
 def _plan(work, trackers: str, host: dict):
@@ -124,7 +127,14 @@ def test_a_toy_credential_the_policy_does_not_mask_is_not_forwarded(toy):
 def test_an_untrusted_project_file_may_not_point_the_toy_elsewhere(toy):
     problems = trust.untrusted_problems({"container": {"options": {"env": ["TOY_URL=https://attacker.example"]}}},
                                         toy / ".primus.yaml", lambda path: f"{toy / '.primus.yaml'}:4")
-    assert any("sets TOY_URL, where a credential from your environment is sent" in str(p) for p in problems)
+    assert any("sets TOY_URL, which says where or how a credential from your environment is sent" in str(p) for p in problems)
+
+
+def test_an_untrusted_project_file_may_not_point_the_toy_elsewhere_through_its_key(toy):
+    """``trackers.toy_server`` becomes ``TOY_URL`` in the job: the schema marks the key, the trust check asks."""
+    problems = trust.untrusted_problems({"trackers": {"toy_server": "https://attacker.example", "toy_project": "demo"}},
+                                        toy / ".primus.yaml", lambda path: f"{toy / '.primus.yaml'}:2")
+    assert [p.message.split(" in the untrusted")[0] for p in problems] == ["trackers.toy_server"], problems
 
 
 def test_the_toy_handshake_runs_through_the_registry(toy):

@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from runner.config import trust
+from runner.config import untrusted
 from runner.policy import Classifier
 from runner.trackers import TRACKERS, declaration, schema, tracker
 from runner.trackers.config import declared_settings
@@ -56,7 +56,7 @@ def test_declared_credentials_are_masked_by_the_built_in_policy(work):
 
 
 def test_every_tracker_endpoint_is_guarded_by_the_trust_check():
-    trust.endpoint_names.cache_clear()
+    untrusted.endpoint_names.cache_clear()
     for declared in declared_settings():
-        assert set(declared.endpoints) <= trust.endpoint_names(), declared.name
-    assert {"HF_ENDPOINT", "MLFLOW_TRACKING_URI", "WANDB_BASE_URL", "DATABRICKS_HOST"} <= trust.endpoint_names()
+        assert set(declared.endpoints) <= untrusted.endpoint_names(), declared.name
+    assert {"HF_ENDPOINT", "MLFLOW_TRACKING_URI", "WANDB_BASE_URL", "DATABRICKS_HOST"} <= untrusted.endpoint_names()

@@ -1,0 +1,50 @@
+"""The one way the runner asks git anything: a query that runs nothing from the repository.
+
+A cloned repository may commit a directory laid out as a repository of its own (a bare
+layout: ``HEAD``, ``config``, ``objects/``), and git reads that directory's ``config``
+when it is asked from inside it: ``core.fsmonitor`` runs a program on any command that
+reads the index, ``log.showSignature`` with ``gpg.program`` runs one on ``git log``. So
+every query refuses a repository git would find implicitly as bare, overrides the keys
+that name a program (command-line settings win over every file), reads no system
+config and never starts a pager. Provenance only: never a failure of its own.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+# Command-line settings outrank the repository's config; safe.bareRepository is honoured only there.
+HARDENED = (
+    "-c", "safe.bareRepository=explicit",
+    "-c", "core.fsmonitor=false",
+    "-c", "core.hooksPath=/dev/null",
+    "-c", "log.showSignature=false",
+    "-c", "gpg.program=false",
+    "-c", "core.pager=cat",
+)
+
+
+def git_argv(cwd: str | Path, *args: str) -> list[str]:
+    return ["git", "--no-pager", "-C", str(cwd), *HARDENED, *args]
+
+
+def git_env() -> dict[str, str]:
+    return {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
+
+
+def git(cwd: str | Path, *args: str) -> str | None:
+    """``git ARGS`` run in ``cwd``: its stripped output ("" when it printed nothing), or None
+    outside a repository, without git, or when it does not answer within 5 s."""
+    try:
+        result = subprocess.run(git_argv(cwd, *args), capture_output=True, text=True, timeout=5,
+                                stdin=subprocess.DEVNULL, env=git_env())
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return result.stdout.strip() if result.returncode == 0 else None
+
+
+def is_tracked(path: Path) -> bool:
+    """Is ``path`` in its repository's index (``git ls-files --error-unmatch``)?"""
+    return git(path.parent, "ls-files", "--error-unmatch", "--", os.path.basename(path)) is not None
