@@ -1,7 +1,7 @@
 """The node agent: ``srun`` starts it once per node (``python -m runner node-agent PLAN``).
 
 It rebuilds the plan from the plan file (names) and its own environment (values,
-which Slurm copied from sbatch's environment), adds ``NNODES``/``NODE_RANK``/
+which Slurm gave the job from sbatch's stdin, under ``carried`` names), adds ``NNODES``/``NODE_RANK``/
 ``MASTER_ADDR``/``MASTER_PORT``/``GPUS_PER_NODE``, maps the GPUs Slurm allocated to this
 step to this node's devices (containers live in the engine's cgroup, not the job's, so
 Slurm's own device limit does not reach them), and runs one container through
@@ -19,7 +19,7 @@ import socket
 from pathlib import Path
 
 from runner.engines.slurm.node import (LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, PLAN_DIGEST, PLAN_FORMAT, address_of,
-                                       master_address, plan_digest, planned_engine, require_job_id)
+                                       carried, master_address, plan_digest, planned_engine, require_job_id)
 from runner.errors import ConfigError, Problem, RunnerError, UsageError
 from runner.launch_plan import LaunchPlan
 from runner.records import replace
@@ -38,7 +38,7 @@ def plan_from_document(doc: dict, environ: dict[str, str], extra_secrets: tuple[
     values: dict[str, str | Secret] = {}
     missing = []
     for entry in record["env"]:
-        value = environ.get(entry["name"])
+        value = environ.get(carried(entry["name"]))
         if value is None:
             missing.append(entry["name"])
         else:
@@ -143,7 +143,7 @@ def _node_plan(doc: dict, environ: dict[str, str], out: Output) -> tuple[LaunchP
     lost = [n for n in missing if n in secret_names]
     if lost:
         raise ConfigError(Problem(f"these secrets did not reach node {environ.get('SLURMD_NODENAME', '?')}: {', '.join(lost)}",
-                                  hint="Slurm must propagate the --export list; check sbatch's environment"))
+                                  hint="Slurm must propagate the --export list and the --export-file entries to the step"))
     if missing:
         out.warn(f"not set on this node, not forwarded: {', '.join(missing)}")
     return plan, scope
@@ -255,7 +255,7 @@ def _node_gpus(plan: LaunchPlan, environ: dict[str, str], node: str, out: Output
 
 
 def _pull(image: str, policy: str, environ: dict, out: Output, engine: str = "auto") -> int:
-    """The image on this node as the policy wants it, with the registry login sbatch's environment
+    """The image on this node as the policy wants it, with the registry login sbatch's stdin
     carried, on the engine the plan names (the process's first client: every later call gets it)."""
     from runner.clients.engine_api.pull import pull_as_needed
     from runner.clients.engine_api.shared import engine_client

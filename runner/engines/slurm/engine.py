@@ -130,8 +130,8 @@ class SlurmEngine:
         # The names the tracker handshake will set (run ids) are exported from the start: the
         # handshake gives their values by name and the script does not change.
         later = tuple(n for n in run_env_names(plan) if n not in {d.name for d in plan.forwarded})
-        export = tuple(export_names(plan, later + agent_env))
-        script = render_script(plan, settings, job_dir, later + agent_env)
+        export = tuple(export_names(plan, later, agent_env))
+        script = render_script(plan, settings, job_dir, later, agent_env)
         return SlurmRequest(plan, settings, job_dir, script, export, agent_env=agent_env, node_command=tuple(plan.command if settings.cluster.entry == "direct" else node_command(plan)),
                             node_cache=getattr(ctx.run, "node_cache", None))
 

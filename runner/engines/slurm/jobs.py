@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 
 from runner.engines.base import TAIL_LIMIT
-from runner.engines.slurm.node import hostnames, node_field, parse_job, plan_digest, planned_engine, require_job_id, run as _run
+from runner.engines.slurm.node import carried, hostnames, node_field, parse_job, plan_digest, planned_engine, require_job_id, run as _run
 from runner.engines.slurm.script import COMPUTED, LABEL_SLURM_JOB, PLAN_DIGEST, PLAN_FILE, SCRIPT_FILE, SlurmRequest, SlurmSettings, agent_command, plan_document
 from runner.errors import ConfigError, EngineUnavailable, Problem, RuntimeFailure, UsageError
 from runner.secrets import Masker, Secret
@@ -217,7 +217,8 @@ def _refuse_foreign(parent: Path) -> None:
 def sbatch(request: SlurmRequest, masker: Masker, agent_values: dict | None = None) -> str:
     """Write the job's files (0600 in a 0700 directory) and submit; the job id.
 
-    sbatch's own environment carries the values; the explicit list decides what travels.
+    sbatch runs in the user's own environment; the job's values reach it on its stdin
+    (``job_environment``), so none of them configures sbatch.
     ``agent_values``: the agent-only names of ``request.agent_env`` (registry login) and their values.
     """
     sbatch_path = tool("sbatch")
@@ -228,18 +229,9 @@ def sbatch(request: SlurmRequest, masker: Masker, agent_values: dict | None = No
     write_private(request.job_dir / PLAN_FILE, plan_text, masker)
     write_private(request.job_dir / SCRIPT_FILE, request.script, masker)
     env = {k: v for k, v in os.environ.items() if k not in ("SBATCH_EXPORT", "SLURM_EXPORT_ENV", "SBATCH_EXPORT_FILE")}
-    env[PLAN_DIGEST] = plan_digest(plan_text)  # slurmctld keeps it with the job: a swapped plan file does not match
-    for decision in request.plan.forwarded:
-        if decision.name in COMPUTED:
-            continue
-        value = decision.value
-        env[decision.name] = value.reveal() if isinstance(value, Secret) else str(value)  # the one unwrap: into sbatch's env
-    for name in request.agent_env:
-        value = (agent_values or {}).get(name)
-        if value is not None:
-            env[name] = value.reveal() if isinstance(value, Secret) else str(value)  # the agent's registry login, same path
-    result = _run(request.command(sbatch_path), timeout=60, env=env, umask=0o077)
-    del env
+    values = job_environment(request, plan_digest(plan_text), agent_values or {}, env.get("PATH", os.defpath))
+    result = _run(request.command(sbatch_path), timeout=60, env=env, umask=0o077, stdin=values)
+    del values
     if result.returncode != 0:
         reason = result.stderr.strip() or result.stdout.strip()
         if _UNREACHABLE.search(reason):  # nothing was submitted: exit 1 (engine unavailable), no job directory left
@@ -247,6 +239,23 @@ def sbatch(request: SlurmRequest, masker: Masker, agent_values: dict | None = No
             raise EngineUnavailable(f"slurmctld does not answer, the job was not submitted: {reason}", "start slurmctld or check SLURM_CONF (scontrol ping)")
         raise RuntimeFailure(f"sbatch refused the job: {reason}", f"the script is {request.job_dir / SCRIPT_FILE}; check partition, time and account")
     return result.stdout.strip().split(";")[0]
+
+
+def job_environment(request: SlurmRequest, digest: str, agent_values: dict, path: str) -> bytes:
+    """What sbatch reads from its stdin (``--export-file``): ``NAME=value``, each ended by NUL. Each job
+    variable under its carried name; the user's ``PATH`` (the batch script's, where it finds srun: with
+    an export file, sbatch takes even ``--export`` names from it); the plan file's digest, which slurmctld
+    keeps with the job (a swapped plan file does not match); the agent's own names (registry login, masks)."""
+    def text(value) -> str:
+        return value.reveal() if isinstance(value, Secret) else str(value)  # the one unwrap: onto sbatch's stdin
+
+    pairs = [(carried(d.name), text(d.value)) for d in request.plan.forwarded if d.name not in COMPUTED]
+    pairs += [("PATH", path), (PLAN_DIGEST, digest)]
+    pairs += [(name, text(agent_values[name])) for name in request.agent_env if agent_values.get(name) is not None]
+    for name, value in pairs:
+        if "\0" in value:
+            raise ConfigError(Problem(f"the value of {name} holds a NUL character, which no environment variable can carry"))
+    return b"".join(f"{name}={value}\0".encode("utf-8", "surrogateescape") for name, value in pairs)
 
 
 def link_output(request: SlurmRequest, job_id: str) -> None:

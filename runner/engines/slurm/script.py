@@ -1,9 +1,10 @@
 """What ``submit`` writes: the Slurm settings, the plan file and the batch script.
 
 Values never touch a file or a command line: the plan file and the batch script
-hold variable NAMES only, and ``sbatch`` runs with an explicit ``--export=NAME,…``
-list, so Slurm copies each value from sbatch's own environment to the nodes
-(never ``--export=ALL``). Pure: nothing here runs a Slurm command.
+hold variable NAMES only. The values reach the job through sbatch's stdin
+(``--export-file=/dev/stdin``), never through sbatch's own environment, and each job
+variable under the runner's prefix (``carried``): nothing the job is given can configure
+sbatch, or srun and scontrol in the batch script. Pure: nothing here runs a Slurm command.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from runner import __version__
 from runner.engines.slurm import values
 from runner.engines.slurm.flags import SlurmFlags
 from runner.errors import ConfigError, Problem
-from runner.engines.slurm.node import LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, PLAN_DIGEST, PLAN_FORMAT  # noqa: F401  (shared with the node)
+from runner.engines.slurm.node import LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, PLAN_DIGEST, PLAN_FORMAT, carried  # noqa: F401  (shared with the node)
 from runner.launch_plan import LaunchPlan
 from runner.records import dataclass
 
@@ -28,6 +29,10 @@ SCRIPT_FILE = "job.sbatch"
 COMPUTED = ("NNODES", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT", "GPUS_PER_NODE")
 # What the agent itself needs on the node (to find srun/docker); never given to the container.
 AGENT_NAMES = ("PATH", PLAN_DIGEST)
+# The one name the job takes from sbatch's own environment (the user's shell): the batch script's PATH.
+# Everything else the job is given comes from sbatch's stdin (``JOB_ENV_FILE``).
+SBATCH_EXPORT = ("PATH",)
+JOB_ENV_FILE = "/dev/stdin"  # sbatch reads the job's values from its stdin: NAME=value, each ended by NUL
 _TOKEN = re.compile(r"^[A-Za-z0-9_.:+,=@/-]+$")
 
 
@@ -132,10 +137,9 @@ def settings_from(config, flags: SlurmFlags) -> SlurmSettings:
         elif not _DIRECTIVE.match(flag):
             problems.append(Problem(f"slurm.{key}: one value in Slurm's own syntax (no spaces, quotes or '#')",
                                     where=config.where(("slurm", key))))
+    problems += _text_problems(settings, flags, config)
     for index, arg in enumerate(settings.sbatch_args):
         where = config.where(("slurm", "sbatch_args", index))
-        if "\n" in arg or "\r" in arg:
-            problems.append(Problem("slurm.sbatch_args entries must be one line each", where=where))
         if re.match(r"^(--export\b|--get-user-env\b|--export-file\b)", arg.strip()):
             problems.append(
                 Problem(f"slurm.sbatch_args may not set '{arg.split('=')[0]}'", where=where, hint="the runner exports exactly the allowlisted names; add names to container.options.env instead")
@@ -144,6 +148,18 @@ def settings_from(config, flags: SlurmFlags) -> SlurmSettings:
         raise ConfigError(problems)
     return settings
 
+
+
+def _text_problems(settings: SlurmSettings, flags: SlurmFlags, config) -> list[Problem]:
+    """Every text setting that reaches the batch script or sbatch's command line, one line each
+    (the batch script's own lines are checked again as a whole: ``values.script_text``)."""
+    texts = [("slurm.output_dir", settings.output_dir, ("slurm", "output_dir")),
+             *((f"slurm.sbatch_args[{i}]", arg, ("slurm", "sbatch_args", i)) for i, arg in enumerate(settings.sbatch_args)),
+             *((f"--{key}" if getattr(flags, key) else f"slurm.{key}", getattr(settings, key), None if getattr(flags, key) else ("slurm", key))
+               for key in ("output", "error")),
+             *(("a Slurm flag", arg, None) for arg in (*flags.args, *flags.srun_args))]
+    found = [values.control_problem(str(text), what, config.where(path) if path else None) for what, text, path in texts if text is not None]
+    return [issue for issue in found if issue]
 
 
 # The launcher's slurm: keys that are Slurm options (the others are its own: debug, dry_run,
@@ -204,14 +220,19 @@ def gpus_for(plan, settings: SlurmSettings) -> int:
     return 0 if plan.gpu == "none" else settings.gpus_per_node
 
 
-def export_names(plan, agent_env: tuple[str, ...] = ()) -> list[str]:
-    """Exactly the names Slurm copies to the nodes: the forwarded ones plus what the agent needs.
+def job_names(plan, later: tuple[str, ...] = ()) -> list[str]:
+    """The job variables the nodes are given: the forwarded ones, and ``later`` (the tracker run ids)."""
+    names = [d.name for d in plan.forwarded if d.name not in COMPUTED]
+    return names + [n for n in later if n not in names]
+
+
+def export_names(plan, later: tuple[str, ...] = (), agent_env: tuple[str, ...] = ()) -> list[str]:
+    """Exactly the names Slurm copies to the nodes: the job variables (``carried``) plus what the agent needs.
 
     ``agent_env``: names for the agent only (the registry login it pulls with); the
     container's environment is built from the plan file's names, so they never reach it.
     """
-    names = [d.name for d in plan.forwarded if d.name not in COMPUTED]
-    return names + [n for n in (*AGENT_NAMES, *agent_env) if n not in names]
+    return [carried(n) for n in job_names(plan, later)] + list(dict.fromkeys((*AGENT_NAMES, *agent_env)))
 
 
 @dataclass(frozen=True)
@@ -236,11 +257,13 @@ class SlurmRequest:
 
     def command(self, sbatch: str = "sbatch") -> list[str]:
         """sbatch's argument list: the user's Slurm flags as given, after the runner's own (so they win)."""
-        return [sbatch, "--parsable", f"--export={','.join(self.export)}", *self.settings.cli_args, str(self.job_dir / SCRIPT_FILE)]
+        argv = [sbatch, "--parsable", f"--export={','.join(SBATCH_EXPORT)}", f"--export-file={JOB_ENV_FILE}", *self.settings.cli_args,
+                str(self.job_dir / SCRIPT_FILE)]
+        return [values.ScriptValue(arg, "sbatch's command line") for arg in argv]
 
     def with_run_env(self, pairs: dict[str, str]) -> "SlurmRequest":
         """The tracker handshake's values (run ids) by name: their names are in ``export`` already
-        (``run_env_names``), so the script stays as it is; the values travel in sbatch's environment."""
+        (``run_env_names``), so the script stays as it is; the values travel on sbatch's stdin."""
         from dataclasses import replace
 
         return replace(self, plan=self.plan.with_env(pairs, "tracker run")) if pairs else self
@@ -294,20 +317,20 @@ def _directive_value(value: str) -> str:
     return f'"{value}"' if re.search(r"\s", value) else value
 
 
-def render_script(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path, agent_env: tuple[str, ...] = ()) -> str:
+def render_script(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path, later: tuple[str, ...] = (), agent_env: tuple[str, ...] = ()) -> str:
     """The batch script: names only, no ``set -x``, nothing that depends on a value."""
-    names = export_names(plan, agent_env)
-    return "\n".join(_directives(plan, settings, job_dir, names) + _steps(settings.nodes, job_dir, names, settings.cluster.srun_args))
+    names = export_names(plan, later, agent_env)
+    return values.script_text(_directives(plan, settings, job_dir) + _steps(settings.nodes, job_dir, names, settings.cluster.srun_args))
 
 
-def _directives(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path, names: list[str]) -> list[str]:
-    """The script's header: every ``#SBATCH`` line, ``--export`` with the exact names."""
+def _directives(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path) -> list[str]:
+    """The script's header: every ``#SBATCH`` line; ``--export`` takes only PATH from sbatch's environment."""
     job_name = plan.name if _TOKEN.match(plan.name) else "primus"
     n = settings.nodes
     lines = [
         "#!/bin/bash",
         f"# primus-runner {__version__}: batch script for {job_name}. It holds variable NAMES only;",
-        "# Slurm copies their values to the nodes from sbatch's environment (--export list below).",
+        "# Slurm gives the job their values from sbatch's stdin, each job variable as PRIMUS_RUNNER_ENV_<NAME>.",
         f"#SBATCH --job-name={job_name}",
         f"#SBATCH --nodes={n}",
         "#SBATCH --ntasks-per-node=1",
@@ -330,7 +353,7 @@ def _directives(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path, names:
         value = getattr(settings, key)
         if value and key not in _given(settings.cli_args) and _TOKEN.match(value.replace("%", "")):
             lines.append(f"#SBATCH --{key}={value}")
-    lines.append(f"#SBATCH --export={','.join(names)}")
+    lines.append(f"#SBATCH --export={','.join(SBATCH_EXPORT)}")
     lines += [f"#SBATCH {arg}" for arg in settings.sbatch_args]
     return lines
 
