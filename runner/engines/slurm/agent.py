@@ -18,8 +18,9 @@ import os
 import socket
 from pathlib import Path
 
-from runner.engines.slurm.node import (LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, PLAN_DIGEST, PLAN_FORMAT, address_of,
-                                       carried, master_address, plan_digest, planned_engine, require_job_id)
+from runner.engines.slurm import computed as node_values
+from runner.engines.slurm.node import (LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, PLAN_DIGEST, PLAN_FORMAT, carried, plan_digest,
+                                       planned_engine, require_job_id)
 from runner.errors import ConfigError, Problem, RunnerError, UsageError
 from runner.launch_plan import LaunchPlan
 from runner.records import replace
@@ -153,15 +154,7 @@ def _this_node(plan: LaunchPlan, doc: dict, environ: dict[str, str], job_id: str
     """The job's variables computed for this node, its container's name and labels, its stop
     timeout under Slurm's kill wait, its job cache."""
     slurm = doc["slurm"]
-    computed = {
-        "NNODES": environ.get("SLURM_NNODES", str(slurm["nodes"])),
-        "NODE_RANK": rank,
-        # The batch script asked slurmctld once for the whole job; a step started otherwise asks itself.
-        "MASTER_ADDR": address_of(environ["PRIMUS_MASTER_NODEADDR"]) if environ.get("PRIMUS_MASTER_NODEADDR") else
-        master_address(environ.get("SLURM_JOB_NODELIST") or environ.get("SLURM_NODELIST") or socket.gethostname()),
-        "MASTER_PORT": str(slurm["master_port"]),
-        "GPUS_PER_NODE": str(slurm["gpus_per_node"]),
-    }
+    computed = node_values.values(slurm, environ, rank)
     if "WANDB_RUN_ID" in plan.public_env() and "WANDB_RESUME" not in plan.public_env():
         computed["WANDB_RESUME"] = "allow"  # a requeued run continues the same W&B run
     name = f"primus-{job_id}-{rank}"

@@ -16,17 +16,17 @@ import sys
 from pathlib import Path
 
 from runner import __version__
-from runner.engines.slurm import values
+from runner.engines.slurm import computed, values
 from runner.engines.slurm.flags import SlurmFlags
 from runner.errors import ConfigError, Problem
-from runner.engines.slurm.node import LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, PLAN_DIGEST, PLAN_FORMAT, carried  # noqa: F401  (shared with the node)
+from runner.engines.slurm.node import LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, PLAN_DIGEST, PLAN_FORMAT, CARRIED_PREFIX, carried  # noqa: F401  (shared with the node)
 from runner.launch_plan import LaunchPlan
 from runner.records import dataclass
 
 PLAN_FILE = "plan.json"
 SCRIPT_FILE = "job.sbatch"
 # Computed by the agent on each node; never taken from the submitting host.
-COMPUTED = ("NNODES", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT", "GPUS_PER_NODE")
+COMPUTED = computed.NAMES
 # What the agent itself needs on the node (to find srun/docker); never given to the container.
 AGENT_NAMES = ("PATH", PLAN_DIGEST)
 # The one name the job takes from sbatch's own environment (the user's shell): the batch script's PATH.
@@ -56,6 +56,12 @@ class SlurmSettings:
     config_flags: tuple[str, ...] = ()
     output: str | None = None  # -o/--output (flag or slurm.output): where the job's output goes
     error: str | None = None
+    # GPUs: the count the user asked for on every node (--gpus-per-node, else --gpus N), which beats the
+    # allocation; slurm.gpus_per_node, where Slurm allocates none; and what is asked of Slurm
+    # (#SBATCH --gpus-per-node): the user's ask or a user's file, never a default.
+    gpus_asked: int | None = None
+    gpus_otherwise: int = 0
+    gpus_directive: int | None = None
 
     @property
     def cli_args(self) -> tuple[str, ...]:
@@ -92,6 +98,26 @@ def flag_directives(settings: "SlurmSettings") -> list[str]:
     return rendered
 
 
+def _gpus(config, flags: SlurmFlags) -> dict:
+    """The GPU fields of ``SlurmSettings``: asked (a flag, ``container.gpus``), otherwise
+    (``slurm.gpus_per_node``), and the directive, which a default never adds."""
+    asked = flags.gpus_per_node if flags.gpus_per_node is not None else (_gpu_count(config) or None)
+    otherwise = values.count(config.get("slurm", "gpus_per_node", default=0)) or 0
+    from_file = otherwise if _set_by_users_file(config, ("slurm", "gpus_per_node")) else None
+    directive = None if "gpus-per-node" in _given(flags.args) else (asked if asked is not None else from_file)
+    return {"gpus_asked": asked, "gpus_otherwise": otherwise, "gpus_directive": directive or None}
+
+
+def _set_by_users_file(config, path: tuple) -> bool:
+    """Whether a file of the user's sets ``path``: not the built-in defaults, not the Primus
+    checkout's own ``runner/.primus.yaml`` (the launcher's defaults)."""
+    where = config.where(path) if path in config.lines else None
+    if not where:
+        return False
+    file = where.rsplit(":", 1)[0]
+    return any(loaded.path == file and loaded.kind != "checkout" for loaded in config.loaded)
+
+
 def _gpu_count(config) -> int:
     """``--gpus N`` (``container.gpus``) under Slurm: N GPUs per node, asked of Slurm (above
     ``slurm.gpus_per_node``, below ``--gpus-per-node``)."""
@@ -126,6 +152,7 @@ def settings_from(config, flags: SlurmFlags) -> SlurmSettings:
         config_flags=tuple(_config_flags(config, given)),
         output=flags.output or (None if "output" in given else _text(get("output"))),
         error=flags.error or (None if "error" in given else _text(get("error"))),
+        **_gpus(config, flags),
     )
     problems = _value_problems(settings, flags, config)
     for flag in settings.config_flags:  # the launcher's slurm: keys, by the same rules as their flags
@@ -208,7 +235,7 @@ def plan_document(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path, kill
         "format": PLAN_FORMAT,
         "runner_version": __version__,
         "job_dir": str(job_dir),
-        "slurm": {"nodes": settings.nodes, "master_port": settings.master_port, "gpus_per_node": gpus_for(plan, settings), "kill_wait": kill_wait},
+        "slurm": {**node_rule(plan, settings), "kill_wait": kill_wait},
         "pull": pull,
         "entry": settings.cluster.entry,  # direct: the direct launcher on each node's host, no container
         "cache": cache,
@@ -216,8 +243,10 @@ def plan_document(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path, kill
     }
 
 
-def gpus_for(plan, settings: SlurmSettings) -> int:
-    return 0 if plan.gpu == "none" else settings.gpus_per_node
+def node_rule(plan, settings: SlurmSettings) -> dict:
+    """The rule of the values each node's agent computes (``computed``): a container without GPUs has 0."""
+    no_gpus = plan.gpu == "none" and settings.cluster.entry != "direct"
+    return computed.rule(settings.nodes, settings.master_port, 0 if no_gpus else settings.gpus_asked, settings.gpus_otherwise)
 
 
 def job_names(plan, later: tuple[str, ...] = ()) -> list[str]:
@@ -268,14 +297,24 @@ class SlurmRequest:
 
         return replace(self, plan=self.plan.with_env(pairs, "tracker run")) if pairs else self
 
+    @property
+    def job_env(self) -> list[str]:
+        """The names each node's job is given (their values from sbatch's stdin), besides the computed ones."""
+        return [n[len(CARRIED_PREFIX):] for n in self.export if n.startswith(CARRIED_PREFIX)]
+
+    def node_env(self) -> dict:
+        """Each node's environment as the dry run shows it: the names it is given, the values its agent computes."""
+        return {"names": self.job_env, "computed": computed.shown(node_rule(self.plan, self.settings))}
+
     def to_dict(self) -> dict:
         return {"engine": "slurm", "command": self.command(), "sbatch": self.command(), "script": self.script,
                 "script_path": str(self.job_dir / SCRIPT_FILE), "job_dir": str(self.job_dir), "export": list(self.export),
                 "nodes": self.settings.nodes, "node_command": list(self.node_command), "image": self.plan.image,
-                "job_command": list(self.plan.command)}
+                "job_command": list(self.plan.command), "node_env": self.node_env()}
 
     def render(self) -> str:
         nodes = self.settings.nodes
+        env = self.node_env()
         return "\n".join([
             f"# sbatch (from {os.getcwd()}):",
             " ".join(shlex.quote(a) for a in self.command()),
@@ -287,6 +326,9 @@ class SlurmRequest:
              if self.settings.cluster.entry == "direct" else
              f"# on each of the {nodes} node(s), the node agent runs this container (<job> and <rank> per node):"),
             " ".join(shlex.quote(a) for a in self.node_command),
+            "",
+            f"# each node's environment: {', '.join(env['names']) or '(no forwarded name)'}, and computed by its agent:",
+            *(f"#   {name}={value}" for name, value in env["computed"].items()),
         ])
 
 
@@ -344,9 +386,8 @@ def _directives(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path) -> lis
         lines.append(f"#SBATCH --partition={settings.partition}")
     if settings.account:
         lines.append(f"#SBATCH --account={settings.account}")
-    gpus = gpus_for(plan, settings)
-    if gpus:
-        lines.append(f"#SBATCH --gpus-per-node={gpus}")
+    if settings.gpus_directive and not (plan.gpu == "none" and settings.cluster.entry != "direct"):
+        lines.append(f"#SBATCH --gpus-per-node={settings.gpus_directive}")
     lines += [f"#SBATCH {d}" for d in flag_directives(settings)]
     lines += [f"#SBATCH {d}" for d in settings.config_flags]
     for key in ("output", "error"):  # from slurm.output / slurm.error; a -o/-e flag goes on sbatch's command line

@@ -109,6 +109,19 @@ def test_gpus_requested_for_a_gpu_flavor(work):
     assert "#SBATCH --gpus-per-node=8" in script
 
 
+def test_gpus_are_asked_of_slurm_only_by_the_users_flags_or_files(work):
+    """slurm.gpus_per_node's built-in 8 (the launcher's own default) never becomes a directive: a cluster
+    without GresTypes=gpu would refuse the job; a user's file or flag asks for it."""
+    plan = make_plan(gpu="rocm").require()
+    script = slurm_script.render_script(plan, slurm_script.settings_from(load_config(), args()), work)
+    assert "--gpus-per-node" not in script
+    (work / ".primus.yaml").write_text(YAML + "  gpus_per_node: 4\n")
+    script = slurm_script.render_script(plan, slurm_script.settings_from(load_config(), args()), work)
+    assert "#SBATCH --gpus-per-node=4" in script
+    flagged = slurm_script.settings_from(load_config(), args(gpus_per_node=2, args=("--gpus-per-node=2",)))
+    assert "--gpus-per-node" not in slurm_script.render_script(plan, flagged, work), "on sbatch's command line already"
+
+
 def test_plan_document_has_names_only_and_round_trips(work):
     plan = make_plan().require()
     settings = slurm_script.settings_from(load_config(), args(nodes=2))
