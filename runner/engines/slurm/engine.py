@@ -131,14 +131,23 @@ class SlurmEngine:
         # handshake gives their values by name and the script does not change.
         later = tuple(n for n in run_env_names(plan) if n not in {d.name for d in plan.forwarded})
         export = tuple(export_names(plan, later, agent_env))
-        script = render_script(plan, settings, job_dir, later, agent_env)
+        allocation = os.environ.get("SLURM_JOB_ID") or None  # inside one (salloc): the launcher's srun runs a step in it
+        as_step = bool(allocation) and settings.cluster.launcher == "srun"
+        script = render_script(plan, settings, job_dir, later, agent_env, as_step=as_step)
         return SlurmRequest(plan, settings, job_dir, script, export, agent_env=agent_env, node_command=tuple(plan.command if settings.cluster.entry == "direct" else node_command(plan)),
-                            node_cache=getattr(ctx.run, "node_cache", None))
+                            node_cache=getattr(ctx.run, "node_cache", None), allocation=allocation, as_step=as_step)
 
     def resolve(self, request: SlurmRequest, ctx: RunContext, dry_run: bool = False) -> SlurmRequest:
         return request  # each node's agent resolves its own container (engine, image) on the node
 
+    @staticmethod
+    def _new_job_notice(request: SlurmRequest, ctx: RunContext) -> None:
+        if request.allocation and not request.as_step:
+            ctx.out.notice(f"inside Slurm allocation {request.allocation} (SLURM_JOB_ID is set): this submits a new job, "
+                           "with nodes of its own; `primus-runner slurm srun …` runs a step in this allocation")
+
     def dry_run(self, request: SlurmRequest, ctx: RunContext) -> None:
+        self._new_job_notice(request, ctx)
         if ctx.out.json_mode:
             from runner.ui.render import plan_json
 
@@ -149,6 +158,10 @@ class SlurmEngine:
     def launch(self, request: SlurmRequest, ctx: RunContext) -> Launched:
         jobs.make_job_dir(request.job_dir)  # exactly the directory the script names
         agent_values = self._agent_values(request, ctx)
+        if request.as_step:
+            step = jobs.start_step(request, ctx.scope.masker, agent_values)
+            return Launched(request.allocation, request.plan.name, {"request": request, "final": None, "step": step})
+        self._new_job_notice(request, ctx)
         job_id = jobs.sbatch(request, ctx.scope.masker, agent_values)
         jobs.link_output(request, job_id)
         return Launched(job_id, request.plan.name, {"request": request, "final": None})
@@ -157,7 +170,9 @@ class SlurmEngine:
         request: SlurmRequest = launched.state["request"]
         output = request.job_dir / f"slurm-{launched.id}.out"
         where = f"submitted job {launched.id} on {request.settings.nodes} node(s); output: {output}"
-        if not detached:
+        if request.as_step:
+            where = f"running a step in allocation {launched.id} on {request.settings.nodes} node(s); output: {output}"
+        if not detached or request.as_step:
             if not ctx.out.json_mode:
                 ctx.out.info(where)
             return
@@ -173,6 +188,10 @@ class SlurmEngine:
 
     def watch(self, launched: Launched, ctx: RunContext, on_running=None) -> int:
         request: SlurmRequest = launched.state["request"]
+        if request.as_step:
+            code = jobs.follow_step(launched.state["step"], request.job_dir / f"slurm-{launched.id}.out", ctx.out)
+            ctx.tail.add(jobs.output_tail(request.job_dir / f"slurm-{launched.id}.out"))
+            return code
         try:
             final = jobs.wait_for(launched.id, request.job_dir, ctx.out, request.settings.nodes)
         except KeyboardInterrupt:
@@ -197,6 +216,8 @@ class SlurmEngine:
 
     def finished(self, launched: Launched, ctx: RunContext, exit_code: int) -> dict:
         final = launched.state["final"]
+        if launched.state.get("step"):  # the allocation runs on: the step's own end
+            return {"job_id": launched.id, "state": "completed" if exit_code == 0 else "failed", "exit_code": exit_code}
         return {"job_id": launched.id, "state": final.state if final else "unknown", "exit_code": exit_code}
 
     @staticmethod

@@ -224,10 +224,7 @@ def sbatch(request: SlurmRequest, masker: Masker, agent_values: dict | None = No
     sbatch_path = tool("sbatch")
     tool("srun")
     refuse_secret_argv(request.command(sbatch_path), masker, "sbatch")  # its argv is world-readable, like the script it names
-    doc = plan_document(request.plan, request.settings, request.job_dir, kill_wait(), pull=request.pull, cache=request.node_cache)
-    plan_text = json.dumps(doc, indent=2)
-    write_private(request.job_dir / PLAN_FILE, plan_text, masker)
-    write_private(request.job_dir / SCRIPT_FILE, request.script, masker)
+    plan_text = _write_job_files(request, masker)
     env = {k: v for k, v in os.environ.items() if k not in ("SBATCH_EXPORT", "SLURM_EXPORT_ENV", "SBATCH_EXPORT_FILE")}
     values = job_environment(request, plan_digest(plan_text), agent_values or {}, env.get("PATH", os.defpath))
     result = _run(request.command(sbatch_path), timeout=60, env=env, umask=0o077, stdin=values)
@@ -241,13 +238,22 @@ def sbatch(request: SlurmRequest, masker: Masker, agent_values: dict | None = No
     return result.stdout.strip().split(";")[0]
 
 
-def job_environment(request: SlurmRequest, digest: str, agent_values: dict, path: str) -> bytes:
-    """What sbatch reads from its stdin (``--export-file``): ``NAME=value``, each ended by NUL. Each job
-    variable under its carried name; the user's ``PATH`` (the batch script's, where it finds srun: with
-    an export file, sbatch takes even ``--export`` names from it); the plan file's digest, which slurmctld
-    keeps with the job (a swapped plan file does not match); the agent's own names (registry login, masks)."""
+def _write_job_files(request: SlurmRequest, masker: Masker) -> str:
+    """The plan file and the batch script in the job directory (0600); the plan file's text."""
+    doc = plan_document(request.plan, request.settings, request.job_dir, kill_wait(), pull=request.pull, cache=request.node_cache)
+    plan_text = json.dumps(doc, indent=2)
+    write_private(request.job_dir / PLAN_FILE, plan_text, masker)
+    write_private(request.job_dir / SCRIPT_FILE, request.script, masker)
+    return plan_text
+
+
+def job_pairs(request: SlurmRequest, digest: str, agent_values: dict, path: str) -> list[tuple[str, str]]:
+    """What the job's environment is given: each job variable under its carried name; the user's
+    ``PATH`` (the batch script's, where it finds srun: with an export file, sbatch takes even
+    ``--export`` names from it); the plan file's digest, which slurmctld keeps with the job (a swapped
+    plan file does not match); the agent's own names (registry login, masks)."""
     def text(value) -> str:
-        return value.reveal() if isinstance(value, Secret) else str(value)  # the one unwrap: onto sbatch's stdin
+        return value.reveal() if isinstance(value, Secret) else str(value)  # the one unwrap: into the job's environment
 
     pairs = [(carried(d.name), text(d.value)) for d in request.plan.forwarded if d.name not in COMPUTED]
     pairs += [("PATH", path), (PLAN_DIGEST, digest)]
@@ -255,7 +261,50 @@ def job_environment(request: SlurmRequest, digest: str, agent_values: dict, path
     for name, value in pairs:
         if "\0" in value:
             raise ConfigError(Problem(f"the value of {name} holds a NUL character, which no environment variable can carry"))
-    return b"".join(f"{name}={value}\0".encode("utf-8", "surrogateescape") for name, value in pairs)
+    return pairs
+
+
+def job_environment(request: SlurmRequest, digest: str, agent_values: dict, path: str) -> bytes:
+    """What sbatch reads from its stdin (``--export-file``): ``job_pairs`` as ``NAME=value``, each ended by NUL."""
+    return b"".join(f"{name}={value}\0".encode("utf-8", "surrogateescape") for name, value in job_pairs(request, digest, agent_values, path))
+
+
+def start_step(request: SlurmRequest, masker: Masker, agent_values: dict | None = None):
+    """Inside an allocation, the launcher's ``slurm srun``: the batch script run here, its srun a step
+    of the allocation (no new job). Its output goes to the job directory's ``slurm-<allocation>.out``
+    as a batch job's would; the running script (``follow_step`` waits for it)."""
+    import subprocess
+
+    tool("srun")
+    plan_text = _write_job_files(request, masker)
+    env = dict(os.environ)
+    env.update(job_pairs(request, plan_digest(plan_text), agent_values or {}, env.get("PATH", os.defpath)))
+    with open(request.job_dir / f"slurm-{request.allocation}.out", "ab") as output:
+        os.fchmod(output.fileno(), 0o600)
+        step = subprocess.Popen(request.command(), stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT, env=env,
+                                start_new_session=True)  # its own group: an interrupt reaches srun once, from us
+    del env
+    return step
+
+
+def follow_step(step, output: Path, out: Output) -> int:
+    """The step's output (rank-prefixed, masked again) until it ends; its exit code."""
+    import signal
+
+    follower = Follower(output, RankLines(out.masker, lambda text: (sys.stdout.write(text), sys.stdout.flush()), json_lines=False))
+    try:
+        while step.poll() is None:
+            if not follower.pump():
+                time.sleep(FILE_POLL)
+    except KeyboardInterrupt:
+        os.killpg(step.pid, signal.SIGTERM)  # srun passes it to the agents, which stop their containers
+        step.wait()
+        raise
+    finally:
+        while follower.pump():
+            pass
+        follower.close()
+    return step.returncode
 
 
 def link_output(request: SlurmRequest, job_id: str) -> None:

@@ -279,13 +279,20 @@ class SlurmRequest:
     agent_env: tuple[str, ...] = ()  # exported for the agent only (DOCKER_LOGIN_*), never the container's
     node_cache: dict | None = None  # the job cache each node mounts from its own disk
     node_command: tuple[str, ...] = ()  # each node's container, as `docker run …` (rank and job id per node)
+    # The Slurm allocation this process runs in (SLURM_JOB_ID, as after salloc), and whether the job is a
+    # step in it (the launcher's `slurm srun` there: srun, not a new job) rather than a job of its own.
+    allocation: str | None = None
+    as_step: bool = False
 
     @property
     def pull(self) -> str:
         return self.plan.pull
 
     def command(self, sbatch: str = "sbatch") -> list[str]:
-        """sbatch's argument list: the user's Slurm flags as given, after the runner's own (so they win)."""
+        """sbatch's argument list: the user's Slurm flags as given, after the runner's own (so they win);
+        for a step in the allocation, the batch script run here (its srun starts the step)."""
+        if self.as_step:
+            return [values.ScriptValue(arg, "the step's command line") for arg in ("bash", str(self.job_dir / SCRIPT_FILE))]
         argv = [sbatch, "--parsable", f"--export={','.join(SBATCH_EXPORT)}", f"--export-file={JOB_ENV_FILE}", *self.settings.cli_args,
                 str(self.job_dir / SCRIPT_FILE)]
         return [values.ScriptValue(arg, "sbatch's command line") for arg in argv]
@@ -310,13 +317,16 @@ class SlurmRequest:
         return {"engine": "slurm", "command": self.command(), "sbatch": self.command(), "script": self.script,
                 "script_path": str(self.job_dir / SCRIPT_FILE), "job_dir": str(self.job_dir), "export": list(self.export),
                 "nodes": self.settings.nodes, "node_command": list(self.node_command), "image": self.plan.image,
-                "job_command": list(self.plan.command), "node_env": self.node_env()}
+                "job_command": list(self.plan.command), "node_env": self.node_env(), "allocation": self.allocation,
+                "as_step": self.as_step}
 
     def render(self) -> str:
         nodes = self.settings.nodes
         env = self.node_env()
+        how = (f"# a step in Slurm allocation {self.allocation} (SLURM_JOB_ID), as srun runs one (from {os.getcwd()}):"
+               if self.as_step else f"# sbatch (from {os.getcwd()}):")
         return "\n".join([
-            f"# sbatch (from {os.getcwd()}):",
+            how,
             " ".join(shlex.quote(a) for a in self.command()),
             "",
             f"# the batch script, {self.job_dir / SCRIPT_FILE}:",
@@ -359,10 +369,13 @@ def _directive_value(value: str) -> str:
     return f'"{value}"' if re.search(r"\s", value) else value
 
 
-def render_script(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path, later: tuple[str, ...] = (), agent_env: tuple[str, ...] = ()) -> str:
-    """The batch script: names only, no ``set -x``, nothing that depends on a value."""
+def render_script(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path, later: tuple[str, ...] = (), agent_env: tuple[str, ...] = (),
+                  as_step: bool = False) -> str:
+    """The batch script: names only, no ``set -x``, nothing that depends on a value. ``as_step``: run
+    here inside an allocation, so the user's Slurm flags go to the step's srun (as the launcher's srun takes them)."""
     names = export_names(plan, later, agent_env)
-    return values.script_text(_directives(plan, settings, job_dir) + _steps(settings.nodes, job_dir, names, settings.cluster.srun_args))
+    srun_args = settings.cluster.srun_args + (settings.cli_args if as_step else ())
+    return values.script_text(_directives(plan, settings, job_dir) + _steps(settings.nodes, job_dir, names, srun_args))
 
 
 def _directives(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path) -> list[str]:
