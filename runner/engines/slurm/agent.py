@@ -151,19 +151,15 @@ def _node_plan(doc: dict, environ: dict[str, str], out: Output) -> tuple[LaunchP
 
 
 def _this_node(plan: LaunchPlan, doc: dict, environ: dict[str, str], job_id: str, rank: str, out: Output) -> LaunchPlan:
-    """The job's variables computed for this node, its container's name and labels, its stop
-    timeout under Slurm's kill wait, its job cache."""
-    slurm = doc["slurm"]
-    computed = node_values.values(slurm, environ, rank)
+    """The node's own facts, and only them: the computed variables (``computed``), the container's
+    name and labels from the job id and rank, its job cache directory on this node's disk."""
+    values = node_values.values(doc["slurm"], environ, rank)
     if "WANDB_RUN_ID" in plan.public_env() and "WANDB_RESUME" not in plan.public_env():
-        computed["WANDB_RESUME"] = "allow"  # a requeued run continues the same W&B run
+        values["WANDB_RESUME"] = "allow"  # a requeued run continues the same W&B run
     name = f"primus-{job_id}-{rank}"
     labels = tuple((k, name if k.endswith(".job") else v) for k, v in plan.labels)
-    stop_timeout = plan.stop_timeout
-    if slurm.get("kill_wait"):  # finish our cleanup before Slurm's SIGKILL
-        stop_timeout = max(1.0, min(stop_timeout, float(slurm["kill_wait"]) - 3))
-    plan = replace(plan.with_env(computed, "slurm"), name=name, labels=labels, stop_timeout=stop_timeout)
-    return _with_node_cache(plan, doc["cache"], out) if doc.get("cache") else plan
+    plan = replace(plan.with_env(values, "slurm"), name=name, labels=labels)
+    return _make_cache_dir(plan, doc["cache_dir"], out) if doc.get("cache_dir") else plan
 
 
 def _node_container(plan: LaunchPlan, scope: SecretScope, doc: dict, environ: dict[str, str], out: Output,
@@ -171,7 +167,7 @@ def _node_container(plan: LaunchPlan, scope: SecretScope, doc: dict, environ: di
     """This node's GPUs, the image as the pull policy wants it, then the container: its exit code."""
     node = environ.get("SLURMD_NODENAME", "?")
     try:
-        plan = _node_gpus(plan, environ, node, out)
+        plan = _node_gpus(plan, environ, node, out) if doc.get("devices") == "allocation" else plan
     except ConfigError as exc:  # an allocation this node cannot map: nothing starts here
         out.error(f"node {node}: {exc.message}", exc.hint)
         return exc.exit_code
@@ -204,25 +200,23 @@ def _run_process(plan: LaunchPlan, scope: SecretScope, out: Output) -> int:
     return engine.watch(launched, ctx)
 
 
-def _with_node_cache(plan: LaunchPlan, spec: dict, out: Output) -> LaunchPlan:
-    """This node's own job cache (``cache.node_dir``), mounted as on a single host."""
+def _make_cache_dir(plan: LaunchPlan, directory: str, out: Output) -> LaunchPlan:
+    """This node's own job cache directory (``cache.node_dir``), which the plan mounts; when it cannot be
+    made, the job runs without the mount (and compiles from scratch)."""
     from runner.runs import cache
 
-    directory = cache.host_dir(str(spec["dir"]), plan.image)
     try:
-        cache.make_dir(directory)
+        cache.make_dir(Path(directory))
     except OSError as exc:
         out.warn(f"node {os.environ.get('SLURMD_NODENAME', '?')}: the job cache {directory} cannot be created "
                  f"({exc.strerror or exc}); the job compiles from scratch")
-        return plan
-    return cache.apply(plan, directory)
+        return replace(plan, mounts=tuple(m for m in plan.mounts if m.source != directory))
+    return plan
 
 
 def _node_gpus(plan: LaunchPlan, environ: dict[str, str], node: str, out: Output) -> LaunchPlan:
     """The GPUs Slurm gave this step, as this node's devices (containers live in the engine's
     cgroup, not the job's: Slurm's device constraint does not reach them, these devices do)."""
-    if plan.gpu == "none":
-        return plan
     from runner.gpus import discover, host_root, planning
     from runner.gpus import slurm as gres
     from runner.gpus.model import ROOT_ENV, GpuError
@@ -271,7 +265,6 @@ def _run_container(plan: LaunchPlan, scope: SecretScope, out: Output, labels: di
 
     engine = DockerEngine(extra_labels=labels)
     ctx = RunContext(RunOptions(command=plan.command), scope, out, DockerSettings(engine=plan.container_engine))
-    plan = replace(plan, pull="missing")  # the node pulled as the policy said (_pull): no second pull
     try:
         launched = engine.launch(engine.resolve(engine.request(plan, ctx), ctx), ctx)
     except Interrupted as exc:

@@ -12,9 +12,7 @@ import re
 import socket
 from typing import Mapping
 
-from runner.engines.slurm.node import address_of, master_address
-
-NAMES = ("NNODES", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT", "GPUS_PER_NODE")
+from runner.engines.slurm.node import COMPUTED as NAMES, address_of, master_address
 
 
 def rule(nodes: int, master_port: int, gpus_asked: int | None, gpus_otherwise: int) -> dict:

@@ -11,13 +11,15 @@ removes the job's containers by label after Slurm reports the job gone.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from runner.engines.base import Launched, RunContext, delegate
 from runner.engines.slurm import flags, jobs
-from runner.engines.slurm.script import COMPUTED, LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, SlurmRequest, SlurmSettings, export_names, render_script, settings_from
+from runner.engines.slurm.script import (COMPUTED, LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, SlurmRequest, SlurmSettings, export_names,
+                                         node_cache_dir, node_plan, plan_document, render_script, settings_from)
 from runner.launch_plan import LaunchPlan
 from runner.secrets import Secret, SecretScope
 
@@ -56,6 +58,13 @@ class SlurmOptions:
 
     settings: SlurmSettings
     allow_env_in_accounting: bool = False
+    # `scontrol show config`, read once before the request ("" when Slurm does not answer): the
+    # cluster's KillWait and AccountingStoreFlags.
+    cluster_config: str = ""
+
+    @property
+    def kill_wait(self) -> int | None:
+        return jobs.kill_wait_of(self.cluster_config)
 
 
 class SlurmEngine:
@@ -75,7 +84,7 @@ class SlurmEngine:
     def settings(config, options) -> SlurmOptions:
         """``ConfigError`` (exit 2) for a refused value, before a tracker run, a file or ``sbatch``."""
         return SlurmOptions(settings_from(config, flags.of(options)),
-                            bool(config.get("slurm", "allow_env_in_accounting", default=False)))
+                            bool(config.get("slurm", "allow_env_in_accounting", default=False)), jobs.show_config())
 
     def preflight(self, plan: LaunchPlan, ctx: RunContext) -> None:
         """Everything that can refuse the job, before a tracker run, a file or ``sbatch``."""
@@ -90,7 +99,7 @@ class SlurmEngine:
                                           hint="pass secrets by name (container.options.env), never as a flag's value"))
         jobs.tool("sbatch")
         jobs.tool("srun")
-        jobs.refuse_archived_secrets(jobs.show_config(), self.travelling_secrets(plan, ctx), ctx.settings.allow_env_in_accounting)
+        jobs.refuse_archived_secrets(ctx.settings.cluster_config, self.travelling_secrets(plan, ctx), ctx.settings.allow_env_in_accounting)
         if plan.pull != "never":  # a refused login fails here (exit 2), not on every node after queueing
             cred = registry.credentials_for(plan.image, self._lookup(ctx))
             if cred is not None:
@@ -122,20 +131,27 @@ class SlurmEngine:
         return getattr(ctx, "lookup", None) or os.environ.get
 
     def request(self, plan: LaunchPlan, ctx: RunContext) -> SlurmRequest:
+        """Everything the job will be given, before anything exists: the plan each node runs (its cache,
+        stop timeout, pull), the batch script, the plan file's text, the exact exported names."""
         from runner.trackers.runs import run_env_names
 
         settings = ctx.settings.settings
         job_dir = getattr(ctx.run, "job_dir", None) or jobs.job_dir_for(settings, plan.name)  # the run's (runner.runs)
+        cache = getattr(ctx.run, "node_cache", None)
+        node = node_plan(plan, settings, ctx.settings.kill_wait, cache)
         agent_env = self._agent_env(ctx, plan)
         # The names the tracker handshake will set (run ids) are exported from the start: the
         # handshake gives their values by name and the script does not change.
-        later = tuple(n for n in run_env_names(plan) if n not in {d.name for d in plan.forwarded})
-        export = tuple(export_names(plan, later, agent_env))
+        later = tuple(n for n in run_env_names(plan) if n not in {d.name for d in node.forwarded})
         allocation = os.environ.get("SLURM_JOB_ID") or None  # inside one (salloc): the launcher's srun runs a step in it
         as_step = bool(allocation) and settings.cluster.launcher == "srun"
-        script = render_script(plan, settings, job_dir, later, agent_env, as_step=as_step)
-        return SlurmRequest(plan, settings, job_dir, script, export, agent_env=agent_env, node_command=tuple(plan.command if settings.cluster.entry == "direct" else node_command(plan)),
-                            node_cache=getattr(ctx.run, "node_cache", None), allocation=allocation, as_step=as_step)
+        document = plan_document(node, settings, job_dir, ctx.settings.kill_wait, pull=plan.pull,
+                                 cache_dir=node_cache_dir(plan, settings, cache), later=later)
+        return SlurmRequest(plan, settings, job_dir, render_script(node, settings, job_dir, later, agent_env, as_step=as_step),
+                            tuple(export_names(node, later, agent_env)), agent_env=agent_env,
+                            node_command=tuple(plan.command if settings.cluster.entry == "direct" else node_command(node)),
+                            node_cache=cache, allocation=allocation, as_step=as_step, node_plan=node,
+                            plan_file=json.dumps(document, indent=2), run_id=getattr(ctx.run, "id", None))
 
     def resolve(self, request: SlurmRequest, ctx: RunContext, dry_run: bool = False) -> SlurmRequest:
         return request  # each node's agent resolves its own container (engine, image) on the node

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from runner.engines.base import TAIL_LIMIT
 from runner.engines.slurm.node import carried, hostnames, node_field, parse_job, plan_digest, planned_engine, require_job_id, run as _run
-from runner.engines.slurm.script import COMPUTED, LABEL_SLURM_JOB, PLAN_DIGEST, PLAN_FILE, SCRIPT_FILE, SlurmRequest, SlurmSettings, agent_command, plan_document
+from runner.engines.slurm.script import COMPUTED, LABEL_SLURM_JOB, PLAN_DIGEST, PLAN_FILE, SCRIPT_FILE, SlurmRequest, SlurmSettings, agent_command
 from runner.errors import ConfigError, EngineUnavailable, Problem, RuntimeFailure, UsageError
 from runner.secrets import Masker, Secret
 from runner.secrets.argv import refuse_secret_argv
@@ -99,12 +99,9 @@ def accounting_warnings(show_config: str) -> list[str]:
     return warnings
 
 
-def kill_wait() -> int | None:
-    try:
-        out = _run(["scontrol", "show", "config"], timeout=10).stdout
-    except EngineUnavailable:
-        return None
-    m = re.search(r"^KillWait\s*=\s*(\d+)", out, re.M)
+def kill_wait_of(show_config_text: str) -> int | None:
+    """Slurm's ``KillWait`` (seconds from SIGTERM to SIGKILL) from ``scontrol show config``."""
+    m = re.search(r"^KillWait\s*=\s*(\d+)", show_config_text, re.M)
     return int(m.group(1)) if m else None
 
 
@@ -240,11 +237,9 @@ def sbatch(request: SlurmRequest, masker: Masker, agent_values: dict | None = No
 
 def _write_job_files(request: SlurmRequest, masker: Masker) -> str:
     """The plan file and the batch script in the job directory (0600); the plan file's text."""
-    doc = plan_document(request.plan, request.settings, request.job_dir, kill_wait(), pull=request.pull, cache=request.node_cache)
-    plan_text = json.dumps(doc, indent=2)
-    write_private(request.job_dir / PLAN_FILE, plan_text, masker)
+    write_private(request.job_dir / PLAN_FILE, request.plan_file, masker)
     write_private(request.job_dir / SCRIPT_FILE, request.script, masker)
-    return plan_text
+    return request.plan_file
 
 
 def job_pairs(request: SlurmRequest, digest: str, agent_values: dict, path: str) -> list[tuple[str, str]]:
@@ -255,7 +250,7 @@ def job_pairs(request: SlurmRequest, digest: str, agent_values: dict, path: str)
     def text(value) -> str:
         return value.reveal() if isinstance(value, Secret) else str(value)  # the one unwrap: into the job's environment
 
-    pairs = [(carried(d.name), text(d.value)) for d in request.plan.forwarded if d.name not in COMPUTED]
+    pairs = [(carried(d.name), text(d.value)) for d in request.node_plan.forwarded if d.name not in COMPUTED]
     pairs += [("PATH", path), (PLAN_DIGEST, digest)]
     pairs += [(name, text(agent_values[name])) for name in request.agent_env if agent_values.get(name) is not None]
     for name, value in pairs:
@@ -732,7 +727,7 @@ def cmd_cancel(job: str, out: Output, dry_run: bool = False) -> int:
         if result.returncode != 0:
             raise RuntimeFailure(f"scancel {job_id} failed: {result.stderr.strip()}")
         # Remove containers only once Slurm has stopped the agents, or one could start after us.
-        grace = kill_wait() or 30
+        grace = kill_wait_of(show_config()) or 30
         deadline = time.monotonic() + grace + 30
         delay = 0.1
         while time.monotonic() < deadline:

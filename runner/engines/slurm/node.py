@@ -28,6 +28,9 @@ MASK_PREFIX = "PRIMUS_RUNNER_MASK_"  # agent-only: a secret inside a forwarded v
 # ``SLURM_CONF`` or ``SRUN_*`` reaches the job and configures nothing on the way.
 CARRIED_PREFIX = "PRIMUS_RUNNER_ENV_"
 
+# Computed by each node's agent (``computed``); never taken from the submitting host.
+COMPUTED = ("NNODES", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT", "GPUS_PER_NODE")
+
 _JOB_ID = re.compile(r"^\d+(_\d+)?$")
 
 

@@ -16,17 +16,15 @@ import sys
 from pathlib import Path
 
 from runner import __version__
-from runner.engines.slurm import computed, values
+from runner.engines.slurm import values
 from runner.engines.slurm.flags import SlurmFlags
 from runner.errors import ConfigError, Problem
-from runner.engines.slurm.node import LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, PLAN_DIGEST, PLAN_FORMAT, CARRIED_PREFIX, carried  # noqa: F401  (shared with the node)
+from runner.engines.slurm.node import COMPUTED, LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, PLAN_DIGEST, PLAN_FORMAT, CARRIED_PREFIX, carried  # noqa: F401  (shared with the node)
 from runner.launch_plan import LaunchPlan
 from runner.records import dataclass
 
 PLAN_FILE = "plan.json"
 SCRIPT_FILE = "job.sbatch"
-# Computed by the agent on each node; never taken from the submitting host.
-COMPUTED = computed.NAMES
 # What the agent itself needs on the node (to find srun/docker); never given to the container.
 AGENT_NAMES = ("PATH", PLAN_DIGEST)
 # The one name the job takes from sbatch's own environment (the user's shell): the batch script's PATH.
@@ -225,12 +223,41 @@ def _config_flags(config, given: set[str]) -> list[str]:
 
 
 # --------------------------------------------------------------------------- plan file
+def node_plan(plan: LaunchPlan, settings: SlurmSettings, kill_wait: int | None, cache: dict | None) -> LaunchPlan:
+    """The plan each node's agent runs, complete on the submitting host: its stop timeout under Slurm's
+    kill wait (the agent's cleanup ends before Slurm's SIGKILL), the node's own job cache mounted
+    (``cache``: ``{"dir": template, "key": image key}``, a container's only), and ``pull=missing``:
+    the agent has pulled under the job's policy (the plan file's ``pull``) before it starts the container."""
+    from runner.records import replace
+
+    stop_timeout = max(1.0, min(plan.stop_timeout, float(kill_wait) - 3)) if kill_wait else plan.stop_timeout
+    node = replace(plan, stop_timeout=stop_timeout, pull="missing")
+    if cache and settings.cluster.entry != "direct":
+        from runner.runs import cache as job_cache
+
+        node = job_cache.apply(node, job_cache.host_dir(str(cache["dir"]), plan.image))
+    return node
+
+
+def node_cache_dir(plan: LaunchPlan, settings: SlurmSettings, cache: dict | None) -> str | None:
+    """The job cache directory each node makes on its own disk (the mount ``node_plan`` adds)."""
+    if not cache or settings.cluster.entry == "direct":
+        return None
+    from runner.runs import cache as job_cache
+
+    return str(job_cache.host_dir(str(cache["dir"]), plan.image))
+
+
 def plan_document(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path, kill_wait: int | None = None, pull: str = "missing",
-                  cache: dict | None = None) -> dict:
-    """The plan file: the plan's record (variable NAMES only), the per-node settings, the pull policy and
-    the node-local job cache (``{"dir": template, "key": image key}``: each node mounts its own)."""
+                  cache_dir: str | None = None, later: tuple[str, ...] = ()) -> dict:
+    """The plan file: the node's plan's record (variable NAMES only, with ``later``: the tracker run ids
+    the handshake gives), the per-node rules, the pull policy, the GPU rule and the job cache
+    directory each node makes. Everything its agent does; it adds only the node's own facts."""
     record = plan.record()
     record["env"] = [e for e in record["env"] if e["name"] not in COMPUTED]
+    known = {e["name"] for e in record["env"]}
+    record["env"] += [{"name": n, "secret": False, "reason": "tracker run"} for n in later if n not in known and n not in COMPUTED]
+    container = settings.cluster.entry != "direct"
     return {
         "format": PLAN_FORMAT,
         "runner_version": __version__,
@@ -238,13 +265,17 @@ def plan_document(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path, kill
         "slurm": {**node_rule(plan, settings), "kill_wait": kill_wait},
         "pull": pull,
         "entry": settings.cluster.entry,  # direct: the direct launcher on each node's host, no container
-        "cache": cache,
+        # The container's devices: the GPUs Slurm allocates to the step, mapped to this node's devices.
+        "devices": "allocation" if container and plan.gpu != "none" else "none",
+        "cache_dir": cache_dir,
         "plan": record,
     }
 
 
 def node_rule(plan, settings: SlurmSettings) -> dict:
     """The rule of the values each node's agent computes (``computed``): a container without GPUs has 0."""
+    from runner.engines.slurm import computed
+
     no_gpus = plan.gpu == "none" and settings.cluster.entry != "direct"
     return computed.rule(settings.nodes, settings.master_port, 0 if no_gpus else settings.gpus_asked, settings.gpus_otherwise)
 
@@ -283,6 +314,9 @@ class SlurmRequest:
     # step in it (the launcher's `slurm srun` there: srun, not a new job) rather than a job of its own.
     allocation: str | None = None
     as_step: bool = False
+    node_plan: LaunchPlan | None = None  # the plan each node's agent runs (``node_plan``), its values the job's
+    plan_file: str = ""  # the plan file's text, exactly as written to the job directory
+    run_id: str | None = None  # the run's id: in the job directory's path (the one id a dry run draws)
 
     @property
     def pull(self) -> str:
@@ -302,7 +336,10 @@ class SlurmRequest:
         (``run_env_names``), so the script stays as it is; the values travel on sbatch's stdin."""
         from dataclasses import replace
 
-        return replace(self, plan=self.plan.with_env(pairs, "tracker run")) if pairs else self
+        if not pairs:
+            return self
+        node = self.node_plan.with_env(pairs, "tracker run") if self.node_plan else None
+        return replace(self, plan=self.plan.with_env(pairs, "tracker run"), node_plan=node)
 
     @property
     def job_env(self) -> list[str]:
@@ -311,6 +348,8 @@ class SlurmRequest:
 
     def node_env(self) -> dict:
         """Each node's environment as the dry run shows it: the names it is given, the values its agent computes."""
+        from runner.engines.slurm import computed
+
         return {"names": self.job_env, "computed": computed.shown(node_rule(self.plan, self.settings))}
 
     def to_dict(self) -> dict:
@@ -318,7 +357,8 @@ class SlurmRequest:
                 "script_path": str(self.job_dir / SCRIPT_FILE), "job_dir": str(self.job_dir), "export": list(self.export),
                 "nodes": self.settings.nodes, "node_command": list(self.node_command), "image": self.plan.image,
                 "job_command": list(self.plan.command), "node_env": self.node_env(), "allocation": self.allocation,
-                "as_step": self.as_step}
+                "as_step": self.as_step, "plan_file": self.plan_file, "plan_file_path": str(self.job_dir / PLAN_FILE),
+                "ids": {"run_id": self.run_id}}
 
     def render(self) -> str:
         nodes = self.settings.nodes
@@ -331,6 +371,9 @@ class SlurmRequest:
             "",
             f"# the batch script, {self.job_dir / SCRIPT_FILE}:",
             self.script.rstrip("\n"),
+            "",
+            f"# the plan file every node's agent runs, {self.job_dir / PLAN_FILE} (shown as comments):",
+            *(f"#   {line}" for line in self.plan_file.splitlines()),
             "",
             (f"# on each of the {nodes} node(s), the node agent runs the direct launcher on the host (no container):"
              if self.settings.cluster.entry == "direct" else

@@ -42,9 +42,8 @@ def test_every_job_variable_travels_under_the_runners_prefix_with_path_and_diges
 def test_a_value_holding_nul_is_refused(request_, monkeypatch):
     from dataclasses import replace
 
-    plan = request_.plan.with_env({"BAD": "a\0b"}, "test")
     with pytest.raises(ConfigError, match="BAD holds a NUL"):
-        jobs.job_environment(replace(request_, plan=plan), "d", {}, "/bin")
+        jobs.job_environment(request_.with_run_env({"BAD": "a\0b"}), "d", {}, "/bin")
 
 
 def test_agent_values_keep_their_own_names(request_):

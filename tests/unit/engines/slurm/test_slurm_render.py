@@ -406,3 +406,32 @@ def test_tail_keeps_the_last_lines_of_the_selected_rank(tmp_path):
     assert shown == ["[1] line 7\n", "[1] line 9\n"] and position == path.stat().st_size
     lines.close()
     assert shown[-1] == "[1] still writ\n"
+
+
+def test_the_plan_file_is_in_the_request_with_all_the_node_does(work):
+    """The plan file's text is part of the request (what the dry run shows is what is written), and it
+    holds what the node agent used to add on its own: the stop timeout under KillWait, the node's job
+    cache mounted, pull=missing after the agent's pull under the job's policy, the GPU device rule."""
+    from dataclasses import replace as dc_replace
+    from types import SimpleNamespace
+
+    from runner.engines.base import RunContext
+    from runner.engines.slurm import SlurmEngine
+    from runner.options import RunOptions
+    from runner.ui import Output
+
+    planned = plan_from(work, "container:\n  gpu: rocm\n  stop_timeout: 30\n  pull: always\n  options:\n    image: busybox\n    env: [HF_TOKEN]\n",
+                        host={"HF_TOKEN": CANARY}, flags=LaunchFlags(), name="j")
+    engine, options = SlurmEngine(), RunOptions(command=("true",))
+    settings = dc_replace(engine.settings(load_config(), options), cluster_config="KillWait                = 10 sec\n")
+    run = SimpleNamespace(id="20261202-000000-abcdef", job_dir=work / "job", node_cache={"dir": str(work / "cache-{uid}"), "key": "k"})
+    request = engine.request(planned.require(), RunContext(options, planned.scope, Output(), settings, run=run))
+    doc = json.loads(request.plan_file)
+    assert request.to_dict()["plan_file"] == request.plan_file and request.to_dict()["ids"] == {"run_id": run.id}
+    assert doc["slurm"]["kill_wait"] == 10 and doc["plan"]["stop_timeout"] == 7.0
+    assert doc["pull"] == "always" and doc["plan"]["pull"] == "missing"
+    assert doc["devices"] == "allocation"
+    assert doc["cache_dir"].startswith(str(work / "cache-")) and any(m["source"] == doc["cache_dir"] for m in doc["plan"]["mounts"])
+    cache_names = {e["name"] for e in doc["plan"]["env"]} - {"HF_TOKEN"}
+    assert cache_names and {f"PRIMUS_RUNNER_ENV_{n}" for n in cache_names} <= set(request.export), "their values travel with the job"
+    assert_no_value(request.plan_file)
