@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from engine_fixtures import assert_no_leak
+from engine_fixtures import assert_no_leak, slurm_project_yaml
 
 pytestmark = [pytest.mark.slurm, pytest.mark.docker]
 
@@ -40,20 +40,7 @@ def test_sbatch_is_given_exactly_what_the_dry_run_shows(tmp_path_factory, slurm_
     wrapper = bin_dir / "sbatch"
     wrapper.write_text(WRAPPER.format(python=sys.executable, record=str(record), real=shutil.which("sbatch")))
     wrapper.chmod(0o755)
-    (work / ".primus.yaml").write_text(f"""\
-container:
-  gpu: none
-  options:
-    image: {busybox_image}
-    group-add: []
-    privileged: false
-    ulimit: "nofile=1024:1024"
-    env: [HF_TOKEN, LIT=one]
-slurm:
-  partition: {slurm_cluster.partition}
-  nodes: 2
-  time: "5"
-""")
+    (work / ".primus.yaml").write_text(slurm_project_yaml(busybox_image, slurm_cluster.partition, ["HF_TOKEN", "LIT=one"]))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "MLFLOW_", "WANDB_"))}
     env.update(HOME=str(work), HF_TOKEN=canary["HF_TOKEN"], PATH=f"{bin_dir}{os.pathsep}{env['PATH']}")
     name = f"golden-{uuid.uuid4().hex[:8]}"

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from engine_fixtures import slurm_project_yaml
+
 CARRIED_PREFIX = "PRIMUS_RUNNER_ENV_"  # the job variables' names in the job's environment
 
 pytestmark = [pytest.mark.slurm, pytest.mark.docker]
@@ -82,20 +84,8 @@ def test_a_forwarded_slurm_conf_reaches_the_job_and_configures_no_slurm_tool(tmp
     conf = Path("/etc/slurm/slurm.conf").read_text().splitlines()
     evil = [line for line in conf if not line.startswith(("SlurmctldHost", "SlurmctldPort"))]
     (work / "slurm.conf").write_text("\n".join([*evil, "SlurmctldHost=evil(127.0.0.1)", f"SlurmctldPort={attacker.port}", ""]))
-    (work / ".primus.yaml").write_text(f"""\
-container:
-  gpu: none
-  options:
-    image: {busybox_image}
-    group-add: []
-    privileged: false
-    ulimit: "nofile=1024:1024"
-    env: [HF_TOKEN, SLURM_CONF=./slurm.conf, SRUN_CPUS_PER_TASK=1]
-slurm:
-  partition: {slurm_cluster.partition}
-  nodes: 2
-  time: "5"
-""")
+    forwarded = ["HF_TOKEN", "SLURM_CONF=./slurm.conf", "SRUN_CPUS_PER_TASK=1"]  # as a cloned repository's file asks
+    (work / ".primus.yaml").write_text(slurm_project_yaml(busybox_image, slurm_cluster.partition, forwarded))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "SBATCH_", "SRUN_", "SALLOC_"))}
     env.update(HOME=str(work), HF_TOKEN=canary["HF_TOKEN"], PATH=f"{work / 'bin'}{os.pathsep}{env['PATH']}")
     try:
