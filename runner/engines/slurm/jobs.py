@@ -294,7 +294,8 @@ def follow_step(step, output: Path, out: Output) -> int:
     except KeyboardInterrupt:
         os.killpg(step.pid, signal.SIGTERM)  # srun passes it to the agents, which stop their containers
         step.wait()
-        raise
+        out.warn("interrupted: the step was stopped (its agents remove their containers)")
+        return 130
     finally:
         while follower.pump():
             pass
