@@ -18,6 +18,7 @@ from pathlib import Path
 from runner.engines.base import TAIL_LIMIT
 from runner.engines.slurm.node import carried, hostnames, node_field, parse_job, plan_digest, planned_engine, require_job_id, run as _run
 from runner.engines.slurm.script import COMPUTED, LABEL_SLURM_JOB, PLAN_DIGEST, PLAN_FILE, SCRIPT_FILE, SlurmRequest, SlurmSettings, agent_command
+from runner.engines.slurm.values import ScriptValue
 from runner.errors import ConfigError, EngineUnavailable, Problem, RuntimeFailure, UsageError
 from runner.secrets import Masker, Secret
 from runner.secrets.argv import refuse_secret_argv
@@ -786,9 +787,7 @@ def cleanup_on_nodes(job_id: str, nodes: list[str], wait: bool = True, timeout: 
     agent = " ".join(shlex.quote(a) for a in agent_command())
     plan = f" {shlex.quote(str(plan_file))}" if plan_file else ""
     wrap = f"srun --ntasks-per-node=1 {agent} node-agent --cleanup {job_id}{plan}"
-    result = _run(
-        [tool("sbatch"), "--parsable", *(["--wait"] if wait else []), f"--nodelist={','.join(nodes)}", f"--nodes={len(nodes)}",
-         "--ntasks-per-node=1", "--time=5", "--job-name=primus-cleanup", "--export=PATH", "--output=/dev/null", f"--wrap={wrap}"],
-        timeout=timeout,
-    )
+    argv = [tool("sbatch"), "--parsable", *(["--wait"] if wait else []), f"--nodelist={','.join(nodes)}", f"--nodes={len(nodes)}",
+            "--ntasks-per-node=1", "--time=5", "--job-name=primus-cleanup", "--export=PATH", "--output=/dev/null", f"--wrap={wrap}"]
+    result = _run([ScriptValue(arg, "the cleanup job's command line") for arg in argv], timeout=timeout)  # a plan path from Slurm: one line
     return result.returncode
