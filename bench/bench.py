@@ -488,7 +488,8 @@ def bench_node_agent() -> None:
         plan = build_plan(config, ["true"], env, EnvFile(None), LaunchFlags(gpu="none"), extra_env=per_node).require()
         text = json.dumps(script.plan_document(plan, script.settings_from(config, SlurmFlags(nodes=1)), work), indent=2)
         (work / "plan.json").write_text(text)
-        node_env = dict(env, SLURM_NODEID="0", SLURM_NNODES="1", SLURMD_NODENAME="bench", PRIMUS_MASTER_NODEADDR="127.0.0.1",
+        carried = {script.carried(k): v for k, v in env.items()}  # the job's values as Slurm gives them to the step
+        node_env = dict(env, **carried, SLURM_NODEID="0", SLURM_NNODES="1", SLURMD_NODENAME="bench", PRIMUS_MASTER_NODEADDR="127.0.0.1",
                         PRIMUS_RUNNER_PLAN_SHA256=hashlib.sha256(text.encode()).hexdigest())
         agent = [*script.agent_command(), "node-agent", str(work / "plan.json")]
         python = [sys.executable, "-P", "-c", "pass"]

@@ -217,6 +217,26 @@ def slurm_cluster_or_missing() -> SlurmCluster:
     return SlurmCluster(partition=SLURM_PARTITION, nodes=SLURM_NODES, states=states)
 
 
+def unprivileged_container_yaml(image: str, env: list[str]) -> str:
+    """The ``container:`` section of a job without GPUs forwarding ``env``; without the privileges and
+    raised limits of the defaults, which this sandboxed host refuses."""
+    return f"""\
+container:
+  gpu: none
+  options:
+    image: {image}
+    group-add: []
+    privileged: false
+    ulimit: "nofile=1024:1024"
+    env: [{', '.join(env)}]
+"""
+
+
+def slurm_project_yaml(image: str, partition: str, env: list[str]) -> str:
+    """A ``.primus.yaml`` for a two-node job on the test cluster (``unprivileged_container_yaml``)."""
+    return unprivileged_container_yaml(image, env) + f"slurm:\n  partition: {partition}\n  nodes: 2\n  time: \"5\"\n"
+
+
 def srun(cluster: SlurmCluster, args: list[str], nodes: int = 2, timeout: float = 180.0,
          time_limit: str = "5") -> subprocess.CompletedProcess:
     """``srun -N nodes -p partition ARGS`` under a unique job name; on timeout

@@ -192,7 +192,7 @@ def slurm_flags(tokens: list[str], launcher: str) -> SlurmFlags:
     return SlurmFlags(
         nodes=_number(known.get("nodes")), gpus_per_node=_number(known.get("gpus-per-node"), typed=True),
         output=known.get("output"), error=known.get("error"), args=tuple(args), srun_args=tuple(srun_args),
-        partition=None, time=None, account=None, exclusive=False,
+        partition=None, time=None, account=None, exclusive=False, launcher=launcher,
     )
 
 

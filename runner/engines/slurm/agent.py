@@ -1,7 +1,7 @@
 """The node agent: ``srun`` starts it once per node (``python -m runner node-agent PLAN``).
 
 It rebuilds the plan from the plan file (names) and its own environment (values,
-which Slurm copied from sbatch's environment), adds ``NNODES``/``NODE_RANK``/
+which Slurm gave the job from sbatch's stdin, under ``carried`` names), adds ``NNODES``/``NODE_RANK``/
 ``MASTER_ADDR``/``MASTER_PORT``/``GPUS_PER_NODE``, maps the GPUs Slurm allocated to this
 step to this node's devices (containers live in the engine's cgroup, not the job's, so
 Slurm's own device limit does not reach them), and runs one container through
@@ -18,8 +18,9 @@ import os
 import socket
 from pathlib import Path
 
-from runner.engines.slurm.node import (LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, PLAN_DIGEST, PLAN_FORMAT, address_of,
-                                       master_address, plan_digest, planned_engine, require_job_id)
+from runner.engines.slurm import computed as node_values
+from runner.engines.slurm.node import (LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, PLAN_DIGEST, PLAN_FORMAT, carried, plan_digest,
+                                       planned_engine, require_job_id)
 from runner.errors import ConfigError, Problem, RunnerError, UsageError
 from runner.launch_plan import LaunchPlan
 from runner.records import replace
@@ -38,7 +39,7 @@ def plan_from_document(doc: dict, environ: dict[str, str], extra_secrets: tuple[
     values: dict[str, str | Secret] = {}
     missing = []
     for entry in record["env"]:
-        value = environ.get(entry["name"])
+        value = environ.get(carried(entry["name"]))
         if value is None:
             missing.append(entry["name"])
         else:
@@ -143,36 +144,24 @@ def _node_plan(doc: dict, environ: dict[str, str], out: Output) -> tuple[LaunchP
     lost = [n for n in missing if n in secret_names]
     if lost:
         raise ConfigError(Problem(f"these secrets did not reach node {environ.get('SLURMD_NODENAME', '?')}: {', '.join(lost)}",
-                                  hint="Slurm must propagate the --export list; check sbatch's environment"))
+                                  hint="Slurm must propagate the --export list and the --export-file entries to the step"))
     if missing:
         out.warn(f"not set on this node, not forwarded: {', '.join(missing)}")
     return plan, scope
 
 
 def _this_node(plan: LaunchPlan, doc: dict, environ: dict[str, str], job_id: str, rank: str, out: Output) -> LaunchPlan:
-    """The job's variables computed for this node, its container's name and labels, its stop
-    timeout under Slurm's kill wait, its job cache."""
-    slurm = doc["slurm"]
-    computed = {
-        "NNODES": environ.get("SLURM_NNODES", str(slurm["nodes"])),
-        "NODE_RANK": rank,
-        # The batch script asked slurmctld once for the whole job; a step started otherwise asks itself.
-        "MASTER_ADDR": address_of(environ["PRIMUS_MASTER_NODEADDR"]) if environ.get("PRIMUS_MASTER_NODEADDR") else
-        master_address(environ.get("SLURM_JOB_NODELIST") or environ.get("SLURM_NODELIST") or socket.gethostname()),
-        "MASTER_PORT": str(slurm["master_port"]),
-        "GPUS_PER_NODE": str(slurm["gpus_per_node"]),
-    }
+    """The node's own facts, and only them: the computed variables (``computed``), the container's
+    name and labels from the job id and rank, its job cache directory on this node's disk."""
+    values = node_values.values(doc["slurm"], environ, rank)
     if plan.trackers.enabled:  # a requeued job logs to the same tracker runs (each tracker's requeue_env)
         from runner.trackers import requeue_env
 
-        computed.update(requeue_env(plan.trackers.enabled, plan.public_env()))
+        values.update(requeue_env(plan.trackers.enabled, plan.public_env()))
     name = f"primus-{job_id}-{rank}"
     labels = tuple((k, name if k.endswith(".job") else v) for k, v in plan.labels)
-    stop_timeout = plan.stop_timeout
-    if slurm.get("kill_wait"):  # finish our cleanup before Slurm's SIGKILL
-        stop_timeout = max(1.0, min(stop_timeout, float(slurm["kill_wait"]) - 3))
-    plan = replace(plan.with_env(computed, "slurm"), name=name, labels=labels, stop_timeout=stop_timeout)
-    return _with_node_cache(plan, doc["cache"], out) if doc.get("cache") else plan
+    plan = replace(plan.with_env(values, "slurm"), name=name, labels=labels)
+    return _make_cache_dir(plan, doc["cache_dir"], out) if doc.get("cache_dir") else plan
 
 
 def _node_container(plan: LaunchPlan, scope: SecretScope, doc: dict, environ: dict[str, str], out: Output,
@@ -180,7 +169,7 @@ def _node_container(plan: LaunchPlan, scope: SecretScope, doc: dict, environ: di
     """This node's GPUs, the image as the pull policy wants it, then the container: its exit code."""
     node = environ.get("SLURMD_NODENAME", "?")
     try:
-        plan = _node_gpus(plan, environ, node, out)
+        plan = _node_gpus(plan, environ, node, out) if doc.get("devices") == "allocation" else plan
     except ConfigError as exc:  # an allocation this node cannot map: nothing starts here
         out.error(f"node {node}: {exc.message}", exc.hint)
         return exc.exit_code
@@ -213,25 +202,23 @@ def _run_process(plan: LaunchPlan, scope: SecretScope, out: Output) -> int:
     return engine.watch(launched, ctx)
 
 
-def _with_node_cache(plan: LaunchPlan, spec: dict, out: Output) -> LaunchPlan:
-    """This node's own job cache (``cache.node_dir``), mounted as on a single host."""
+def _make_cache_dir(plan: LaunchPlan, directory: str, out: Output) -> LaunchPlan:
+    """This node's own job cache directory (``cache.node_dir``), which the plan mounts; when it cannot be
+    made, the job runs without the mount (and compiles from scratch)."""
     from runner.runs import cache
 
-    directory = cache.host_dir(str(spec["dir"]), plan.image)
     try:
-        cache.make_dir(directory)
+        cache.make_dir(Path(directory))
     except OSError as exc:
         out.warn(f"node {os.environ.get('SLURMD_NODENAME', '?')}: the job cache {directory} cannot be created "
                  f"({exc.strerror or exc}); the job compiles from scratch")
-        return plan
-    return cache.apply(plan, directory)
+        return replace(plan, mounts=tuple(m for m in plan.mounts if m.source != directory))
+    return plan
 
 
 def _node_gpus(plan: LaunchPlan, environ: dict[str, str], node: str, out: Output) -> LaunchPlan:
     """The GPUs Slurm gave this step, as this node's devices (containers live in the engine's
     cgroup, not the job's: Slurm's device constraint does not reach them, these devices do)."""
-    if plan.gpu == "none":
-        return plan
     from runner.gpus import discover, host_root, planning
     from runner.gpus import slurm as gres
     from runner.gpus.model import ROOT_ENV, GpuError
@@ -257,7 +244,7 @@ def _node_gpus(plan: LaunchPlan, environ: dict[str, str], node: str, out: Output
 
 
 def _pull(image: str, policy: str, environ: dict, out: Output, engine: str = "auto") -> int:
-    """The image on this node as the policy wants it, with the registry login sbatch's environment
+    """The image on this node as the policy wants it, with the registry login sbatch's stdin
     carried, on the engine the plan names (the process's first client: every later call gets it)."""
     from runner.clients.engine_api.pull import pull_as_needed
     from runner.clients.engine_api.shared import engine_client
@@ -280,7 +267,6 @@ def _run_container(plan: LaunchPlan, scope: SecretScope, out: Output, labels: di
 
     engine = DockerEngine(extra_labels=labels)
     ctx = RunContext(RunOptions(command=plan.command), scope, out, DockerSettings(engine=plan.container_engine))
-    plan = replace(plan, pull="missing")  # the node pulled as the policy said (_pull): no second pull
     try:
         launched = engine.launch(engine.resolve(engine.request(plan, ctx), ctx), ctx)
     except Interrupted as exc:

@@ -11,13 +11,15 @@ removes the job's containers by label after Slurm reports the job gone.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from runner.engines.base import EngineBase, Launched, RunContext, delegate
 from runner.engines.slurm import flags, jobs
-from runner.engines.slurm.script import COMPUTED, LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, SlurmRequest, SlurmSettings, export_names, render_script, settings_from
+from runner.engines.slurm.script import (COMPUTED, LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, SlurmRequest, SlurmSettings, export_names,
+                                         node_cache_dir, node_plan, plan_document, render_script, settings_from)
 from runner.launch_plan import LaunchPlan
 from runner.secrets import Secret, SecretScope
 
@@ -56,6 +58,13 @@ class SlurmOptions:
 
     settings: SlurmSettings
     allow_env_in_accounting: bool = False
+    # `scontrol show config`, read once before the request ("" when Slurm does not answer): the
+    # cluster's KillWait and AccountingStoreFlags.
+    cluster_config: str = ""
+
+    @property
+    def kill_wait(self) -> int | None:
+        return jobs.kill_wait_of(self.cluster_config)
 
 
 class SlurmEngine(EngineBase):
@@ -75,7 +84,7 @@ class SlurmEngine(EngineBase):
     def settings(config, options) -> SlurmOptions:
         """``ConfigError`` (exit 2) for a refused value, before a tracker run, a file or ``sbatch``."""
         return SlurmOptions(settings_from(config, flags.of(options)),
-                            bool(config.get("slurm", "allow_env_in_accounting", default=False)))
+                            bool(config.get("slurm", "allow_env_in_accounting", default=False)), jobs.show_config())
 
     def preflight(self, plan: LaunchPlan, ctx: RunContext) -> None:
         """Everything that can refuse the job, before a tracker run, a file or ``sbatch``."""
@@ -90,7 +99,7 @@ class SlurmEngine(EngineBase):
                                           hint="pass secrets by name (container.options.env), never as a flag's value"))
         jobs.tool("sbatch")
         jobs.tool("srun")
-        jobs.refuse_archived_secrets(jobs.show_config(), self.travelling_secrets(plan, ctx), ctx.settings.allow_env_in_accounting)
+        jobs.refuse_archived_secrets(ctx.settings.cluster_config, self.travelling_secrets(plan, ctx), ctx.settings.allow_env_in_accounting)
         if plan.pull != "never":  # a refused login fails here (exit 2), not on every node after queueing
             cred = registry.credentials_for(plan.image, self._lookup(ctx))
             if cred is not None:
@@ -122,23 +131,39 @@ class SlurmEngine(EngineBase):
         return getattr(ctx, "lookup", None) or os.environ.get
 
     def request(self, plan: LaunchPlan, ctx: RunContext) -> SlurmRequest:
+        """Everything the job will be given, before anything exists: the plan each node runs (its cache,
+        stop timeout, pull), the batch script, the plan file's text, the exact exported names."""
         from runner.trackers.handshake import run_env_names
 
         settings = ctx.settings.settings
         job_dir = getattr(ctx.run, "job_dir", None) or jobs.job_dir_for(settings, plan.name)  # the run's (runner.runs)
+        cache = getattr(ctx.run, "node_cache", None)
+        node = node_plan(plan, settings, ctx.settings.kill_wait, cache)
         agent_env = self._agent_env(ctx, plan)
         # The names the tracker handshake will set (run ids) are exported from the start: the
         # handshake gives their values by name and the script does not change.
-        later = tuple(n for n in run_env_names(plan) if n not in {d.name for d in plan.forwarded})
-        export = tuple(export_names(plan, later + agent_env))
-        script = render_script(plan, settings, job_dir, later + agent_env)
-        return SlurmRequest(plan, settings, job_dir, script, export, agent_env=agent_env, node_command=tuple(plan.command if settings.cluster.entry == "direct" else node_command(plan)),
-                            node_cache=getattr(ctx.run, "node_cache", None))
+        later = tuple(n for n in run_env_names(plan) if n not in {d.name for d in node.forwarded})
+        allocation = os.environ.get("SLURM_JOB_ID") or None  # inside one (salloc): the launcher's srun runs a step in it
+        as_step = bool(allocation) and settings.cluster.launcher == "srun"
+        document = plan_document(node, settings, job_dir, ctx.settings.kill_wait, pull=plan.pull,
+                                 cache_dir=node_cache_dir(plan, settings, cache), later=later)
+        return SlurmRequest(plan, settings, job_dir, render_script(node, settings, job_dir, later, agent_env, as_step=as_step),
+                            tuple(export_names(node, later, agent_env)), agent_env=agent_env,
+                            node_command=tuple(plan.command if settings.cluster.entry == "direct" else node_command(node)),
+                            node_cache=cache, allocation=allocation, as_step=as_step, node_plan=node,
+                            plan_file=json.dumps(document, indent=2), run_id=getattr(ctx.run, "id", None))
 
     def resolve(self, request: SlurmRequest, ctx: RunContext, dry_run: bool = False) -> SlurmRequest:
         return request  # each node's agent resolves its own container (engine, image) on the node
 
+    @staticmethod
+    def _new_job_notice(request: SlurmRequest, ctx: RunContext) -> None:
+        if request.allocation and not request.as_step:
+            ctx.out.notice(f"inside Slurm allocation {request.allocation} (SLURM_JOB_ID is set): this submits a new job, "
+                           "with nodes of its own; `primus-runner slurm srun …` runs a step in this allocation")
+
     def dry_run(self, request: SlurmRequest, ctx: RunContext) -> None:
+        self._new_job_notice(request, ctx)
         if ctx.out.json_mode:
             from runner.ui.render import plan_json
 
@@ -149,6 +174,10 @@ class SlurmEngine(EngineBase):
     def launch(self, request: SlurmRequest, ctx: RunContext) -> Launched:
         jobs.make_job_dir(request.job_dir)  # exactly the directory the script names
         agent_values = self._agent_values(request, ctx)
+        if request.as_step:
+            step = jobs.start_step(request, ctx.scope.masker, agent_values)
+            return Launched(request.allocation, request.plan.name, {"request": request, "final": None, "step": step})
+        self._new_job_notice(request, ctx)
         job_id = jobs.sbatch(request, ctx.scope.masker, agent_values)
         jobs.link_output(request, job_id)
         return Launched(job_id, request.plan.name, {"request": request, "final": None})
@@ -157,7 +186,9 @@ class SlurmEngine(EngineBase):
         request: SlurmRequest = launched.state["request"]
         output = request.job_dir / f"slurm-{launched.id}.out"
         where = f"submitted job {launched.id} on {request.settings.nodes} node(s); output: {output}"
-        if not detached:
+        if request.as_step:
+            where = f"running a step in allocation {launched.id} on {request.settings.nodes} node(s); output: {output}"
+        if not detached or request.as_step:
             if not ctx.out.json_mode:
                 ctx.out.info(where)
             return
@@ -173,6 +204,10 @@ class SlurmEngine(EngineBase):
 
     def watch(self, launched: Launched, ctx: RunContext, on_running=None) -> int:
         request: SlurmRequest = launched.state["request"]
+        if request.as_step:
+            code = jobs.follow_step(launched.state["step"], request.job_dir / f"slurm-{launched.id}.out", ctx.out)
+            ctx.tail.add(jobs.output_tail(request.job_dir / f"slurm-{launched.id}.out"))
+            return code
         try:
             final = jobs.wait_for(launched.id, request.job_dir, ctx.out, request.settings.nodes)
         except KeyboardInterrupt:
@@ -197,6 +232,8 @@ class SlurmEngine(EngineBase):
 
     def finished(self, launched: Launched, ctx: RunContext, exit_code: int) -> dict:
         final = launched.state["final"]
+        if launched.state.get("step"):  # the allocation runs on: the step's own end
+            return {"job_id": launched.id, "state": "completed" if exit_code == 0 else "failed", "exit_code": exit_code}
         return {"job_id": launched.id, "state": final.state if final else "unknown", "exit_code": exit_code}
 
     @staticmethod

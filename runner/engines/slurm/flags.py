@@ -31,6 +31,7 @@ class SlurmFlags:
     args: tuple[str, ...] = ()
     srun_args: tuple[str, ...] = ()
     entry: str = "container"  # slurm mode: what each node runs, a container or the direct launcher on the host
+    launcher: str | None = None  # slurm mode: "srun" or "sbatch" (None: submit); srun inside an allocation runs a step in it
     # What shared clusters ask for; each is checked in runner.engines.slurm.script (one token, no directive).
     nodelist: str | None = None
     exclude: str | None = None

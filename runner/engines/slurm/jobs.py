@@ -16,8 +16,9 @@ from datetime import datetime
 from pathlib import Path
 
 from runner.engines.base import TAIL_LIMIT
-from runner.engines.slurm.node import hostnames, node_field, parse_job, plan_digest, planned_engine, require_job_id, run as _run
-from runner.engines.slurm.script import COMPUTED, LABEL_SLURM_JOB, PLAN_DIGEST, PLAN_FILE, SCRIPT_FILE, SlurmRequest, SlurmSettings, agent_command, plan_document
+from runner.engines.slurm.node import carried, hostnames, node_field, parse_job, plan_digest, planned_engine, require_job_id, run as _run
+from runner.engines.slurm.script import COMPUTED, LABEL_SLURM_JOB, PLAN_DIGEST, PLAN_FILE, SCRIPT_FILE, SlurmRequest, SlurmSettings, agent_command
+from runner.engines.slurm.values import ScriptValue
 from runner.errors import ConfigError, EngineUnavailable, Problem, RuntimeFailure, UsageError
 from runner.secrets import Masker, Secret
 from runner.secrets.argv import refuse_secret_argv
@@ -99,12 +100,9 @@ def accounting_warnings(show_config: str) -> list[str]:
     return warnings
 
 
-def kill_wait() -> int | None:
-    try:
-        out = _run(["scontrol", "show", "config"], timeout=10).stdout
-    except EngineUnavailable:
-        return None
-    m = re.search(r"^KillWait\s*=\s*(\d+)", out, re.M)
+def kill_wait_of(show_config_text: str) -> int | None:
+    """Slurm's ``KillWait`` (seconds from SIGTERM to SIGKILL) from ``scontrol show config``."""
+    m = re.search(r"^KillWait\s*=\s*(\d+)", show_config_text, re.M)
     return int(m.group(1)) if m else None
 
 
@@ -217,29 +215,18 @@ def _refuse_foreign(parent: Path) -> None:
 def sbatch(request: SlurmRequest, masker: Masker, agent_values: dict | None = None) -> str:
     """Write the job's files (0600 in a 0700 directory) and submit; the job id.
 
-    sbatch's own environment carries the values; the explicit list decides what travels.
+    sbatch runs in the user's own environment; the job's values reach it on its stdin
+    (``job_environment``), so none of them configures sbatch.
     ``agent_values``: the agent-only names of ``request.agent_env`` (registry login) and their values.
     """
     sbatch_path = tool("sbatch")
     tool("srun")
     refuse_secret_argv(request.command(sbatch_path), masker, "sbatch")  # its argv is world-readable, like the script it names
-    doc = plan_document(request.plan, request.settings, request.job_dir, kill_wait(), pull=request.pull, cache=request.node_cache)
-    plan_text = json.dumps(doc, indent=2)
-    write_private(request.job_dir / PLAN_FILE, plan_text, masker)
-    write_private(request.job_dir / SCRIPT_FILE, request.script, masker)
+    plan_text = _write_job_files(request, masker)
     env = {k: v for k, v in os.environ.items() if k not in ("SBATCH_EXPORT", "SLURM_EXPORT_ENV", "SBATCH_EXPORT_FILE")}
-    env[PLAN_DIGEST] = plan_digest(plan_text)  # slurmctld keeps it with the job: a swapped plan file does not match
-    for decision in request.plan.forwarded:
-        if decision.name in COMPUTED:
-            continue
-        value = decision.value
-        env[decision.name] = value.reveal() if isinstance(value, Secret) else str(value)  # the one unwrap: into sbatch's env
-    for name in request.agent_env:
-        value = (agent_values or {}).get(name)
-        if value is not None:
-            env[name] = value.reveal() if isinstance(value, Secret) else str(value)  # the agent's registry login, same path
-    result = _run(request.command(sbatch_path), timeout=60, env=env, umask=0o077)
-    del env
+    values = job_environment(request, plan_digest(plan_text), agent_values or {}, env.get("PATH", os.defpath))
+    result = _run(request.command(sbatch_path), timeout=60, env=env, umask=0o077, stdin=values)
+    del values
     if result.returncode != 0:
         reason = result.stderr.strip() or result.stdout.strip()
         if _UNREACHABLE.search(reason):  # nothing was submitted: exit 1 (engine unavailable), no job directory left
@@ -247,6 +234,74 @@ def sbatch(request: SlurmRequest, masker: Masker, agent_values: dict | None = No
             raise EngineUnavailable(f"slurmctld does not answer, the job was not submitted: {reason}", "start slurmctld or check SLURM_CONF (scontrol ping)")
         raise RuntimeFailure(f"sbatch refused the job: {reason}", f"the script is {request.job_dir / SCRIPT_FILE}; check partition, time and account")
     return result.stdout.strip().split(";")[0]
+
+
+def _write_job_files(request: SlurmRequest, masker: Masker) -> str:
+    """The plan file and the batch script in the job directory (0600); the plan file's text."""
+    write_private(request.job_dir / PLAN_FILE, request.plan_file, masker)
+    write_private(request.job_dir / SCRIPT_FILE, request.script, masker)
+    return request.plan_file
+
+
+def job_pairs(request: SlurmRequest, digest: str, agent_values: dict, path: str) -> list[tuple[str, str]]:
+    """What the job's environment is given: each job variable under its carried name; the user's
+    ``PATH`` (the batch script's, where it finds srun: with an export file, sbatch takes even
+    ``--export`` names from it); the plan file's digest, which slurmctld keeps with the job (a swapped
+    plan file does not match); the agent's own names (registry login, masks)."""
+    def text(value) -> str:
+        return value.reveal() if isinstance(value, Secret) else str(value)  # the one unwrap: into the job's environment
+
+    pairs = [(carried(d.name), text(d.value)) for d in request.node_plan.forwarded if d.name not in COMPUTED]
+    pairs += [("PATH", path), (PLAN_DIGEST, digest)]
+    pairs += [(name, text(agent_values[name])) for name in request.agent_env if agent_values.get(name) is not None]
+    for name, value in pairs:
+        if "\0" in value:
+            raise ConfigError(Problem(f"the value of {name} holds a NUL character, which no environment variable can carry"))
+    return pairs
+
+
+def job_environment(request: SlurmRequest, digest: str, agent_values: dict, path: str) -> bytes:
+    """What sbatch reads from its stdin (``--export-file``): ``job_pairs`` as ``NAME=value``, each ended by NUL."""
+    return b"".join(f"{name}={value}\0".encode("utf-8", "surrogateescape") for name, value in job_pairs(request, digest, agent_values, path))
+
+
+def start_step(request: SlurmRequest, masker: Masker, agent_values: dict | None = None):
+    """Inside an allocation, the launcher's ``slurm srun``: the batch script run here, its srun a step
+    of the allocation (no new job). Its output goes to the job directory's ``slurm-<allocation>.out``
+    as a batch job's would; the running script (``follow_step`` waits for it)."""
+    import subprocess
+
+    tool("srun")
+    plan_text = _write_job_files(request, masker)
+    env = dict(os.environ)
+    env.update(job_pairs(request, plan_digest(plan_text), agent_values or {}, env.get("PATH", os.defpath)))
+    with open(request.job_dir / f"slurm-{request.allocation}.out", "ab") as output:
+        os.fchmod(output.fileno(), 0o600)
+        step = subprocess.Popen(request.command(), stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT, env=env,
+                                start_new_session=True)  # its own group: an interrupt reaches srun once, from us
+    del env
+    return step
+
+
+def follow_step(step, output: Path, out: Output) -> int:
+    """The step's output (rank-prefixed, masked again) until it ends; its exit code."""
+    import signal
+
+    follower = Follower(output, RankLines(out.masker, lambda text: (sys.stdout.write(text), sys.stdout.flush()), json_lines=False))
+    try:
+        while step.poll() is None:
+            if not follower.pump():
+                time.sleep(FILE_POLL)
+    except KeyboardInterrupt:
+        os.killpg(step.pid, signal.SIGTERM)  # srun passes it to the agents, which stop their containers
+        step.wait()
+        out.warn("interrupted: the step was stopped (its agents remove their containers)")
+        return 130
+    finally:
+        while follower.pump():
+            pass
+        follower.close()
+    return step.returncode
 
 
 def link_output(request: SlurmRequest, job_id: str) -> None:
@@ -674,7 +729,7 @@ def cmd_cancel(job: str, out: Output, dry_run: bool = False) -> int:
         if result.returncode != 0:
             raise RuntimeFailure(f"scancel {job_id} failed: {result.stderr.strip()}")
         # Remove containers only once Slurm has stopped the agents, or one could start after us.
-        grace = kill_wait() or 30
+        grace = kill_wait_of(show_config()) or 30
         deadline = time.monotonic() + grace + 30
         delay = 0.1
         while time.monotonic() < deadline:
@@ -732,9 +787,7 @@ def cleanup_on_nodes(job_id: str, nodes: list[str], wait: bool = True, timeout: 
     agent = " ".join(shlex.quote(a) for a in agent_command())
     plan = f" {shlex.quote(str(plan_file))}" if plan_file else ""
     wrap = f"srun --ntasks-per-node=1 {agent} node-agent --cleanup {job_id}{plan}"
-    result = _run(
-        [tool("sbatch"), "--parsable", *(["--wait"] if wait else []), f"--nodelist={','.join(nodes)}", f"--nodes={len(nodes)}",
-         "--ntasks-per-node=1", "--time=5", "--job-name=primus-cleanup", "--export=PATH", "--output=/dev/null", f"--wrap={wrap}"],
-        timeout=timeout,
-    )
+    argv = [tool("sbatch"), "--parsable", *(["--wait"] if wait else []), f"--nodelist={','.join(nodes)}", f"--nodes={len(nodes)}",
+            "--ntasks-per-node=1", "--time=5", "--job-name=primus-cleanup", "--export=PATH", "--output=/dev/null", f"--wrap={wrap}"]
+    result = _run([ScriptValue(arg, "the cleanup job's command line") for arg in argv], timeout=timeout)  # a plan path from Slurm: one line
     return result.returncode

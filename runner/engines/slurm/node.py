@@ -23,6 +23,13 @@ LABEL_SLURM_JOB = "io.primus-runner.slurm-job"
 LABEL_NODE_RANK = "io.primus-runner.node-rank"
 PLAN_DIGEST = "PRIMUS_RUNNER_PLAN_SHA256"  # the plan file's sha256, in the job's environment: checked on every node
 MASK_PREFIX = "PRIMUS_RUNNER_MASK_"  # agent-only: a secret inside a forwarded value, for the node's masker
+# A job variable travels in the job's environment under this prefix, never under its own name: no
+# Slurm tool (srun, scontrol in the batch script) reads a ``PRIMUS_RUNNER_ENV_*`` name, so a forwarded
+# ``SLURM_CONF`` or ``SRUN_*`` reaches the job and configures nothing on the way.
+CARRIED_PREFIX = "PRIMUS_RUNNER_ENV_"
+
+# Computed by each node's agent (``computed``); never taken from the submitting host.
+COMPUTED = ("NNODES", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT", "GPUS_PER_NODE")
 
 _JOB_ID = re.compile(r"^\d+(_\d+)?$")
 
@@ -38,16 +45,24 @@ def require_job_id(job: str) -> str:
     return job
 
 
+def carried(name: str) -> str:
+    """The name a job variable has in the job's environment, between sbatch and the node's container."""
+    return CARRIED_PREFIX + name
+
+
 def plan_digest(text: str) -> str:
     """What the node agent checks the plan file against (carried in the job's environment, held by slurmctld)."""
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def run(cmd: list[str], timeout: float = 30, env: dict | None = None, umask: int = -1) -> "subprocess.CompletedProcess":
-    """A Slurm command's output; ``EngineUnavailable`` when it does not answer in time."""
+def run(cmd: list[str], timeout: float = 30, env: dict | None = None, umask: int = -1, stdin: bytes | None = None) -> "subprocess.CompletedProcess":
+    """A Slurm command's output (``stdin``: bytes it reads); ``EngineUnavailable`` when it does not answer in time."""
     import subprocess
 
     try:
+        if stdin is not None:
+            done = subprocess.run(cmd, capture_output=True, input=stdin, timeout=timeout, env=env, umask=umask)
+            return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace"))
         return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, umask=umask)
     except subprocess.TimeoutExpired as exc:
         raise EngineUnavailable(f"{cmd[0]} did not answer within {timeout:.0f} s", "check that slurmctld is running (scontrol ping)") from exc

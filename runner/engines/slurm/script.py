@@ -1,9 +1,10 @@
 """What ``submit`` writes: the Slurm settings, the plan file and the batch script.
 
 Values never touch a file or a command line: the plan file and the batch script
-hold variable NAMES only, and ``sbatch`` runs with an explicit ``--export=NAME,…``
-list, so Slurm copies each value from sbatch's own environment to the nodes
-(never ``--export=ALL``). Pure: nothing here runs a Slurm command.
+hold variable NAMES only. The values reach the job through sbatch's stdin
+(``--export-file=/dev/stdin``), never through sbatch's own environment, and each job
+variable under the runner's prefix (``carried``): nothing the job is given can configure
+sbatch, or srun and scontrol in the batch script. Pure: nothing here runs a Slurm command.
 """
 
 from __future__ import annotations
@@ -18,16 +19,18 @@ from runner import __version__
 from runner.engines.slurm import values
 from runner.engines.slurm.flags import SlurmFlags
 from runner.errors import ConfigError, Problem
-from runner.engines.slurm.node import LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, PLAN_DIGEST, PLAN_FORMAT  # noqa: F401  (shared with the node)
+from runner.engines.slurm.node import COMPUTED, LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, PLAN_DIGEST, PLAN_FORMAT, CARRIED_PREFIX, carried  # noqa: F401  (shared with the node)
 from runner.launch_plan import LaunchPlan
 from runner.records import dataclass
 
 PLAN_FILE = "plan.json"
 SCRIPT_FILE = "job.sbatch"
-# Computed by the agent on each node; never taken from the submitting host.
-COMPUTED = ("NNODES", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT", "GPUS_PER_NODE")
 # What the agent itself needs on the node (to find srun/docker); never given to the container.
 AGENT_NAMES = ("PATH", PLAN_DIGEST)
+# The one name the job takes from sbatch's own environment (the user's shell): the batch script's PATH.
+# Everything else the job is given comes from sbatch's stdin (``JOB_ENV_FILE``).
+SBATCH_EXPORT = ("PATH",)
+JOB_ENV_FILE = "/dev/stdin"  # sbatch reads the job's values from its stdin: NAME=value, each ended by NUL
 _TOKEN = re.compile(r"^[A-Za-z0-9_.:+,=@/-]+$")
 
 
@@ -51,6 +54,12 @@ class SlurmSettings:
     config_flags: tuple[str, ...] = ()
     output: str | None = None  # -o/--output (flag or slurm.output): where the job's output goes
     error: str | None = None
+    # GPUs: the count the user asked for on every node (--gpus-per-node, else --gpus N), which beats the
+    # allocation; slurm.gpus_per_node, where Slurm allocates none; and what is asked of Slurm
+    # (#SBATCH --gpus-per-node): the user's ask or a user's file, never a default.
+    gpus_asked: int | None = None
+    gpus_otherwise: int = 0
+    gpus_directive: int | None = None
 
     @property
     def cli_args(self) -> tuple[str, ...]:
@@ -87,6 +96,26 @@ def flag_directives(settings: "SlurmSettings") -> list[str]:
     return rendered
 
 
+def _gpus(config, flags: SlurmFlags) -> dict:
+    """The GPU fields of ``SlurmSettings``: asked (a flag, ``container.gpus``), otherwise
+    (``slurm.gpus_per_node``), and the directive, which a default never adds."""
+    asked = flags.gpus_per_node if flags.gpus_per_node is not None else (_gpu_count(config) or None)
+    otherwise = values.count(config.get("slurm", "gpus_per_node", default=0)) or 0
+    from_file = otherwise if _set_by_users_file(config, ("slurm", "gpus_per_node")) else None
+    directive = None if "gpus-per-node" in _given(flags.args) else (asked if asked is not None else from_file)
+    return {"gpus_asked": asked, "gpus_otherwise": otherwise, "gpus_directive": directive or None}
+
+
+def _set_by_users_file(config, path: tuple) -> bool:
+    """Whether a file of the user's sets ``path``: not the built-in defaults, not the Primus
+    checkout's own ``runner/.primus.yaml`` (the launcher's defaults)."""
+    where = config.where(path) if path in config.lines else None
+    if not where:
+        return False
+    file = where.rsplit(":", 1)[0]
+    return any(loaded.path == file and loaded.kind != "checkout" for loaded in config.loaded)
+
+
 def _gpu_count(config) -> int:
     """``--gpus N`` (``container.gpus``) under Slurm: N GPUs per node, asked of Slurm (above
     ``slurm.gpus_per_node``, below ``--gpus-per-node``)."""
@@ -121,6 +150,7 @@ def settings_from(config, flags: SlurmFlags) -> SlurmSettings:
         config_flags=tuple(_config_flags(config, given)),
         output=flags.output or (None if "output" in given else _text(get("output"))),
         error=flags.error or (None if "error" in given else _text(get("error"))),
+        **_gpus(config, flags),
     )
     problems = _value_problems(settings, flags, config)
     for flag in settings.config_flags:  # the launcher's slurm: keys, by the same rules as their flags
@@ -132,10 +162,9 @@ def settings_from(config, flags: SlurmFlags) -> SlurmSettings:
         elif not _DIRECTIVE.match(flag):
             problems.append(Problem(f"slurm.{key}: one value in Slurm's own syntax (no spaces, quotes or '#')",
                                     where=config.where(("slurm", key))))
+    problems += _text_problems(settings, flags, config)
     for index, arg in enumerate(settings.sbatch_args):
         where = config.where(("slurm", "sbatch_args", index))
-        if "\n" in arg or "\r" in arg:
-            problems.append(Problem("slurm.sbatch_args entries must be one line each", where=where))
         if re.match(r"^(--export\b|--get-user-env\b|--export-file\b)", arg.strip()):
             problems.append(
                 Problem(f"slurm.sbatch_args may not set '{arg.split('=')[0]}'", where=where, hint="the runner exports exactly the allowlisted names; add names to container.options.env instead")
@@ -144,6 +173,18 @@ def settings_from(config, flags: SlurmFlags) -> SlurmSettings:
         raise ConfigError(problems)
     return settings
 
+
+
+def _text_problems(settings: SlurmSettings, flags: SlurmFlags, config) -> list[Problem]:
+    """Every text setting that reaches the batch script or sbatch's command line, one line each
+    (the batch script's own lines are checked again as a whole: ``values.script_text``)."""
+    texts = [("slurm.output_dir", settings.output_dir, ("slurm", "output_dir")),
+             *((f"slurm.sbatch_args[{i}]", arg, ("slurm", "sbatch_args", i)) for i, arg in enumerate(settings.sbatch_args)),
+             *((f"--{key}" if getattr(flags, key) else f"slurm.{key}", getattr(settings, key), None if getattr(flags, key) else ("slurm", key))
+               for key in ("output", "error")),
+             *(("a Slurm flag", arg, None) for arg in (*flags.args, *flags.srun_args))]
+    found = [values.control_problem(str(text), what, config.where(path) if path else None) for what, text, path in texts if text is not None]
+    return [issue for issue in found if issue]
 
 
 # The launcher's slurm: keys that are Slurm options (the others are its own: debug, dry_run,
@@ -182,36 +223,76 @@ def _config_flags(config, given: set[str]) -> list[str]:
 
 
 # --------------------------------------------------------------------------- plan file
+def node_plan(plan: LaunchPlan, settings: SlurmSettings, kill_wait: int | None, cache: dict | None) -> LaunchPlan:
+    """The plan each node's agent runs, complete on the submitting host: its stop timeout under Slurm's
+    kill wait (the agent's cleanup ends before Slurm's SIGKILL), the node's own job cache mounted
+    (``cache``: ``{"dir": template, "key": image key}``, a container's only), and ``pull=missing``:
+    the agent has pulled under the job's policy (the plan file's ``pull``) before it starts the container."""
+    from runner.records import replace
+
+    stop_timeout = max(1.0, min(plan.stop_timeout, float(kill_wait) - 3)) if kill_wait else plan.stop_timeout
+    node = replace(plan, stop_timeout=stop_timeout, pull="missing")
+    if cache and settings.cluster.entry != "direct":
+        from runner.runs import cache as job_cache
+
+        node = job_cache.apply(node, job_cache.host_dir(str(cache["dir"]), plan.image))
+    return node
+
+
+def node_cache_dir(plan: LaunchPlan, settings: SlurmSettings, cache: dict | None) -> str | None:
+    """The job cache directory each node makes on its own disk (the mount ``node_plan`` adds)."""
+    if not cache or settings.cluster.entry == "direct":
+        return None
+    from runner.runs import cache as job_cache
+
+    return str(job_cache.host_dir(str(cache["dir"]), plan.image))
+
+
 def plan_document(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path, kill_wait: int | None = None, pull: str = "missing",
-                  cache: dict | None = None) -> dict:
-    """The plan file: the plan's record (variable NAMES only), the per-node settings, the pull policy and
-    the node-local job cache (``{"dir": template, "key": image key}``: each node mounts its own)."""
+                  cache_dir: str | None = None, later: tuple[str, ...] = ()) -> dict:
+    """The plan file: the node's plan's record (variable NAMES only, with ``later``: the tracker run ids
+    the handshake gives), the per-node rules, the pull policy, the GPU rule and the job cache
+    directory each node makes. Everything its agent does; it adds only the node's own facts."""
     record = plan.record()
     record["env"] = [e for e in record["env"] if e["name"] not in COMPUTED]
+    known = {e["name"] for e in record["env"]}
+    record["env"] += [{"name": n, "secret": False, "reason": "tracker run"} for n in later if n not in known and n not in COMPUTED]
+    container = settings.cluster.entry != "direct"
     return {
         "format": PLAN_FORMAT,
         "runner_version": __version__,
         "job_dir": str(job_dir),
-        "slurm": {"nodes": settings.nodes, "master_port": settings.master_port, "gpus_per_node": gpus_for(plan, settings), "kill_wait": kill_wait},
+        "slurm": {**node_rule(plan, settings), "kill_wait": kill_wait},
         "pull": pull,
         "entry": settings.cluster.entry,  # direct: the direct launcher on each node's host, no container
-        "cache": cache,
+        # The container's devices: the GPUs Slurm allocates to the step, mapped to this node's devices.
+        "devices": "allocation" if container and plan.gpu != "none" else "none",
+        "cache_dir": cache_dir,
         "plan": record,
     }
 
 
-def gpus_for(plan, settings: SlurmSettings) -> int:
-    return 0 if plan.gpu == "none" else settings.gpus_per_node
+def node_rule(plan, settings: SlurmSettings) -> dict:
+    """The rule of the values each node's agent computes (``computed``): a container without GPUs has 0."""
+    from runner.engines.slurm import computed
+
+    no_gpus = plan.gpu == "none" and settings.cluster.entry != "direct"
+    return computed.rule(settings.nodes, settings.master_port, 0 if no_gpus else settings.gpus_asked, settings.gpus_otherwise)
 
 
-def export_names(plan, agent_env: tuple[str, ...] = ()) -> list[str]:
-    """Exactly the names Slurm copies to the nodes: the forwarded ones plus what the agent needs.
+def job_names(plan, later: tuple[str, ...] = ()) -> list[str]:
+    """The job variables the nodes are given: the forwarded ones, and ``later`` (the tracker run ids)."""
+    names = [d.name for d in plan.forwarded if d.name not in COMPUTED]
+    return names + [n for n in later if n not in names]
+
+
+def export_names(plan, later: tuple[str, ...] = (), agent_env: tuple[str, ...] = ()) -> list[str]:
+    """Exactly the names Slurm copies to the nodes: the job variables (``carried``) plus what the agent needs.
 
     ``agent_env``: names for the agent only (the registry login it pulls with); the
     container's environment is built from the plan file's names, so they never reach it.
     """
-    names = [d.name for d in plan.forwarded if d.name not in COMPUTED]
-    return names + [n for n in (*AGENT_NAMES, *agent_env) if n not in names]
+    return [carried(n) for n in job_names(plan, later)] + list(dict.fromkeys((*AGENT_NAMES, *agent_env)))
 
 
 @dataclass(frozen=True)
@@ -229,41 +310,78 @@ class SlurmRequest:
     agent_env: tuple[str, ...] = ()  # exported for the agent only (DOCKER_LOGIN_*), never the container's
     node_cache: dict | None = None  # the job cache each node mounts from its own disk
     node_command: tuple[str, ...] = ()  # each node's container, as `docker run …` (rank and job id per node)
+    # The Slurm allocation this process runs in (SLURM_JOB_ID, as after salloc), and whether the job is a
+    # step in it (the launcher's `slurm srun` there: srun, not a new job) rather than a job of its own.
+    allocation: str | None = None
+    as_step: bool = False
+    node_plan: LaunchPlan | None = None  # the plan each node's agent runs (``node_plan``), its values the job's
+    plan_file: str = ""  # the plan file's text, exactly as written to the job directory
+    run_id: str | None = None  # the run's id: in the job directory's path (the one id a dry run draws)
 
     @property
     def pull(self) -> str:
         return self.plan.pull
 
     def command(self, sbatch: str = "sbatch") -> list[str]:
-        """sbatch's argument list: the user's Slurm flags as given, after the runner's own (so they win)."""
-        return [sbatch, "--parsable", f"--export={','.join(self.export)}", *self.settings.cli_args, str(self.job_dir / SCRIPT_FILE)]
+        """sbatch's argument list: the user's Slurm flags as given, after the runner's own (so they win);
+        for a step in the allocation, the batch script run here (its srun starts the step)."""
+        if self.as_step:
+            return [values.ScriptValue(arg, "the step's command line") for arg in ("bash", str(self.job_dir / SCRIPT_FILE))]
+        argv = [sbatch, "--parsable", f"--export={','.join(SBATCH_EXPORT)}", f"--export-file={JOB_ENV_FILE}", *self.settings.cli_args,
+                str(self.job_dir / SCRIPT_FILE)]
+        return [values.ScriptValue(arg, "sbatch's command line") for arg in argv]
 
     def with_run_env(self, pairs: dict[str, str]) -> "SlurmRequest":
         """The tracker handshake's values (run ids) by name: their names are in ``export`` already
-        (``run_env_names``), so the script stays as it is; the values travel in sbatch's environment."""
+        (``run_env_names``), so the script stays as it is; the values travel on sbatch's stdin."""
         from dataclasses import replace
 
-        return replace(self, plan=self.plan.with_env(pairs, "tracker run")) if pairs else self
+        if not pairs:
+            return self
+        node = self.node_plan.with_env(pairs, "tracker run") if self.node_plan else None
+        return replace(self, plan=self.plan.with_env(pairs, "tracker run"), node_plan=node)
+
+    @property
+    def job_env(self) -> list[str]:
+        """The names each node's job is given (their values from sbatch's stdin), besides the computed ones."""
+        return [n[len(CARRIED_PREFIX):] for n in self.export if n.startswith(CARRIED_PREFIX)]
+
+    def node_env(self) -> dict:
+        """Each node's environment as the dry run shows it: the names it is given, the values its agent computes."""
+        from runner.engines.slurm import computed
+
+        return {"names": self.job_env, "computed": computed.shown(node_rule(self.plan, self.settings))}
 
     def to_dict(self) -> dict:
         return {"engine": "slurm", "command": self.command(), "sbatch": self.command(), "script": self.script,
                 "script_path": str(self.job_dir / SCRIPT_FILE), "job_dir": str(self.job_dir), "export": list(self.export),
                 "nodes": self.settings.nodes, "node_command": list(self.node_command), "image": self.plan.image,
-                "job_command": list(self.plan.command)}
+                "job_command": list(self.plan.command), "node_env": self.node_env(), "allocation": self.allocation,
+                "as_step": self.as_step, "plan_file": self.plan_file, "plan_file_path": str(self.job_dir / PLAN_FILE),
+                "ids": {"run_id": self.run_id}}
 
     def render(self) -> str:
         nodes = self.settings.nodes
+        env = self.node_env()
+        how = (f"# a step in Slurm allocation {self.allocation} (SLURM_JOB_ID), as srun runs one (from {os.getcwd()}):"
+               if self.as_step else f"# sbatch (from {os.getcwd()}):")
         return "\n".join([
-            f"# sbatch (from {os.getcwd()}):",
+            how,
             " ".join(shlex.quote(a) for a in self.command()),
             "",
             f"# the batch script, {self.job_dir / SCRIPT_FILE}:",
             self.script.rstrip("\n"),
             "",
+            f"# the plan file every node's agent runs, {self.job_dir / PLAN_FILE} (shown as comments):",
+            *(f"#   {line}" for line in self.plan_file.splitlines()),
+            "",
             (f"# on each of the {nodes} node(s), the node agent runs the direct launcher on the host (no container):"
              if self.settings.cluster.entry == "direct" else
              f"# on each of the {nodes} node(s), the node agent runs this container (<job> and <rank> per node):"),
             " ".join(shlex.quote(a) for a in self.node_command),
+            "",
+            f"# each node's environment: {', '.join(env['names']) or '(no forwarded name)'}, and computed by its agent:",
+            *(f"#   {name}={value}" for name, value in env["computed"].items()),
         ])
 
 
@@ -294,20 +412,23 @@ def _directive_value(value: str) -> str:
     return f'"{value}"' if re.search(r"\s", value) else value
 
 
-def render_script(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path, agent_env: tuple[str, ...] = ()) -> str:
-    """The batch script: names only, no ``set -x``, nothing that depends on a value."""
-    names = export_names(plan, agent_env)
-    return "\n".join(_directives(plan, settings, job_dir, names) + _steps(settings.nodes, job_dir, names, settings.cluster.srun_args))
+def render_script(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path, later: tuple[str, ...] = (), agent_env: tuple[str, ...] = (),
+                  as_step: bool = False) -> str:
+    """The batch script: names only, no ``set -x``, nothing that depends on a value. ``as_step``: run
+    here inside an allocation, so the user's Slurm flags go to the step's srun (as the launcher's srun takes them)."""
+    names = export_names(plan, later, agent_env)
+    srun_args = settings.cluster.srun_args + (settings.cli_args if as_step else ())
+    return values.script_text(_directives(plan, settings, job_dir) + _steps(settings.nodes, job_dir, names, srun_args))
 
 
-def _directives(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path, names: list[str]) -> list[str]:
-    """The script's header: every ``#SBATCH`` line, ``--export`` with the exact names."""
+def _directives(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path) -> list[str]:
+    """The script's header: every ``#SBATCH`` line; ``--export`` takes only PATH from sbatch's environment."""
     job_name = plan.name if _TOKEN.match(plan.name) else "primus"
     n = settings.nodes
     lines = [
         "#!/bin/bash",
         f"# primus-runner {__version__}: batch script for {job_name}. It holds variable NAMES only;",
-        "# Slurm copies their values to the nodes from sbatch's environment (--export list below).",
+        "# Slurm gives the job their values from sbatch's stdin, each job variable as PRIMUS_RUNNER_ENV_<NAME>.",
         f"#SBATCH --job-name={job_name}",
         f"#SBATCH --nodes={n}",
         "#SBATCH --ntasks-per-node=1",
@@ -321,16 +442,15 @@ def _directives(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path, names:
         lines.append(f"#SBATCH --partition={settings.partition}")
     if settings.account:
         lines.append(f"#SBATCH --account={settings.account}")
-    gpus = gpus_for(plan, settings)
-    if gpus:
-        lines.append(f"#SBATCH --gpus-per-node={gpus}")
+    if settings.gpus_directive and not (plan.gpu == "none" and settings.cluster.entry != "direct"):
+        lines.append(f"#SBATCH --gpus-per-node={settings.gpus_directive}")
     lines += [f"#SBATCH {d}" for d in flag_directives(settings)]
     lines += [f"#SBATCH {d}" for d in settings.config_flags]
     for key in ("output", "error"):  # from slurm.output / slurm.error; a -o/-e flag goes on sbatch's command line
         value = getattr(settings, key)
         if value and key not in _given(settings.cli_args) and _TOKEN.match(value.replace("%", "")):
             lines.append(f"#SBATCH --{key}={value}")
-    lines.append(f"#SBATCH --export={','.join(names)}")
+    lines.append(f"#SBATCH --export={','.join(SBATCH_EXPORT)}")
     lines += [f"#SBATCH {arg}" for arg in settings.sbatch_args]
     return lines
 

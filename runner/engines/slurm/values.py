@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from runner.errors import Problem
+from runner.errors import ConfigError, Problem
 
 _TOKEN = re.compile(r"^[A-Za-z0-9_.:+,=@/-]+$")
 # Slurm's time limits: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS, or no limit.
@@ -103,3 +103,34 @@ def problems(values: dict, flags: dict[str, str | None] | None = None, where=Non
         if issue:
             found.append(issue)
     return found
+
+
+# --------------------------------------------------------------------------- one line of text
+# A control character (newline, carriage return, tab, escape, NUL, C1, the Unicode line separators)
+# in the batch script would end a line and start another: a directive or a command of someone else's.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def control_problem(text: str, what: str, where: str | None = None) -> Problem | None:
+    """The problem with text that goes into the batch script or onto a command line, or None."""
+    bad = _CONTROL.search(text)
+    if bad is None:
+        return None
+    return Problem(f"{what}: holds a control character (U+{ord(bad.group()):04X}); it would go into the batch script or sbatch's command line",
+                   where=where, hint="one line of printable text: remove the newline (or tab, escape …) from the value")
+
+
+class ScriptValue(str):
+    """Text the batch script or a command line may hold: refused (``ConfigError``, exit 2) at
+    construction when it holds a control character, naming ``what`` (the key or flag) and ``where``."""
+
+    def __new__(cls, text, what: str, where: str | None = None):
+        issue = control_problem(str(text), what, where)
+        if issue:
+            raise ConfigError(issue)
+        return super().__new__(cls, str(text))
+
+
+def script_text(lines: list[str]) -> str:
+    """The batch script from its lines, each one a ``ScriptValue``: no value, whichever, can add a line."""
+    return "\n".join(ScriptValue(line, f"the batch script's line {line.split('=', 1)[0][:40]!r}") for line in lines)

@@ -186,7 +186,7 @@ def test_slurm_flags_reach_sbatch_as_given_and_the_output_goes_where_the_user_sa
              "--mail-type", "END", "--mail-user=nobody@example.com", "--comment", "launcher-flags"]
     entry = ["--", "container", "--debug", "--env", "HF_TOKEN", "--", *TRAIN]
     dry = space.run("--json", "--dry-run", "slurm", "sbatch", *flags, *entry)
-    assert json.loads(dry.stdout)["request"]["sbatch"][3:-1] == flags  # exactly as given (this partition forces sharing)
+    assert json.loads(dry.stdout)["request"]["sbatch"][4:-1] == flags  # exactly as given (this partition forces sharing)
     result = space.run("--json", "slurm", "sbatch", *flags, *entry)
     assert result.returncode == 0, result.stderr
     job_id = json.loads(result.stdout)["job_id"]
@@ -214,7 +214,7 @@ def test_slurm_config_keys_map_to_flags_and_a_flag_beats_its_key(space: Space, s
     assert result.returncode == 0, result.stderr
     request = json.loads(result.stdout)["request"]
     assert "#SBATCH --job-name=from-config" in request["script"] and "#SBATCH --cpus-per-task=1" in request["script"]
-    assert "#SBATCH --time=" not in request["script"] and request["sbatch"][3:-1] == ["-N", "2", "-t", "7"]
+    assert "#SBATCH --time=" not in request["script"] and request["sbatch"][4:-1] == ["-N", "2", "-t", "7"]
     result = space.run("--json", "slurm", "sbatch", "-N", "2", "-J", "from-flag", "--", *TRAIN)
     assert result.returncode == 0, result.stderr
     job_id = json.loads(result.stdout)["job_id"]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from cli_runner import run_cli
-from engine_fixtures import assert_no_leak
+from engine_fixtures import assert_no_leak, unprivileged_container_yaml
 from secret_stores import isolated_aws_env, make_pass_store, remove_pass_store, start_moto_server
 
 pytestmark = [pytest.mark.docker]
@@ -60,16 +60,7 @@ JOB = " ; ".join(f'printf "{n}=%s\\n" "$(printf %s "${n}" | sha256sum | cut -d" 
 
 
 def _project(tmp_path: Path, config: str, image: str, extra: str = "") -> Path:
-    (tmp_path / ".primus.yaml").write_text(config + f"""\
-container:
-  gpu: none
-  options:
-    image: {image}
-    group-add: []
-    privileged: false
-    ulimit: "nofile=1024:1024"
-    env: [{", ".join(NAMES)}]
-{extra}""")
+    (tmp_path / ".primus.yaml").write_text(config + unprivileged_container_yaml(image, list(NAMES)) + extra)
     return tmp_path
 
 

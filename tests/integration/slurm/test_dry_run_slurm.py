@@ -77,7 +77,7 @@ def test_submit_dry_run_json_carries_the_request(tmp_path, canary, slurm_cluster
     assert request["sbatch"][:2] == ["sbatch", "--parsable"] and request["sbatch"][-1] == request["script_path"]
     assert "#SBATCH --nodes=2" in request["script"] and request["nodes"] == 2
     assert request["node_command"][:2] == ["docker", "run"] and request["node_command"][-2:] == ["python", "train.py"]
-    assert "HF_TOKEN" in request["export"] and "HF_TOKEN" in request["node_command"]
+    assert "PRIMUS_RUNNER_ENV_HF_TOKEN" in request["export"] and "HF_TOKEN" in request["node_command"]
     assert_no_leak(result.stdout + result.stderr, canary, "submit --dry-run --json")
     assert not record.exists() and _queued(name) == []
 

@@ -53,9 +53,9 @@ def test_the_registry_key_alone_is_refused_too(slurm_cluster, tmp_path, monkeypa
     assert plan.secret_env() == {}, "the job itself forwards no secret"
     login = {"DOCKER_LOGIN_USER": "alice", "DOCKER_LOGIN_KEY": "canary-archived-login-key-5d1f0e"}
     options = RunOptions(command=("true",), pull="never")
-    ctx = RunContext(options, secret_scope(), Output(), SlurmEngine.settings(config, options), lookup=login.get)
     _, archiving = archiving_config()
-    monkeypatch.setattr(jobs, "show_config", lambda: archiving)  # the cluster's answer, as an archiving cluster gives it
+    monkeypatch.setattr(jobs, "show_config", lambda: archiving)  # the cluster's answer (read once, into the settings)
+    ctx = RunContext(options, secret_scope(), Output(), SlurmEngine.settings(config, options), lookup=login.get)
     with pytest.raises(ConfigError) as refused:
         SlurmEngine().preflight(plan, ctx)
     assert "DOCKER_LOGIN_KEY" in refused.value.message

@@ -11,6 +11,8 @@ import sys
 
 import pytest
 
+from engine_fixtures import slurm_project_yaml
+
 from runs_helpers import slurm_job_files, state_runs
 
 pytestmark = [pytest.mark.slurm, pytest.mark.docker]
@@ -22,20 +24,7 @@ TOKEN = "embedded-token-canary-c41f8e2a90"  # SERVICE_TOKEN: a secret, not forwa
 
 def test_url_password_of_a_public_variable_is_masked_in_slurm_output(tmp_path_factory, slurm_cluster, busybox_image):
     work = tmp_path_factory.mktemp("slurm-scope")
-    (work / ".primus.yaml").write_text(f"""\
-container:
-  gpu: none
-  options:
-    image: {busybox_image}
-    group-add: []
-    privileged: false
-    ulimit: "nofile=1024:1024"
-    env: [DB_URL, AUTH_HEADER]
-slurm:
-  partition: {slurm_cluster.partition}
-  nodes: 2
-  time: "5"
-""")
+    (work / ".primus.yaml").write_text(slurm_project_yaml(busybox_image, slurm_cluster.partition, ["DB_URL", "AUTH_HEADER"]))
     env = {**os.environ, "HOME": str(work), "DB_URL": URL, "SERVICE_TOKEN": TOKEN, "AUTH_HEADER": f"Bearer {TOKEN}"}
     # The job prints the password and the token on their own: masking the whole variable is not enough.
     job = ('echo "url=$DB_URL"; printf %s "$DB_URL" | sha256sum; pw=${DB_URL#*://*:}; echo "pw=${pw%%@*}"; '

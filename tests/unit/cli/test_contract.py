@@ -331,8 +331,8 @@ def test_submit_accepts_every_launch_option(project):
     result = run(project, "submit", "--dry-run", *LAUNCH, "--", "true", env={"FROM_HOST": "h"})
     assert result.returncode == 0, result.stderr
     assert "#SBATCH --job-name=contract-job" in result.stdout
-    export = next(line for line in result.stdout.splitlines() if line.startswith("#SBATCH --export="))
-    assert {"FROM_HOST", "LIT_A", "LIT_B"} <= set(export.split("=", 1)[1].split(","))
+    srun = next(line for line in result.stdout.splitlines() if line.startswith("srun "))
+    assert {"PRIMUS_RUNNER_ENV_FROM_HOST", "PRIMUS_RUNNER_ENV_LIT_A", "PRIMUS_RUNNER_ENV_LIT_B"} <= set(srun.split("--export=", 1)[1].split()[0].split(","))
 
 
 # -- exit codes and errors -------------------------------------------------------------------------

@@ -167,7 +167,7 @@ def test_each_invocation_means_what_the_launcher_means(doc, form, home, capsys):
     doc_ = json.loads(out)
     request = doc_.get("request") or doc_
     if want["mode"] == "slurm":
-        assert request["sbatch"][3:-1] == want["slurm"], form  # sbatch's argv: the user's flags exactly as given
+        assert request["sbatch"][4:-1] == want["slurm"], form  # sbatch's argv: the user's flags exactly as given
         if want["entry"] == "direct":  # no container: each node runs the direct launcher, and only that
             assert request["node_command"] == request["job_command"] == ["primus-cli", "direct", *want["direct"], "--", *want["primus"]]
         else:
@@ -187,7 +187,7 @@ def test_each_invocation_means_what_the_launcher_means(doc, form, home, capsys):
     for entry in want["env"]:
         name, _, value = entry.partition("=")
         if want["mode"] == "slurm":
-            assert name in request["export"], (form, entry)  # the value travels in sbatch's environment, by name
+            assert f"PRIMUS_RUNNER_ENV_{name}" in request["export"], (form, entry)  # the value travels on sbatch's stdin, by name
         else:
             assert doc_["env"].get(name) == (value or home.joinpath("data").as_posix()), (form, entry)
     assert command == ["primus-cli", "direct", *want["direct"], "--", *want["primus"]], form
@@ -201,8 +201,8 @@ def test_the_readme_scenario_uses_the_image_and_the_env(home, capsys):
     doc = json.loads(out)["request"]
     assert doc["image"] == "rocm/primus:v26.5" and "rocm/primus:v26.5" in doc["node_command"]
     assert doc["job_command"] == ["primus-cli", "direct", "--", "train", "pretrain", "--config", "exp.yaml"]
-    assert "NCCL_DEBUG" in doc["export"]
-    assert doc["sbatch"][3:-1] == ["-N", "4", "--nodelist", "node[01-04]"]
+    assert "PRIMUS_RUNNER_ENV_NCCL_DEBUG" in doc["export"]
+    assert doc["sbatch"][4:-1] == ["-N", "4", "--nodelist", "node[01-04]"]
 
 
 def test_an_image_without_a_second_separator_is_the_container_entrys(home, capsys):

@@ -93,7 +93,7 @@ def test_dry_run_slurm_renders_the_flags_and_the_container_entry(project):
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)["request"]
     command = doc["sbatch"]
-    assert command[3:-1] == flags and command[0].endswith("sbatch")
+    assert command[4:-1] == flags and command[0].endswith("sbatch")
     assert "#SBATCH --nodes=2" in doc["script"]
     assert "--export=ALL" not in result.stdout
 

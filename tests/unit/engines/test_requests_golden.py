@@ -161,13 +161,13 @@ def test_slurm_request_is_the_golden_one(work):
     request = engine.request(plan, ctx)
     job_dir = str(request.job_dir)
     assert job_dir.startswith(str(work / "primus-runs")) and job_dir.endswith("-golden-job") and not request.job_dir.exists()
-    assert request.command() == ["sbatch", "--parsable", "--export=HF_TOKEN,LIT,PATH,PRIMUS_RUNNER_PLAN_SHA256", f"{job_dir}/job.sbatch"]
+    assert request.command() == ["sbatch", "--parsable", "--export=PATH", "--export-file=/dev/stdin", f"{job_dir}/job.sbatch"]
     agent = " ".join(agent_command())
     head = request.script.split("\n\n")[0].splitlines()
     assert head == [
         "#!/bin/bash",
         "# primus-runner 0.1.0: batch script for golden-job. It holds variable NAMES only;",
-        "# Slurm copies their values to the nodes from sbatch's environment (--export list below).",
+        "# Slurm gives the job their values from sbatch's stdin, each job variable as PRIMUS_RUNNER_ENV_<NAME>.",
         "#SBATCH --job-name=golden-job",
         "#SBATCH --nodes=2",
         "#SBATCH --ntasks-per-node=1",
@@ -177,9 +177,10 @@ def test_slurm_request_is_the_golden_one(work):
         "#SBATCH --time=1:00:00",
         "#SBATCH --partition=debug",
         "#SBATCH --qos=high",
-        "#SBATCH --export=HF_TOKEN,LIT,PATH,PRIMUS_RUNNER_PLAN_SHA256",
+        "#SBATCH --export=PATH",
     ]
-    assert (f"srun --nodes=2 --ntasks-per-node=1 --kill-on-bad-exit=1 --label --export=HF_TOKEN,LIT,PATH,PRIMUS_RUNNER_PLAN_SHA256,PRIMUS_MASTER_NODEADDR "
+    assert (f"srun --nodes=2 --ntasks-per-node=1 --kill-on-bad-exit=1 --label --export=PRIMUS_RUNNER_ENV_HF_TOKEN,PRIMUS_RUNNER_ENV_LIT,PATH,"
+            f"PRIMUS_RUNNER_PLAN_SHA256,PRIMUS_MASTER_NODEADDR "
             f"{agent} node-agent {job_dir}/plan.json") in request.script
     node = _normal(list(request.node_command))
     assert node[:4] == ["docker", "run", "--name", "primus-<job>-<rank>"]
@@ -199,7 +200,7 @@ def test_slurm_exports_the_tracker_run_ids_before_the_handshake(work):
                                       flags=LaunchFlags(name="golden-job"))
     engine = SlurmEngine()
     request = engine.request(planned.require(), _ctx(engine, config, planned.scope))
-    assert "MLFLOW_RUN_ID" in request.export
+    assert "PRIMUS_RUNNER_ENV_MLFLOW_RUN_ID" in request.export
     after = request.with_run_env({"MLFLOW_RUN_ID": "r1"})
     assert after.script == request.script and after.plan.public_env()["MLFLOW_RUN_ID"] == "r1"
 

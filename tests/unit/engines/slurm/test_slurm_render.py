@@ -79,10 +79,13 @@ def test_script_has_names_only_and_an_explicit_export_list(work):
     assert_no_value(script)
     assert "set -x" not in script and "ALL" not in script
     export = next(line for line in script.splitlines() if line.startswith("#SBATCH --export="))
-    names = export.split("=", 1)[1].split(",")
-    assert set(names) == {"FOO", "HF_TOKEN", "MY_API_KEY", "LIT", "PATH", "PRIMUS_RUNNER_PLAN_SHA256"}
+    assert export == "#SBATCH --export=PATH", "the job takes nothing else from sbatch's environment"
+    srun = next(line for line in script.splitlines() if line.startswith("srun "))
+    names = srun.split("--export=", 1)[1].split()[0].split(",")
+    carried = {f"PRIMUS_RUNNER_ENV_{n}" for n in ("FOO", "HF_TOKEN", "MY_API_KEY", "LIT")}
+    assert set(names) == carried | {"PATH", "PRIMUS_RUNNER_PLAN_SHA256", "PRIMUS_MASTER_NODEADDR"}
     assert "ALL" not in names and "UNLISTED_TOKEN" not in names
-    assert not set(slurm_script.COMPUTED) & set(names), "per-node values are computed on the node, never exported"
+    assert not {f"PRIMUS_RUNNER_ENV_{n}" for n in slurm_script.COMPUTED} & set(names), "per-node values are computed on the node, never exported"
     assert "#SBATCH --nodes=2" in script and "#SBATCH --partition=debug" in script and "#SBATCH --account=proj1" in script
     assert "#SBATCH --exclusive" in script
     assert "--gpus-per-node" not in script  # --gpu none requests no GPUs
@@ -106,6 +109,19 @@ def test_gpus_requested_for_a_gpu_flavor(work):
     assert "#SBATCH --gpus-per-node=8" in script
 
 
+def test_gpus_are_asked_of_slurm_only_by_the_users_flags_or_files(work):
+    """slurm.gpus_per_node's built-in 8 (the launcher's own default) never becomes a directive: a cluster
+    without GresTypes=gpu would refuse the job; a user's file or flag asks for it."""
+    plan = make_plan(gpu="rocm").require()
+    script = slurm_script.render_script(plan, slurm_script.settings_from(load_config(), args()), work)
+    assert "--gpus-per-node" not in script
+    (work / ".primus.yaml").write_text(YAML + "  gpus_per_node: 4\n")
+    script = slurm_script.render_script(plan, slurm_script.settings_from(load_config(), args()), work)
+    assert "#SBATCH --gpus-per-node=4" in script
+    flagged = slurm_script.settings_from(load_config(), args(gpus_per_node=2, args=("--gpus-per-node=2",)))
+    assert "--gpus-per-node" not in slurm_script.render_script(plan, flagged, work), "on sbatch's command line already"
+
+
 def test_plan_document_has_names_only_and_round_trips(work):
     plan = make_plan().require()
     settings = slurm_script.settings_from(load_config(), args(nodes=2))
@@ -115,7 +131,8 @@ def test_plan_document_has_names_only_and_round_trips(work):
     assert "foo-value" not in text and "hello" not in text, "values of any kind come from the node's environment"
     assert {e["name"]: e["secret"] for e in doc["plan"]["env"]} == {"FOO": False, "HF_TOKEN": True, "MY_API_KEY": True, "LIT": False}
 
-    node_env = {"FOO": "foo-value", "HF_TOKEN": CANARY, "MY_API_KEY": FILE_CANARY, "LIT": "hello"}
+    node_env = {"PRIMUS_RUNNER_ENV_FOO": "foo-value", "PRIMUS_RUNNER_ENV_HF_TOKEN": CANARY, "PRIMUS_RUNNER_ENV_MY_API_KEY": FILE_CANARY,
+                "PRIMUS_RUNNER_ENV_LIT": "hello", "FOO": "the node's own, not the job's"}
     rebuilt, scope, missing = agent.plan_from_document(json.loads(text), node_env)
     assert missing == []
     assert rebuilt.public_env() == {"FOO": "foo-value", "LIT": "hello"}
@@ -123,8 +140,8 @@ def test_plan_document_has_names_only_and_round_trips(work):
     assert (rebuilt.image, rebuilt.command, rebuilt.gpu, rebuilt.labels) == (plan.image, plan.command, plan.gpu, plan.labels)
     assert scope.masker.mask(f"x {CANARY} y") == "x *** y"
 
-    _, _, missing = agent.plan_from_document(json.loads(text), {"FOO": "1"})
-    assert set(missing) == {"HF_TOKEN", "MY_API_KEY", "LIT"}
+    _, _, missing = agent.plan_from_document(json.loads(text), {"PRIMUS_RUNNER_ENV_FOO": "1", "HF_TOKEN": CANARY})
+    assert set(missing) == {"HF_TOKEN", "MY_API_KEY", "LIT"}, "a name of its own on the node is not the job's value"
 
 
 def test_write_private_refuses_a_secret(work):
@@ -311,7 +328,7 @@ def test_node_scope_masks_the_password_of_a_forwarded_url_alone(work):
     doc = slurm_script.plan_document(planned.require(), settings, Path("/x"))
     [entry] = [e for e in doc["plan"]["env"] if e["name"] == "DB_URL"]
     assert entry["secret"], "the planner carries it as a secret"
-    plan, scope, missing = agent.plan_from_document(doc, {"DB_URL": url})
+    plan, scope, missing = agent.plan_from_document(doc, {"PRIMUS_RUNNER_ENV_DB_URL": url})
     assert missing == []
     assert password not in scope.masker.mask(f"password is {password}")
 
@@ -337,7 +354,7 @@ def test_a_secret_inside_a_forwarded_value_reaches_the_node_masker_not_the_conta
     masks = [n for n in request.export if n.startswith(slurm_script.MASK_PREFIX)]
     assert masks and set(masks) <= set(agent_values)
     assert token not in request.script + " ".join(request.command())  # names only
-    environ = {"AUTH_HEADER": host["AUTH_HEADER"], **{n: agent_values[n].reveal() for n in masks}}
+    environ = {"PRIMUS_RUNNER_ENV_AUTH_HEADER": host["AUTH_HEADER"], **{n: agent_values[n].reveal() for n in masks}}
     doc = slurm_script.plan_document(plan, request.settings, Path("/x"))
     node_plan, scope, _ = agent.plan_from_document(doc, environ, extra_secrets=tuple(masks))
     assert token not in scope.masker.mask(f"the token is {token}")
@@ -389,3 +406,32 @@ def test_tail_keeps_the_last_lines_of_the_selected_rank(tmp_path):
     assert shown == ["[1] line 7\n", "[1] line 9\n"] and position == path.stat().st_size
     lines.close()
     assert shown[-1] == "[1] still writ\n"
+
+
+def test_the_plan_file_is_in_the_request_with_all_the_node_does(work):
+    """The plan file's text is part of the request (what the dry run shows is what is written), and it
+    holds what the node agent used to add on its own: the stop timeout under KillWait, the node's job
+    cache mounted, pull=missing after the agent's pull under the job's policy, the GPU device rule."""
+    from dataclasses import replace as dc_replace
+    from types import SimpleNamespace
+
+    from runner.engines.base import RunContext
+    from runner.engines.slurm import SlurmEngine
+    from runner.options import RunOptions
+    from runner.ui import Output
+
+    planned = plan_from(work, "container:\n  gpu: rocm\n  stop_timeout: 30\n  pull: always\n  options:\n    image: busybox\n    env: [HF_TOKEN]\n",
+                        host={"HF_TOKEN": CANARY}, flags=LaunchFlags(), name="j")
+    engine, options = SlurmEngine(), RunOptions(command=("true",))
+    settings = dc_replace(engine.settings(load_config(), options), cluster_config="KillWait                = 10 sec\n")
+    run = SimpleNamespace(id="20261202-000000-abcdef", job_dir=work / "job", node_cache={"dir": str(work / "cache-{uid}"), "key": "k"})
+    request = engine.request(planned.require(), RunContext(options, planned.scope, Output(), settings, run=run))
+    doc = json.loads(request.plan_file)
+    assert request.to_dict()["plan_file"] == request.plan_file and request.to_dict()["ids"] == {"run_id": run.id}
+    assert doc["slurm"]["kill_wait"] == 10 and doc["plan"]["stop_timeout"] == 7.0
+    assert doc["pull"] == "always" and doc["plan"]["pull"] == "missing"
+    assert doc["devices"] == "allocation"
+    assert doc["cache_dir"].startswith(str(work / "cache-")) and any(m["source"] == doc["cache_dir"] for m in doc["plan"]["mounts"])
+    cache_names = {e["name"] for e in doc["plan"]["env"]} - {"HF_TOKEN"}
+    assert cache_names and {f"PRIMUS_RUNNER_ENV_{n}" for n in cache_names} <= set(request.export), "their values travel with the job"
+    assert_no_value(request.plan_file)

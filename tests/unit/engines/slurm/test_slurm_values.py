@@ -62,3 +62,40 @@ def test_every_problem_is_listed_at_once_each_with_its_source(work, capsys):
                       "-N", "0", "-t", "1h", "-p", "a b", "--", "true")
     assert code == 2 and "3 problems" in text
     assert "--nodes 0:" in text and "--time 1h:" in text and "--partition 'a b':" in text
+
+
+# --------------------------------------------------------------------------- one line of text
+@pytest.mark.parametrize("char", ["\n", "\r", "\t", "\x1b", "\x00", "\x85", "\u2028"])
+def test_a_script_value_refuses_every_control_character(char):
+    from runner.engines.slurm.values import ScriptValue
+    from runner.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="slurm.output_dir: holds a control character"):
+        ScriptValue(f"/tmp/x{char}#SBATCH --export=ALL", "slurm.output_dir")
+    assert ScriptValue("/tmp/a b/ü", "slurm.output_dir") == "/tmp/a b/ü"
+
+
+def test_the_batch_script_is_built_of_single_lines_only():
+    from runner.engines.slurm.values import script_text
+    from runner.errors import ConfigError
+
+    assert script_text(["#!/bin/bash", "#SBATCH --nodes=2"]) == "#!/bin/bash\n#SBATCH --nodes=2"
+    with pytest.raises(ConfigError, match="'#SBATCH --chdir'"):
+        script_text(["#SBATCH --chdir=/w\ntouch /tmp/owned"])
+
+
+@pytest.mark.parametrize("key,value,say", [
+    ("output_dir", '"/tmp/out\\n#SBATCH --export=ALL"', "slurm.output_dir"),
+    ("sbatch_args", '["--comment=a\\ttouch /tmp/x"]', "slurm.sbatch_args[0]"),
+    ("output", '"o-%j\\r.out"', "slurm.output"),
+])
+def test_a_config_value_with_a_control_character_is_an_exit_2_naming_the_key(work, capsys, key, value, say):
+    (work / ".primus.yaml").write_text(f"container:\n  gpu: none\n  options:\n    image: primus-test/busybox:latest\nslurm:\n  {key}: {value}\n")
+    def files():  # outside the validation cache (XDG_CACHE_HOME), which planning keeps
+        return sorted(p.relative_to(work) for p in work.rglob("*") if not p.is_relative_to(work / "cache"))
+
+    before = files()
+    code, text = _run(capsys, "--trust-project", "submit", "--dry-run", "--gpu", "none", "--", "true")
+    assert code == 2 and f".primus.yaml:6: {say}: holds a control character" in text, text
+    assert "Traceback" not in text and "#SBATCH" not in text.split("holds", 1)[0]
+    assert files() == before, "nothing left behind: no state directory, no job directory"

@@ -1,0 +1,53 @@
+"""What ``sbatch`` is given besides its argument list: the job's values on its stdin, none in its environment."""
+
+from __future__ import annotations
+
+import pytest
+
+from plan_factory import plan_from_layer
+
+from runner.engines.base import RunContext
+from runner.engines.slurm import SlurmEngine, jobs
+from runner.errors import ConfigError
+from runner.options import LaunchFlags, RunOptions
+from runner.secrets import Secret
+from runner.ui import Output
+
+CANARY = "canary-slurm-stdin-5e0c7a13b9"
+LAYER = {"container": {"gpu": "none", "options": {"image": "busybox", "env": ["HF_TOKEN", "SLURM_CONF=./slurm.conf", "SBATCH_EXPORT=ALL"]}}}
+
+
+@pytest.fixture
+def request_(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    config, planned = plan_from_layer(LAYER, ["true"], host={"HF_TOKEN": CANARY}, flags=LaunchFlags(name="j"))
+    engine, options = SlurmEngine(), RunOptions(command=("true",))
+    ctx = RunContext(options, planned.scope, Output(), engine.settings(config, options), lookup={}.get)
+    return engine.request(planned.require(), ctx)
+
+
+def entries(data: bytes) -> dict[str, str]:
+    assert data.endswith(b"\0")
+    return dict(item.split("=", 1) for item in data.decode().split("\0")[:-1])
+
+
+def test_every_job_variable_travels_under_the_runners_prefix_with_path_and_digest(request_):
+    given = entries(jobs.job_environment(request_, "d1g", {}, "/u/bin:/bin"))
+    assert given == {"PRIMUS_RUNNER_ENV_HF_TOKEN": CANARY, "PRIMUS_RUNNER_ENV_SLURM_CONF": "./slurm.conf",
+                     "PRIMUS_RUNNER_ENV_SBATCH_EXPORT": "ALL", "PATH": "/u/bin:/bin", "PRIMUS_RUNNER_PLAN_SHA256": "d1g"}
+    assert "--export-file=/dev/stdin" in request_.command() and "--export=PATH" in request_.command()
+
+
+def test_a_value_holding_nul_is_refused(request_, monkeypatch):
+    from dataclasses import replace
+
+    with pytest.raises(ConfigError, match="BAD holds a NUL"):
+        jobs.job_environment(request_.with_run_env({"BAD": "a\0b"}), "d", {}, "/bin")
+
+
+def test_agent_values_keep_their_own_names(request_):
+    from dataclasses import replace
+
+    given = entries(jobs.job_environment(replace(request_, agent_env=("DOCKER_LOGIN_KEY",)), "d", {"DOCKER_LOGIN_KEY": Secret("k3y")}, "/bin"))
+    assert given["DOCKER_LOGIN_KEY"] == "k3y"
