@@ -1,10 +1,12 @@
 """The process engine: a plan's command as a child process on this host, no container (``direct``).
 
-The child's environment is exactly what the env policy forwards (secrets
-included, revealed here and nowhere else) plus a fixed default ``PATH`` -- never
-the host's environment. Its output passes through the scope's masker; SIGINT and
-SIGTERM are forwarded to its process group, which is killed after the stop
-timeout, so nothing outlives the runner; the exit code is the child's.
+The child's environment is the plan's: for a direct job (``LaunchPlan.inherit_env``) the
+user's environment less the secrets the policy does not forward (``runner.host_env``),
+plus the forwarded variables (secrets included, revealed here and nowhere else); with
+``direct.clean_env: true`` only the forwarded ones and a fixed default ``PATH``. Its
+output passes through the scope's masker; SIGINT and SIGTERM are forwarded to its
+process group, which is killed after the stop timeout, so nothing outlives the runner;
+the exit code is the child's.
 """
 
 from __future__ import annotations
@@ -17,18 +19,19 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Callable
+from typing import Callable, Mapping
 
 from runner.engines.base import Launched, RunContext
 from runner.engines.output import Sink
 from runner.engines.signals import EXIT_SIGNAL, SignalGuard
 from runner.errors import ConfigError, EngineUnavailable, Problem
+from runner.host_env import Withheld, host_environment
 from runner.launch_plan import LaunchPlan
 from runner.records import dataclass, field, replace
 from runner.secrets import MASK
 from runner.secrets.argv import refuse_secret_argv
 
-# What a container image's PATH usually is: the child needs one, and the host's may not be forwarded.
+# What a container image's PATH usually is: a clean environment's child needs one.
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -38,24 +41,63 @@ class ProcessRequest:
     argv: tuple[str, ...]
     cwd: str
     env_names: tuple[str, ...] = field(default=())
+    # From the user's environment, beside the plan's own (a Slurm node's SLURM_* …): public by name.
+    inherited: tuple[tuple[str, str], ...] = ()
+    withheld: tuple[Withheld, ...] = ()
+
+    @classmethod
+    def of(cls, plan: LaunchPlan, user_env: Mapping[str, str], cwd: str | None = None) -> "ProcessRequest":
+        """The request for ``plan`` in ``user_env`` (this host's, or a Slurm node's)."""
+        forwarded = tuple(d.name for d in plan.forwarded)
+        found = host_environment(user_env, set(forwarded), plan.secret_rules) if plan.inherit_env else None
+        return cls(plan, tuple(plan.command), cwd or plan.workdir or os.getcwd(), forwarded,
+                   found.inherited if found else (), found.withheld if found else ())
 
     def with_run_env(self, pairs: dict[str, str]) -> "ProcessRequest":
         plan = self.plan.with_env(pairs, "tracker run")
-        return replace(self, plan=plan, env_names=tuple(d.name for d in plan.forwarded))
+        names = {d.name for d in plan.forwarded}
+        return replace(self, plan=plan, env_names=tuple(names), inherited=tuple(kv for kv in self.inherited if kv[0] not in names))
+
+    def environment(self) -> dict:
+        """The child's environment, secrets revealed: the one place a value leaves the runner."""
+        env = dict(self.inherited)
+        env.update(self.plan.public_env())
+        if not self.plan.inherit_env:
+            env.setdefault("PATH", DEFAULT_PATH)
+        for name, secret in self.plan.secret_env().items():
+            env[name] = secret.reveal()
+        return env
 
     def render(self) -> str:
-        lines = [f"command  {' '.join(shlex.quote(a) for a in self.argv)}", f"workdir  {self.cwd}", "environment (only these):"]
-        for d in self.plan.forwarded:
+        own = [d for d in self.plan.forwarded if d.reason != "inherited"]
+        inherited = sorted({d.name for d in self.plan.forwarded if d.reason == "inherited"} | {n for n, _ in self.inherited})
+        title = "environment (your environment, less the withheld names, plus these):" if self.plan.inherit_env \
+            else "environment (only these):"
+        lines = [f"command  {' '.join(shlex.quote(a) for a in self.argv)}", f"workdir  {self.cwd}", title]
+        for d in own:
             lines.append(f"  {d.name}={MASK if d.secret else d.value}{' [secret]' if d.secret else ''}")
-        if "PATH" not in self.env_names:
+        if not self.plan.inherit_env and "PATH" not in self.env_names:
             lines.append(f"  PATH={DEFAULT_PATH}   (default)")
+        if inherited:
+            lines.append(f"inherited ({len(inherited)}): {', '.join(inherited)}")
+        withheld = self._withheld()
+        if withheld:
+            lines.append("withheld:")
+            lines += [f"  {name}   ({reason})" for name, reason in withheld.items()]
         return "\n".join(lines)
+
+    def _withheld(self) -> dict[str, str]:
+        found = {d.name: d.skip_reason for d in self.plan.skipped if d.reason == "inherited"}
+        found.update((w.name, w.reason) for w in self.withheld)
+        return dict(sorted(found.items()))
 
     def to_dict(self) -> dict:
         return {
             "command": list(self.argv), "workdir": self.cwd,
-            "env": {d.name: (MASK if d.secret else d.value) for d in self.plan.forwarded},
+            "env": {d.name: (MASK if d.secret else d.value) for d in self.plan.forwarded} | dict(self.inherited),
             "secrets": [d.name for d in self.plan.forwarded if d.secret],
+            "inherit_env": self.plan.inherit_env,
+            "withheld": [{"name": name, "reason": reason} for name, reason in self._withheld().items()],
         }
 
 
@@ -65,6 +107,7 @@ class ProcessEngine:
     computed_env: tuple[str, ...] = ()
     gpu_mode = "off"  # no container: the host's own devices, nothing chosen
     runs_in_container = False  # the job writes on the host: no mount decides where tracker outputs go
+    inherits_env = True  # a host process: planned from the user's environment (runner.host_env)
     # No verbs (ps, logs, down, …): a process job lives only as long as the runner that follows it;
     # `runs --engine process` and `logs RUN` read its record.
 
@@ -78,8 +121,7 @@ class ProcessEngine:
         return request  # nothing the host must be asked first
 
     def request(self, plan: LaunchPlan, ctx: RunContext) -> ProcessRequest:
-        cwd = plan.workdir or os.getcwd()
-        return ProcessRequest(plan, tuple(plan.command), cwd, tuple(d.name for d in plan.forwarded))
+        return ProcessRequest.of(plan, os.environ)
 
     def dry_run(self, request: ProcessRequest, ctx: RunContext) -> None:
         if ctx.out.json_mode:
@@ -92,14 +134,11 @@ class ProcessEngine:
         if not argv:
             raise ConfigError(Problem("no command given", hint="put the command after --"))
         refuse_secret_argv(argv, ctx.scope.masker, argv[0])
-        found = shutil.which(argv[0]) if "/" not in argv[0] else argv[0]
+        env = request.environment()
+        found = shutil.which(argv[0], path=env.get("PATH")) if "/" not in argv[0] else argv[0]  # on the child's PATH
         if not found or not os.access(found, os.X_OK):
             raise EngineUnavailable(f"{argv[0]} is not installed on this host",
                                     hint="install Primus (or set PRIMUS_PATH to its checkout), or set direct.entry")
-        env = dict(request.plan.public_env())
-        env.setdefault("PATH", DEFAULT_PATH)
-        for name, secret in request.plan.secret_env().items():
-            env[name] = secret.reveal()  # the one place a value leaves the runner: the child's environment
         run = _Run(request.plan.stop_timeout)  # signals are forwarded from before the child exists until watch has cleaned up
         try:
             run.proc = subprocess.Popen([found, *argv[1:]], cwd=request.cwd, env=env, stdin=subprocess.DEVNULL,

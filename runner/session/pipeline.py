@@ -77,6 +77,8 @@ def _prepare(options: RunOptions, engine: Engine, out: Output, layer: dict | Non
     """Config, environment, plan and secret scope for this engine, decided once."""
     per_engine = [(name, "(per node)") for name in engine.computed_env]
     flags = options.flags if options.pull is None else replace(options.flags, pull=options.pull)
+    if getattr(engine, "inherits_env", False):  # a host process starts from the user's environment
+        flags = replace(flags, host_process=True)
     return prepare(out, options.sources, options.command, flags, extra_layer=layer, extra_env=per_engine, user_files=user_files,
                    resolve_refs=False if options.dry_run else None,  # a dry run (flag or config) runs no secret reference
                    report_unset=not (options.dry_run and getattr(engine, "dry_run_lists_unset", False)),

@@ -28,8 +28,11 @@ def test_checkout_from_primus_path_or_cwd(tmp_path):
 
 
 def test_inner_command_follows_the_launcher():
-    assert inner_command(TRAIN, "/ck", None, on_host=False) == (("bash", "runner/primus-cli-direct.sh", *TRAIN), "/ck")
-    assert inner_command(TRAIN, "/ck", None, on_host=True) == (("bash", "/ck/runner/primus-cli-direct.sh", *TRAIN), "/ck")
+    """The script path is absolute (a container's --workdir cannot break it); on a host the direct
+    launcher gets `-- ARGS` as `primus-cli direct -- ARGS` hands them over (`--help` reaches Primus)."""
+    assert inner_command(TRAIN, "/ck", None, on_host=False) == (("bash", "/ck/runner/primus-cli-direct.sh", *TRAIN), "/ck")
+    assert inner_command(TRAIN, "/ck", None, on_host=True) == (("bash", "/ck/runner/primus-cli-direct.sh", "--", *TRAIN), "/ck")
+    assert inner_command(["--help"], "/ck", None, on_host=True) == (("bash", "/ck/runner/primus-cli-direct.sh", "--", "--help"), "/ck")
     assert inner_command(TRAIN, None, None, on_host=False) == (("primus-cli", "direct", "--", *TRAIN), None)
     assert inner_command(TRAIN, None, ["my-entry"], on_host=True) == (("my-entry", *TRAIN), None)
     assert inner_command(TRAIN, None, None, True, ("--single",)) == (("primus-cli", "direct", "--single", "--", *TRAIN), None)

@@ -203,7 +203,8 @@ def test_process_request_is_the_golden_one(work):
     request = engine.request(plan, _ctx(engine, config, scope))
     assert request.argv == ("python", "train.py", "--lr", "0.1") and request.cwd == "/w"
     assert request.to_dict() == {"command": ["python", "train.py", "--lr", "0.1"], "workdir": "/w",
-                                 "env": {"HF_TOKEN": "***", "LIT": "one"}, "secrets": ["HF_TOKEN"]}
+                                 "env": {"HF_TOKEN": "***", "LIT": "one"}, "secrets": ["HF_TOKEN"],
+                                 "inherit_env": False, "withheld": []}  # a plan not made for a host process: forwarded names only
     assert request.render().splitlines() == ["command  python train.py --lr 0.1", "workdir  /w", "environment (only these):",
                                              "  HF_TOKEN=*** [secret]", "  LIT=one", f"  PATH={DEFAULT_PATH}   (default)"]
     assert request.with_run_env({"WANDB_RUN_ID": "w1"}).plan.public_env()["WANDB_RUN_ID"] == "w1"
