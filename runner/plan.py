@@ -380,9 +380,10 @@ def _container_settings(config: Config, flags: LaunchFlags, notices: list[str], 
     gpu = flags.gpu or config.get("container", "gpu", default="rocm")
     devices, gpu_request, group_add = _resolve_devices(config, gpu, notices)
     gpu_groups = set(_gpu_policy().get("gpu_groups", []))
-    for group in _as_list(options.get("group-add")):
-        if group in gpu_groups and group not in group_add:
-            continue  # another flavor's GPU group (video/render): absent from images without a GPU stack
+    for index, group in enumerate(_as_list(options.get("group-add"))):
+        asked = gpu == "rocm" or config.where(("container", "options", "group-add", index)) == "command line"
+        if group in gpu_groups and group not in group_add and not asked:
+            continue  # a ROCm group (video/render) from a file under another flavor: absent from images without a GPU stack
         if group not in group_add:
             group_add.append(group)
     mounts = []

@@ -100,6 +100,12 @@ def run_mode(opts: ModeOptions, out: Output) -> int:
         flags = replace(flags, gpu="none")  # no container: the host's own devices, nothing to map
     if found["direct_env"] or found["env_defaults"]:  # the launcher's direct.env: forwarded like --env, under the same policy
         flags = replace(flags, env=tuple(found["env_defaults"]) + tuple(found["direct_env"]) + flags.env)
+    if not on_host:
+        flags = _image_from_environment(flags, os.environ, out)
+        if checkout is None and not found["entry"]:
+            out.notice("no Primus checkout here (PRIMUS_PATH is unset and this directory has no runner/primus-cli-direct.sh): "
+                       "the image's own primus-cli runs, without a checkout's code or its runner/.primus.yaml; "
+                       "set PRIMUS_PATH=/path/to/Primus (or run from the checkout) to mount one")
     run = RunOptions(command=command, sources=opts.sources, flags=flags, dry_run=dry_run, pull=opts.pull,
                      detach=(opts.mode == "slurm" and opts.launcher == "sbatch") or (opts.mode == "container" and opts.detach),
                      engine_flags=opts.engine_flags)
@@ -124,6 +130,19 @@ def _flags(opts: ModeOptions, checkout: str | None, workdir: str | None, debug: 
         gpu, gpus = "none", None  # primus-cli's --gpus 0: no GPU devices
     return replace(flags, env=tuple(env), volume=tuple(volume), workdir=flags.workdir or workdir, gpu=gpu, gpus=gpus,
                    host_process=on_host)
+
+
+def _image_from_environment(flags: LaunchFlags, environ: Mapping[str, str], out: Output) -> LaunchFlags:
+    """The launcher's exported ``DOCKER_IMAGE``: the image, over the config's; the command line's
+    ``--image`` still wins (what was typed beats what was exported), and a notice says which."""
+    image = environ.get("DOCKER_IMAGE", "").strip()
+    if not image:
+        return flags
+    if flags.image is not None and flags.image != image:
+        out.notice(f"DOCKER_IMAGE={image} is set, but --image {flags.image} on the command line wins")
+        return flags
+    out.notice(f"image {image} from DOCKER_IMAGE (as primus-cli takes it; --image on the command line beats it)")
+    return replace(flags, image=image)
 
 
 def _mounts_at(spec: str, checkout: str) -> bool:
