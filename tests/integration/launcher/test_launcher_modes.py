@@ -115,6 +115,30 @@ def test_container_in_a_checkout_and_a_configured_entry(space):
     assert got["path"] == "/usr/local/bin/primus-cli" and got["args"] == ["direct", "--single", "--", "preflight", "--host"]
 
 
+def test_container_workdir_keeps_the_inner_launcher_and_caches_yield_to_data_path(space):
+    """`container --workdir /workspace -- train …`: the inner `bash <checkout>/runner/primus-cli-direct.sh` still runs
+    (its path is absolute); with DATA_PATH forwarded the runner sets no HF_HUB_CACHE (Primus places it there)."""
+    result = space.run("container", "--workdir", "/workspace", "--env", "DATA_PATH=/data", "--", *TRAIN,
+                       env={"PRIMUS_PATH": str(space.checkout)})
+    assert result.returncode == 0, result.stderr
+    (got,) = seen(result.stdout).values()
+    assert got["path"] == str(space.checkout / "runner" / "primus-cli-direct.sh") and got["pwd"] == "/workspace"
+    assert "HF_HUB_CACHE" not in got["env"] and got["env"]["TRITON_CACHE_DIR"].startswith("/primus-runner/cache/")
+
+
+def test_container_group_add_render_and_an_exported_docker_image(space, tmp_path):
+    """`container --group-add render` reaches the create body as given; an exported DOCKER_IMAGE is the image
+    the job runs in (as primus-cli takes it), over the config's."""
+    planned = space.run("--json", "--dry-run", "container", "--group-add", "render", "--", *TRAIN)
+    assert planned.returncode == 0, planned.stderr
+    assert "render" in json.loads(planned.stdout)["request"]["create"]["HostConfig"]["GroupAdd"]
+    (tmp_path / "busybox.yaml").write_text("container:\n  options:\n    image: primus-test/busybox:latest\n")
+    result = space.run("--config", str(tmp_path / "busybox.yaml"), "container", "--", *TRAIN, env={"DOCKER_IMAGE": IMAGE})
+    assert result.returncode == 0, result.stderr
+    (got,) = seen(result.stdout).values()
+    assert got["path"] == "/usr/local/bin/primus-cli" and f"image {IMAGE} from DOCKER_IMAGE" in result.stderr
+
+
 def _names() -> set[str]:
     out = subprocess.run(["docker", "ps", "-a", "--format", "{{.Names}}"], capture_output=True, text=True, check=True).stdout
     return set(out.split())
