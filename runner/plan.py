@@ -192,13 +192,9 @@ def build_plan(
     notices: list[str] = list(trackers.notices)
     settings = _container_settings(config, flags, notices, problems)
     problems += _engine_value_problems(config, settings)
-    rules = tuple(str(e) for e in config.get("passthrough", "secrets", default=[]) or [])
-    inherit = flags.host_process and not _as_bool(config.get("direct", "clean_env", default=False))
-    decided = _with_inherited(resolution.decisions, host_env, rules) if inherit else resolution.decisions
     decisions, scope, absent_optional = _scoped_decisions(
-        config, decided, extra_env, [host_env, env_file.values], extra_secrets, sources, notices)
-    listed_unset = [d for d in decisions if d.skip_reason == "unset" and d.reason == "allowlist" and not from_defaults(d.where)]
-    unset = [d.name for d in listed_unset if not from_launcher_file(d.where)]
+        config, resolution.decisions, extra_env, [host_env, env_file.values], extra_secrets, sources, notices)
+    unset, unset_launcher = _unset(decisions)
     problems += [*_names_holding_secrets(scope, job=job_name, run=trackers.run_name or ""), *_flags_holding_secrets(scope, flags)]
     if not command:
         problems.append(Problem("no command given", hint="put the job's command after --, e.g. primus-runner up -- python train.py"))
@@ -209,8 +205,6 @@ def build_plan(
         trackers=trackers,
         notices=tuple(notices),
         config_files=tuple(config.files),
-        inherit_env=inherit,
-        secret_rules=rules if inherit else (),
         labels=(*_user_labels(flags, problems), (LABEL, "true"), (LABEL_JOB, job_name), (LABEL_VERSION, __version__),
                 (LABEL_OWNER, str(os.getuid()))),
         **settings,
@@ -218,7 +212,7 @@ def build_plan(
     if gpu_mode != "off":
         plan = _with_gpu_selection(plan, config, flags, host_env, gpu_holders, gpu_mode == "node", problems)
     problems += _image_problems(plan.image, config)
-    return Planned(plan, problems, warnings, scope, absent_optional, unset, len(listed_unset) - len(unset))
+    return Planned(plan, problems, warnings, scope, absent_optional, unset, unset_launcher)
 
 
 def _decide_env(config: Config, command, host_env: Mapping[str, str], env_file: EnvFile, flags: LaunchFlags, job_name: str,
@@ -228,13 +222,30 @@ def _decide_env(config: Config, command, host_env: Mapping[str, str], env_file: 
     Returns them with the environment, secrets and sources the references extend."""
     trackers, resolution = _env_decisions(config, command, host_env, env_file, flags, job_name)
     if references is not None:
-        values, found, found_sources = references({d.name for d in resolution.decisions})
+        # the names the policy asks for (an inherited or withheld name never runs a reference)
+        values, found, found_sources = references({d.name for d in resolution.decisions if d.reason != "inherited"})
         if values:
             host_env = {**host_env, **values}
             extra_secrets = [*extra_secrets, *found]
             sources = {**(sources or {}), **found_sources}
             trackers, resolution = _env_decisions(config, command, host_env, env_file, flags, job_name)
     return trackers, resolution, host_env, extra_secrets, sources
+
+
+def _unset(decisions: Sequence[EnvDecision]) -> tuple[list[str], int]:
+    """The allowlisted names not set here that the user's own files or flags list (worth a notice by
+    name), and how many only the launcher's own ``runner/.primus.yaml`` lists (one line)."""
+    listed = [d for d in decisions if d.skip_reason == "unset" and d.reason == "allowlist" and not from_defaults(d.where)]
+    unset = [d.name for d in listed if not from_launcher_file(d.where)]
+    return unset, len(listed) - len(unset)
+
+
+def _host_process(config: Config, flags: LaunchFlags) -> dict:
+    """The plan's ``inherit_env`` and ``secret_rules``: a host process (``direct``) starts from the
+    user's environment unless ``direct.clean_env: true``; the rules withhold its secrets there too."""
+    inherit = flags.host_process and not _as_bool(config.get("direct", "clean_env", default=False))
+    rules = tuple(str(e) for e in config.get("passthrough", "secrets", default=[]) or []) if inherit else ()
+    return {"inherit_env": inherit, "secret_rules": rules}
 
 
 def _with_inherited(decisions: Sequence[EnvDecision], host_env: Mapping[str, str], rules: tuple[str, ...]) -> list[EnvDecision]:
@@ -341,8 +352,12 @@ def _env_decisions(config: Config, command, host_env: Mapping[str, str], env_fil
     """The trackers' analysis and the env policy's decisions for these values."""
     lookup = env_lookup(env_file, host_env)
     trackers = analyze_trackers(config, job_lookup(literal_values(config, flags.env), lookup), command, default_run_name=job_name)
-    return trackers, resolve_env(config, host_env, env_file.values, env_file.path, flags.env, trackers.wanted,
-                                 host_process=flags.host_process)
+    resolution = resolve_env(config, host_env, env_file.values, env_file.path, flags.env, trackers.wanted,
+                             host_process=flags.host_process)
+    host = _host_process(config, flags)
+    if host["inherit_env"]:
+        resolution.decisions = _with_inherited(resolution.decisions, host_env, host["secret_rules"])
+    return trackers, resolution
 
 
 def _final_decisions(decisions: list[EnvDecision], scope: SecretScope, notices: list[str]) -> tuple[list[EnvDecision], list[str]]:
@@ -417,6 +432,7 @@ def _container_settings(config: Config, flags: LaunchFlags, notices: list[str], 
         stop_timeout=float(config.get("container", "stop_timeout", default=10)),
         pull=str(config.get("container", "pull", default=None) or "missing"),
         container_engine=str(config.get("container", "engine", default=None) or "auto"),
+        **_host_process(config, flags),
     )
 
 
