@@ -228,7 +228,7 @@ def begin(options, engine, plan, ctx, out, config) -> Run:
     run.masker, run.scope, run.audit = ctx.scope.masker, ctx.scope, bool(options.audit)
     run.engine = engine
     run.job_dir = _job_dir(engine, config, run.id, plan.name)
-    uncached = _plan_mounts(run, engine, config)
+    uncached = _plan_mounts(run, engine, config, options.flags.host_process)
     if dry:
         ctx.run = run  # the dry run renders the job directory a launch would use
         return run
@@ -257,13 +257,13 @@ def begin(options, engine, plan, ctx, out, config) -> Run:
     return run
 
 
-def _plan_mounts(run: Run, engine, config):
+def _plan_mounts(run: Run, engine, config, host_process: bool = False):
     """Pure: the tracker outputs' and the cache's mounts into ``run.plan`` (a dry run shows them);
     the plan without the cache, should the cache directory not be made."""
     plan, on_nodes = run.plan, _on_nodes(engine)
-    # A process on the host (direct mode) writes where its paths say, into the host's own caches:
-    # no container, so nothing to mount and nothing to redirect.
-    if not getattr(engine, "runs_in_container", True):
+    # A process on the host (direct mode, here or on each Slurm node) writes where its paths say,
+    # into the host's own caches: no container, so nothing to mount and nothing to redirect.
+    if not getattr(engine, "runs_in_container", True) or host_process:
         return plan
     outputs_dir = (run.job_dir or paths.runs_dir() / run.id) / "outputs"
     plan, run.outputs, problems = outputs.plan_outputs(plan, _setting(config, "tracker_outputs", "mount"), outputs_dir, on_nodes,

@@ -170,8 +170,7 @@ def _this_node(plan: LaunchPlan, doc: dict, environ: dict[str, str], job_id: str
     if slurm.get("kill_wait"):  # finish our cleanup before Slurm's SIGKILL
         stop_timeout = max(1.0, min(stop_timeout, float(slurm["kill_wait"]) - 3))
     plan = replace(plan.with_env(computed, "slurm"), name=name, labels=labels, stop_timeout=stop_timeout)
-    # A direct job is a host process: its caches are the host's own, no mount to point them into.
-    return _with_node_cache(plan, doc["cache"], out) if doc.get("cache") and doc.get("entry") != "direct" else plan
+    return _with_node_cache(plan, doc["cache"], out) if doc.get("cache") else plan
 
 
 def _node_container(plan: LaunchPlan, scope: SecretScope, doc: dict, environ: dict[str, str], out: Output,
