@@ -69,11 +69,16 @@ def _option(key: str, value) -> list[str] | str:
 
 
 def env_defaults(config, environ: Mapping[str, str], given: tuple[str, ...]) -> list[str]:
-    """``NAME=value`` for each ``direct.nnodes`` … the user's environment and ``--env`` leave unset."""
+    """``NAME=value`` for each ``direct.nnodes`` … a file of the user's sets and the user's environment
+    and ``--env`` leave unset. The launcher's own ``runner/.primus.yaml`` values are the script's
+    defaults, which it derives from Slurm inside an allocation: they are left to it."""
+    from runner.plan import from_defaults, from_launcher_file
+
     named = {entry.partition("=")[0] for entry in given}
     found = []
     for key, name in ENV_KEYS.items():
-        value = config.get("direct", key, default=None)
-        if value is not None and name not in environ and name not in named:
-            found.append(f"{name}={value}")
+        value, where = config.get("direct", key, default=None), config.where(("direct", key))
+        if value is None or from_defaults(where) or from_launcher_file(where) or name in environ or name in named:
+            continue
+        found.append(f"{name}={value}")
     return found

@@ -46,6 +46,16 @@ def test_the_distributed_keys_are_the_jobs_variables_where_nothing_sets_them(che
     assert env["GPUS_PER_NODE"] == "4" and env["MASTER_PORT"] == "9999"  # the user's environment wins, as in the launcher
 
 
+def test_the_launchers_own_distributed_defaults_are_left_to_the_script(checkout):
+    """Its runner/.primus.yaml says nnodes: 1 (the script's default): inside an allocation the script derives NNODES
+    from Slurm, so the runner does not set it (as the launcher, which ignores direct.nnodes)."""
+    (checkout / "runner" / ".primus.yaml").write_text("direct:\n  nnodes: 1\n  master_addr: localhost\n")
+    result = run_cli(checkout, "--json", "--trust-project", "--dry-run", "direct", "--", "x", home=checkout.parent / "home")
+    assert result.rc == 0, result.stderr
+    env = json.loads(result.stdout)["env"]
+    assert "NNODES" not in env and "MASTER_ADDR" not in env
+
+
 @pytest.mark.parametrize("key, value", [("run_mode", "mpirun"), ("numa", "sometimes")])
 def test_a_value_the_script_cannot_take_is_exit_2_naming_the_key(checkout, key, value):
     (checkout.parent / "user.yaml").write_text(f"direct:\n  {key}: {value}\n")
