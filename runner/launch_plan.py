@@ -73,6 +73,10 @@ class LaunchPlan:
     labels: tuple[tuple[str, str], ...] = ()  # the user's (--label), then the runner's own
     entrypoint: str | None = None  # --entrypoint: replaces the image's ("" clears it); None: the image's
     platform: str | None = None  # --platform: the image variant the engine must run (OS/ARCH[/VARIANT])
+    # A host process (direct) starts from the user's environment less the secrets these
+    # passthrough.secrets entries name (runner.host_env); False: the forwarded names only.
+    inherit_env: bool = False
+    secret_rules: tuple[str, ...] = ()
     notices: tuple[str, ...] = ()
     config_files: tuple[str, ...] = ()
 

@@ -78,6 +78,9 @@ class LaunchFlags:
     hostname: str | None = None
     # Other docker run options, passed through as given: (name, value or None for a boolean).
     run_options: tuple[tuple[str, str | None], ...] = ()
+    # The job runs as a host process (direct, here or on each Slurm node): it starts from the
+    # user's environment (runner.host_env), not from the forwarded names alone.
+    host_process: bool = False
 
     def config_layer(self) -> dict:
         """The flags as a config layer, so they merge and validate like a file."""

@@ -27,6 +27,7 @@ from runner.policy import Classifier, EnvDecision, resolve_env
 from runner.records import dataclass, field, replace
 from runner.resources import policies_dir
 from runner.secrets import Secret, SecretScope, secret_scope
+from runner.secrets.names import NAME_RE
 from runner.trackers.config import analyze_trackers, job_lookup, literal_values
 
 # Docker's image reference grammar (distribution/reference): anything else -- a
@@ -53,6 +54,7 @@ class Planned:
     # Names the user's own files or flags allowlist that are not set here: worth one notice at launch
     # (the built-in defaults' names, and names an engine computes, are not: the plan still lists them).
     unset: list[str] = field(default_factory=list)
+    unset_launcher: int = 0  # how many names only the launcher's own runner/.primus.yaml allowlists are not set (one line)
 
     def require(self) -> LaunchPlan:
         if self.problems or self.plan is None:
@@ -106,6 +108,14 @@ def from_defaults(where: str | None) -> bool:
     return bool(where) and str(where).rsplit(":", 1)[0] == str(policies_dir() / "defaults.yaml")
 
 
+def from_launcher_file(where: str | None) -> bool:
+    """Whether a ``file:line`` is in a Primus checkout's own ``runner/.primus.yaml`` (the
+    launcher's system defaults, not something the user asked for)."""
+    from runner.config.layers import CHECKOUT_FILE
+
+    return bool(where) and str(where).rsplit(":", 1)[0].endswith("/" + CHECKOUT_FILE)
+
+
 def flavor_devices(gpu: str) -> list[str]:
     """The devices a GPU flavor itself needs (``/dev/kfd``, ``/dev/dri`` for ROCm)."""
     return list((_gpu_policy()["flavors"].get(gpu) or {}).get("devices", []))
@@ -126,7 +136,7 @@ def _resolve_devices(config: Config, gpu: str, notices: list[str]) -> tuple[list
     for device in wanted:
         if device in policy["optional_devices"] and not os.path.exists(device.split(":")[0]):
             where = config.where(("container", "options", "device", listed.index(device))) if device in listed else None
-            if gpu != "none" and where and not from_defaults(where):  # the user asked for RDMA: say it is not there
+            if gpu != "none" and where and not from_defaults(where) and not from_launcher_file(where):  # the user asked for RDMA
                 notices.append(f"{device} ({where}) is not present on this host; it is left out (no RDMA)")
             continue
         devices.append(device)
@@ -188,7 +198,7 @@ def build_plan(
     problems += _engine_value_problems(config, settings)
     decisions, scope, absent_optional = _scoped_decisions(
         config, resolution.decisions, extra_env, [host_env, env_file.values], extra_secrets, sources, notices)
-    unset = [d.name for d in decisions if d.skip_reason == "unset" and d.reason == "allowlist" and not from_defaults(d.where)]
+    unset, unset_launcher = _unset(decisions)
     problems += [*_names_holding_secrets(scope, job=job_name, run=trackers.run_name or ""), *_flags_holding_secrets(scope, flags)]
     if not command:
         problems.append(Problem("no command given", hint="put the job's command after --, e.g. primus-runner up -- python train.py"))
@@ -206,7 +216,7 @@ def build_plan(
     if gpu_mode != "off":
         plan = _with_gpu_selection(plan, config, flags, host_env, gpu_holders, gpu_mode == "node", problems)
     problems += _image_problems(plan.image, config)
-    return Planned(plan, problems, warnings, scope, absent_optional, unset)
+    return Planned(plan, problems, warnings, scope, absent_optional, unset, unset_launcher)
 
 
 def _decide_env(config: Config, command, host_env: Mapping[str, str], env_file: EnvFile, flags: LaunchFlags, job_name: str,
@@ -216,13 +226,44 @@ def _decide_env(config: Config, command, host_env: Mapping[str, str], env_file: 
     Returns them with the environment, secrets and sources the references extend."""
     trackers, resolution = _env_decisions(config, command, host_env, env_file, flags, job_name)
     if references is not None:
-        values, found, found_sources = references({d.name for d in resolution.decisions})
+        # the names the policy asks for (an inherited or withheld name never runs a reference)
+        values, found, found_sources = references({d.name for d in resolution.decisions if d.reason != "inherited"})
         if values:
             host_env = {**host_env, **values}
             extra_secrets = [*extra_secrets, *found]
             sources = {**(sources or {}), **found_sources}
             trackers, resolution = _env_decisions(config, command, host_env, env_file, flags, job_name)
     return trackers, resolution, host_env, extra_secrets, sources
+
+
+def _unset(decisions: Sequence[EnvDecision]) -> tuple[list[str], int]:
+    """The allowlisted names not set here that the user's own files or flags list (worth a notice by
+    name), and how many only the launcher's own ``runner/.primus.yaml`` lists (one line)."""
+    listed = [d for d in decisions if d.skip_reason == "unset" and d.reason == "allowlist" and not from_defaults(d.where)]
+    unset = [d.name for d in listed if not from_launcher_file(d.where)]
+    return unset, len(listed) - len(unset)
+
+
+def _host_process(config: Config, flags: LaunchFlags) -> dict:
+    """The plan's ``inherit_env`` and ``secret_rules``: a host process (``direct``) starts from the
+    user's environment unless ``direct.clean_env: true``; the rules withhold its secrets there too."""
+    inherit = flags.host_process and not _as_bool(config.get("direct", "clean_env", default=False))
+    rules = tuple(str(e) for e in config.get("passthrough", "secrets", default=[]) or []) if inherit else ()
+    return {"inherit_env": inherit, "secret_rules": rules}
+
+
+def _with_inherited(decisions: Sequence[EnvDecision], host_env: Mapping[str, str], rules: tuple[str, ...]) -> list[EnvDecision]:
+    """A host process's decisions: the policy's forwarded ones, then every other variable of the
+    user's environment as inherited or withheld (``runner.host_env``), so ``plan`` lists both and
+    a Slurm job exports the inherited names (their values never on a command line)."""
+    from runner.host_env import host_environment  # a direct launch's only
+
+    found = host_environment(host_env, {d.name for d in decisions if d.forwarded}, rules)
+    named = [(name, value) for name, value in found.inherited if NAME_RE.match(name)]
+    replaced = {name for name, _ in named} | {w.name for w in found.withheld}
+    kept = [d for d in decisions if d.forwarded or d.name not in replaced]
+    return [*kept, *(EnvDecision(name, True, False, "inherited", "env", value) for name, value in named),
+            *(EnvDecision(w.name, False, True, "inherited", skip_reason=w.reason) for w in found.withheld)]
 
 
 def _scoped_decisions(config: Config, decided: Sequence[EnvDecision], extra_env, envs: list, extra_secrets, sources,
@@ -315,7 +356,12 @@ def _env_decisions(config: Config, command, host_env: Mapping[str, str], env_fil
     """The trackers' analysis and the env policy's decisions for these values."""
     lookup = env_lookup(env_file, host_env)
     trackers = analyze_trackers(config, job_lookup(literal_values(config, flags.env), lookup), command, default_run_name=job_name)
-    return trackers, resolve_env(config, host_env, env_file.values, env_file.path, flags.env, trackers.wanted)
+    resolution = resolve_env(config, host_env, env_file.values, env_file.path, flags.env, trackers.wanted,
+                             host_process=flags.host_process)
+    host = _host_process(config, flags)
+    if host["inherit_env"]:
+        resolution.decisions = _with_inherited(resolution.decisions, host_env, host["secret_rules"])
+    return trackers, resolution
 
 
 def _final_decisions(decisions: list[EnvDecision], scope: SecretScope, notices: list[str]) -> tuple[list[EnvDecision], list[str]]:
@@ -353,9 +399,10 @@ def _container_settings(config: Config, flags: LaunchFlags, notices: list[str], 
     gpu = flags.gpu or config.get("container", "gpu", default="rocm")
     devices, gpu_request, group_add = _resolve_devices(config, gpu, notices)
     gpu_groups = set(_gpu_policy().get("gpu_groups", []))
-    for group in _as_list(options.get("group-add")):
-        if group in gpu_groups and group not in group_add:
-            continue  # another flavor's GPU group (video/render): absent from images without a GPU stack
+    for index, group in enumerate(_as_list(options.get("group-add"))):
+        asked = gpu == "rocm" or config.where(("container", "options", "group-add", index)) == "command line"
+        if group in gpu_groups and group not in group_add and not asked:
+            continue  # a ROCm group (video/render) from a file under another flavor: absent from images without a GPU stack
         if group not in group_add:
             group_add.append(group)
     mounts = []
@@ -389,6 +436,7 @@ def _container_settings(config: Config, flags: LaunchFlags, notices: list[str], 
         stop_timeout=float(config.get("container", "stop_timeout", default=10)),
         pull=str(config.get("container", "pull", default=None) or "missing"),
         container_engine=str(config.get("container", "engine", default=None) or "auto"),
+        **_host_process(config, flags),
     )
 
 

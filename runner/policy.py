@@ -22,6 +22,8 @@ CLI_WHERE = "command line (--env)"
 ENV_FILE_ONLY = "only in the env file, not allowlisted"
 
 
+# The runner's own settings (and a Slurm node agent's masks): they configure the runner, never a job.
+RUNNER_OWN = "PRIMUS_RUNNER_"
 MIN_PREFIX_LEN = 3  # "" or "P" forwards (nearly) the whole host environment
 BROAD_PREFIX_SHARE = 0.5  # a prefix that matches more than half of a (non-tiny) environment is refused
 
@@ -144,14 +146,17 @@ def resolve_env(
     env_file_name: str | None = None,
     cli_env: Iterable[str] = (),
     wanted: Iterable[Wanted] = (),
+    host_process: bool = False,
 ) -> EnvResolution:
     """Apply the passthrough rules of the contract to the host environment.
 
     Values come from the process environment first, then the env file. The
     steps run in the contract's order: the allowlist (config layers and
     ``--env``), then required and tracker-wanted names, then prefix rules.
+    ``host_process``: the job runs on this host (``direct``), which already has the names
+    the deny list keeps out of containers (``PATH``, ``HOME`` …): listing one is no error.
     """
-    resolver = _Resolver(config, host_env, env_file, env_file_name)
+    resolver = _Resolver(config, host_env, env_file, env_file_name, host_process)
     resolver.result.problems += prefix_problems(config, host_env)
     resolver.refuse_direct_env_literals()
     resolver.allowlist(cli_env)
@@ -166,8 +171,10 @@ def resolve_env(
 class _Resolver:
     """The state of one ``resolve_env``: what is decided so far and what is wrong."""
 
-    def __init__(self, config: Config, host_env: Mapping[str, str], env_file: Mapping[str, str | None], env_file_name: str | None):
+    def __init__(self, config: Config, host_env: Mapping[str, str], env_file: Mapping[str, str | None], env_file_name: str | None,
+                 host_process: bool = False):
         self.config = config
+        self.host_process = host_process
         self.host_env = host_env
         self.env_file = env_file
         self.env_file_name = env_file_name
@@ -221,7 +228,7 @@ class _Resolver:
                 self.result.problems.append(  # the entry is not shown: it may be a value pasted in place of a name
                     Problem(f"{label}: invalid environment variable name (the entry is not shown)", where=where,
                             hint="write NAME or NAME=value; names are letters, digits and _, not starting with a digit"))
-            elif self.classifier.is_denied(name):
+            elif self.classifier.is_denied(name) and not self.host_process:
                 self.result.problems.append(
                     Problem(f"{name} is on the deny list and is never forwarded", where=where, hint="remove it from the env list"))
             elif sep and self.classifier.is_secret(name):
@@ -266,7 +273,9 @@ class _Resolver:
             if prefix is None:
                 continue
             reason = f"prefix {prefix}"
-            if self.classifier.is_denied(name):
+            if name.startswith(RUNNER_OWN):
+                self.decided[name] = EnvDecision(name, False, False, reason, skip_reason=f"configures primus-runner ({RUNNER_OWN}*)")
+            elif self.classifier.is_denied(name):
                 self.decided[name] = EnvDecision(name, False, False, reason, skip_reason="denied by policy")
             elif self.classifier.is_secret(name):
                 self.decided[name] = EnvDecision(name, False, True, reason, skip_reason="secret: prefixes never forward secrets; list it by name to forward it")

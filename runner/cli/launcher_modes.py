@@ -26,6 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from runner.cli import launcher_direct
 from runner.errors import UsageError
 from runner.options import LaunchFlags, ModeOptions, RunOptions
 from runner.ui import Output
@@ -45,16 +46,16 @@ def inner_command(primus_args: Sequence[str], checkout: str | None, entry: Seque
                   on_host: bool, direct_args: Sequence[str] = ()) -> tuple[tuple[str, ...], str | None]:
     """The command that runs the Primus args, and the directory it runs in.
 
-    In a container the checkout is mounted at its own path, so the relative script
-    path works there as on the host; on this host (``direct``) the script path is absolute
-    so the command does not depend on the runner's working directory. ``direct_args`` (the
-    launcher's ``--single``, ``--patch`` …) go to the direct launcher before ``--``."""
-    args = (*direct_args, "--", *primus_args) if direct_args else tuple(primus_args)
-    if entry:
-        return tuple(entry) + args, checkout
+    The script path is absolute (a container mounts the checkout at its own path), so
+    neither ``--workdir`` nor the runner's working directory can break it. ``direct_args``
+    (the launcher's ``--single``, ``--patch`` …) go to the direct launcher before ``--``;
+    on a host (``direct``) the ``--`` is always there, as ``primus-cli direct -- ARGS``
+    hands it over, so ARGS reach Primus unchanged (``--help`` included)."""
+    if entry:  # the user's own entry point: the Primus args appended to it
+        return tuple(entry) + ((*direct_args, "--", *primus_args) if direct_args else tuple(primus_args)), checkout
+    args = (*direct_args, "--", *primus_args) if direct_args or on_host else tuple(primus_args)
     if checkout:
-        script = os.path.join(checkout, DIRECT_SCRIPT) if on_host else DIRECT_SCRIPT
-        return ("bash", script, *args), checkout
+        return ("bash", os.path.join(checkout, DIRECT_SCRIPT), *args), checkout
     return ("primus-cli", "direct", *direct_args, "--", *primus_args), None
 
 
@@ -70,7 +71,14 @@ def mode_switches(opts: ModeOptions) -> tuple[bool, bool, dict]:
     flag = lambda key: launcher_switch(config, key)  # noqa: E731  main, container, slurm or direct
     entry = config.get(section, "entry", default=None)
     direct_env = [str(e) for e in (config.get("direct", "env", default=[]) or [])] if section == "direct" else []
-    found = {"entry": entry, "direct_env": direct_env, "engine": config.get("container", "engine", default="auto")}
+    found = {"entry": entry, "direct_env": direct_env, "engine": config.get("container", "engine", default="auto"),
+             "direct_args": [], "env_defaults": []}
+    if not entry:  # the direct launcher runs: the direct: keys reach it as it takes them (a user's entry gets none)
+        on_host = section == "direct"
+        reads = launcher_direct.own_file(find_checkout(os.environ, os.getcwd()), os.environ.get("HOME"), on_host)
+        found["direct_args"] = launcher_direct.section_args(config, reads)
+        if opts.mode == "direct":  # on Slurm each node's agent computes them
+            found["env_defaults"] = launcher_direct.env_defaults(config, os.environ, opts.flags.env)
     return opts.dry_run or flag("dry_run"), opts.debug or flag("debug"), found
 
 
@@ -83,15 +91,21 @@ def run_mode(opts: ModeOptions, out: Output) -> int:
     # `slurm … -- direct`: each node runs the direct launcher on its host (the checkout on a shared file system)
     on_host = opts.mode == "direct" or (opts.mode == "slurm" and opts.entry == "direct")
     checkout = find_checkout(os.environ, os.getcwd())
-    command, workdir = inner_command(opts.primus_args, checkout, found["entry"], on_host, opts.direct_args)
+    command, workdir = inner_command(opts.primus_args, checkout, found["entry"], on_host, (*found["direct_args"], *opts.direct_args))
     if not opts.primus_args:
         raise UsageError("no Primus arguments given",
                          hint=f"put them after --, e.g. primus-runner {opts.mode} -- train pretrain --config exp.yaml")
     flags = _flags(opts, checkout, workdir, debug, on_host)
     if opts.mode == "slurm" and opts.entry == "direct" and flags.gpu is None:
         flags = replace(flags, gpu="none")  # no container: the host's own devices, nothing to map
-    if found["direct_env"]:  # the launcher's direct.env: forwarded like --env, under the same policy
-        flags = replace(flags, env=tuple(found["direct_env"]) + flags.env)
+    if found["direct_env"] or found["env_defaults"]:  # the launcher's direct.env: forwarded like --env, under the same policy
+        flags = replace(flags, env=tuple(found["env_defaults"]) + tuple(found["direct_env"]) + flags.env)
+    if not on_host:
+        flags = _image_from_environment(flags, os.environ, out)
+        if checkout is None and not found["entry"]:
+            out.notice("no Primus checkout here (PRIMUS_PATH is unset and this directory has no runner/primus-cli-direct.sh): "
+                       "the image's own primus-cli runs, without a checkout's code or its runner/.primus.yaml; "
+                       "set PRIMUS_PATH=/path/to/Primus (or run from the checkout) to mount one")
     run = RunOptions(command=command, sources=opts.sources, flags=flags, dry_run=dry_run, pull=opts.pull,
                      detach=(opts.mode == "slurm" and opts.launcher == "sbatch") or (opts.mode == "container" and opts.detach),
                      engine_flags=opts.engine_flags)
@@ -114,7 +128,21 @@ def _flags(opts: ModeOptions, checkout: str | None, workdir: str | None, debug: 
     gpu, gpus = flags.gpu, opts.gpus if opts.gpus is not None else flags.gpus
     if gpus is not None and str(gpus).strip() == "0" and gpu is None:
         gpu, gpus = "none", None  # primus-cli's --gpus 0: no GPU devices
-    return replace(flags, env=tuple(env), volume=tuple(volume), workdir=flags.workdir or workdir, gpu=gpu, gpus=gpus)
+    return replace(flags, env=tuple(env), volume=tuple(volume), workdir=flags.workdir or workdir, gpu=gpu, gpus=gpus,
+                   host_process=on_host)
+
+
+def _image_from_environment(flags: LaunchFlags, environ: Mapping[str, str], out: Output) -> LaunchFlags:
+    """The launcher's exported ``DOCKER_IMAGE``: the image, over the config's; the command line's
+    ``--image`` still wins (what was typed beats what was exported), and a notice says which."""
+    image = environ.get("DOCKER_IMAGE", "").strip()
+    if not image:
+        return flags
+    if flags.image is not None and flags.image != image:
+        out.notice(f"DOCKER_IMAGE={image} is set, but --image {flags.image} on the command line wins")
+        return flags
+    out.notice(f"image {image} from DOCKER_IMAGE (as primus-cli takes it; --image on the command line beats it)")
+    return replace(flags, image=image)
 
 
 def _mounts_at(spec: str, checkout: str) -> bool:

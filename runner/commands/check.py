@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from runner.errors import ConfigError, EngineUnavailable, Problem
 from runner.options import CheckOptions
@@ -42,7 +42,8 @@ def run_check(opts: CheckOptions, out: Output) -> int:
     computed = tuple(engine.computed_env)  # what the engine sets itself is never "not set"
     try:
         loaded = load_sources(opts.sources, opts.flags)  # once: the references and the plan read the same config
-        prepared = prepare(out, opts.sources, opts.command or ("true",), opts.flags, quiet=True, loaded=loaded,
+        flags = replace(opts.flags, host_process=True) if getattr(engine, "inherits_env", False) else opts.flags  # as up plans it
+        prepared = prepare(out, opts.sources, opts.command or ("true",), flags, quiet=True, loaded=loaded,
                            resolved=_check_refs(opts, loaded, found), extra_env=[(name, "(per node)") for name in computed])
     except ConfigError as exc:
         found.problems += exc.problems

@@ -165,6 +165,7 @@ class EngineBase:
     local_images = False  # pulls and builds on this host: `check` asks the registry and the builder
     dry_run_lists_unset = False  # its dry run shows the plan, which lists the names not set
     runs_in_container = True  # tracker outputs and the cache are mounts (False: a host process)
+    inherits_env = False  # True: planned from the user's environment (a host process, runner.host_env)
     runs_on_nodes = False  # the job runs on other hosts (job directory, a cache per node, no runner log)
     job_dir_setting: "str | None" = None  # the setting that moves the job directory
 

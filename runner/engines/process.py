@@ -1,8 +1,9 @@
 """The process engine: a plan's command as a child process on this host, no container (``direct``).
 
-The child's environment is exactly what the env policy forwards (secrets
-included, revealed here and nowhere else) plus a fixed default ``PATH`` -- never
-the host's environment. Its output passes through the scope's masker; SIGINT and
+The child's environment is the plan's: for a direct job (``LaunchPlan.inherit_env``) the
+user's environment less the secrets the policy does not forward (``runner.host_env``),
+plus the forwarded variables (secrets included, revealed here and nowhere else); with
+``direct.clean_env: true`` only the forwarded ones and a fixed default ``PATH``. Its output passes through the scope's masker; SIGINT and
 SIGTERM are forwarded to its process group, which is killed after the stop
 timeout, so nothing outlives the runner; the exit code is the child's.
 """
@@ -17,12 +18,13 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Callable
+from typing import Callable, Mapping
 
 from runner.engines.base import Connection, EngineBase, Launched, RunContext
 from runner.engines.output import Sink
 from runner.engines.signals import EXIT_SIGNAL, SignalGuard
 from runner.errors import ConfigError, EngineUnavailable, Problem
+from runner.host_env import Withheld, host_environment
 from runner.launch_plan import LaunchPlan
 from runner.records import dataclass, field, replace
 from runner.secrets import MASK
@@ -35,50 +37,91 @@ DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 @dataclass(frozen=True)
 class ProcessRequest:
     """One child process, complete: the program as resolved on this host's PATH when the request was
-    built (``program``, None: not found, and the launch refuses), its arguments, directory and exactly
-    the environment it gets (the plan's forwarded names, ``PATH`` defaulted). ``launch`` execs this."""
+    built (``program``, None: not found, and the launch refuses; looked up on the child's own PATH),
+    its arguments, directory and exactly the environment it gets (the inherited names and the plan's
+    forwarded ones, or only the forwarded ones and a default ``PATH``). ``launch`` execs this."""
 
     plan: LaunchPlan
     argv: tuple[str, ...]
     cwd: str
     env_names: tuple[str, ...] = field(default=())
     program: str | None = None  # argv[0] resolved (``which``), decided before the dry run
+    # From the user's environment, beside the plan's own (a Slurm node's SLURM_* …): public by name.
+    inherited: tuple[tuple[str, str], ...] = ()
+    withheld: tuple[Withheld, ...] = ()
+
+    @classmethod
+    def of(cls, plan: LaunchPlan, user_env: Mapping[str, str], cwd: str | None = None) -> "ProcessRequest":
+        """The request for ``plan`` in ``user_env`` (this host's, or a Slurm node's)."""
+        forwarded = tuple(d.name for d in plan.forwarded)
+        found = host_environment(user_env, set(forwarded), plan.secret_rules) if plan.inherit_env else None
+        request = cls(plan, tuple(plan.command), cwd or plan.workdir or os.getcwd(), forwarded,
+                      inherited=found.inherited if found else (), withheld=found.withheld if found else ())
+        return replace(request, program=_program(request.argv, request.environment().get("PATH")))
 
     def environment(self) -> dict[str, str]:
         """The child's public environment (the launch adds the secrets' values by name, nothing else)."""
-        env = dict(self.plan.public_env())
-        env.setdefault("PATH", DEFAULT_PATH)
+        env = dict(self.inherited)
+        env.update(self.plan.public_env())
+        if not self.plan.inherit_env:
+            env.setdefault("PATH", DEFAULT_PATH)
         return env
 
     def with_run_env(self, pairs: dict[str, str]) -> "ProcessRequest":
         plan = self.plan.with_env(pairs, "tracker run")
-        return replace(self, plan=plan, env_names=tuple(d.name for d in plan.forwarded))
+        names = {d.name for d in plan.forwarded}
+        return replace(self, plan=plan, env_names=tuple(names), inherited=tuple(kv for kv in self.inherited if kv[0] not in names))
 
     def render(self) -> str:
         found = self.program or f"(not found on this host: {self.argv[0] if self.argv else 'no command'})"
-        lines = [f"command  {' '.join(shlex.quote(a) for a in self.argv)}", f"program  {found}", f"workdir  {self.cwd}",
-                 "environment (only these):"]
-        for d in self.plan.forwarded:
+        own = [d for d in self.plan.forwarded if d.reason != "inherited"]
+        inherited = sorted({d.name for d in self.plan.forwarded if d.reason == "inherited"} | {n for n, _ in self.inherited})
+        title = "environment (your environment, less the withheld names, plus these):" if self.plan.inherit_env \
+            else "environment (only these):"
+        lines = [f"command  {' '.join(shlex.quote(a) for a in self.argv)}", f"program  {found}", f"workdir  {self.cwd}", title]
+        for d in own:
             lines.append(f"  {d.name}={MASK if d.secret else d.value}{' [secret]' if d.secret else ''}")
-        if "PATH" not in self.env_names:
+        if not self.plan.inherit_env and "PATH" not in self.env_names:
             lines.append(f"  PATH={DEFAULT_PATH}   (default)")
+        if inherited:
+            lines.append(f"inherited ({len(inherited)}): {', '.join(inherited)}")
+        withheld = self._withheld()
+        if withheld:
+            lines.append("withheld:")
+            lines += [f"  {name}   ({reason})" for name, reason in withheld.items()]
         return "\n".join(lines)
+
+    def _withheld(self) -> dict[str, str]:
+        found = {d.name: d.skip_reason for d in self.plan.skipped if d.reason == "inherited"}
+        found.update((w.name, w.reason) for w in self.withheld)
+        return dict(sorted(found.items()))
 
     def to_dict(self) -> dict:
         return {
             "command": list(self.argv), "program": self.program, "workdir": self.cwd,
-            "env": {d.name: (MASK if d.secret else d.value) for d in self.plan.forwarded},
+            "env": {d.name: (MASK if d.secret else d.value) for d in self.plan.forwarded} | dict(self.inherited),
             "environment": {**self.environment(), **{name: MASK for name in self.plan.secret_env()}},
             "secrets": [d.name for d in self.plan.forwarded if d.secret],
+            "inherit_env": self.plan.inherit_env,
+            "withheld": [{"name": name, "reason": reason} for name, reason in self._withheld().items()],
         }
+
+
+def _program(argv: tuple[str, ...], path: str | None) -> str | None:
+    """``argv[0]`` as the child's own ``PATH`` finds it; None when it is not there or not executable."""
+    if not argv:
+        return None
+    program = argv[0] if "/" in argv[0] else shutil.which(argv[0], path=path)
+    return program if program is not None and os.access(program, os.X_OK) else None
 
 
 class ProcessEngine(EngineBase):
     name = "process"
     # The launch flags a host process carries out: the command's directory, environment and name. Any
     # other (--memory, --volume, --device …) would be dropped without a container: refused, exit 2.
-    honours = frozenset({"env", "name", "workdir", "gpu"})
+    honours = frozenset({"env", "name", "workdir", "gpu", "host_process"})
     runs_in_container = False  # the job writes on the host: no mount decides where tracker outputs go
+    inherits_env = True  # a host process: planned from the user's environment (runner.host_env)
     # No verbs (ps, logs, down, …): a process job lives only as long as the runner that follows it;
     # `runs --engine process` and `logs RUN` read its record.
 
@@ -92,12 +135,7 @@ class ProcessEngine(EngineBase):
         return request  # nothing the host must be asked first
 
     def request(self, plan: LaunchPlan, ctx: RunContext) -> ProcessRequest:
-        cwd = plan.workdir or os.getcwd()
-        argv = tuple(plan.command)
-        program = (shutil.which(argv[0]) if "/" not in argv[0] else argv[0]) if argv else None
-        if program is not None and not os.access(program, os.X_OK):
-            program = None
-        return ProcessRequest(plan, argv, cwd, tuple(d.name for d in plan.forwarded), program)
+        return ProcessRequest.of(plan, os.environ)
 
     def dry_run(self, request: ProcessRequest, ctx: RunContext) -> None:
         if ctx.out.json_mode:

@@ -9,7 +9,11 @@ gets its own directory: kernels compiled by one ROCm stack do not fit another.
 On Slurm each node mounts its own local ``cache.node_dir`` (default
 ``/tmp/primus-runner-<uid>/cache``): compilers' caches on a shared file system are
 slow and are written by many nodes at once. ``cache.enabled: false`` turns it off.
-A variable the job already gets (forwarded by the user) is left as it is.
+A cache variable is set only where nothing else sets it: not when the job already gets it
+(the user's environment, ``--env``, a config literal) nor when the image's own ``ENV`` sets it
+(``image_set``, once the image is inspected); ``HF_HUB_CACHE`` not when ``HF_HOME``,
+``HF_HUB_CACHE`` or ``DATA_PATH`` is set either (Primus's env scripts place the hub cache
+under ``$DATA_PATH``: models already downloaded there are reused).
 """
 
 from __future__ import annotations
@@ -35,6 +39,9 @@ VARIABLES = {
     "HF_HUB_CACHE": "huggingface/hub",
 }
 DEFAULT_NODE_DIR = "/tmp/primus-runner-{uid}/cache"
+# What places the Hugging Face hub cache already, when set: the runner's HF_HUB_CACHE stays out.
+HF_PLACED_BY = ("HF_HOME", "HF_HUB_CACHE", "DATA_PATH")
+REASON = "cache"
 
 
 @dataclass(frozen=True)
@@ -65,16 +72,34 @@ def host_dir(base: str, image: str) -> Path:
     return Path(os.path.expanduser(base.replace("{uid}", str(os.getuid())))) / image_key(image)
 
 
+def unset_by(names: set[str]) -> list[str]:
+    """The cache variables the runner may set where ``names`` are set already: those not among them,
+    and ``HF_HUB_CACHE`` only where nothing places the hub cache."""
+    return [name for name in (*VARIABLES, "PRIMUS_CACHE_ROOT")
+            if name not in names and not (name == "HF_HUB_CACHE" and names.intersection(HF_PLACED_BY))]
+
+
 def apply(plan: LaunchPlan, directory: Path) -> LaunchPlan:
-    """The plan with ``directory`` mounted at the cache root and the variables pointing into it (pure)."""
-    forwarded = {d.name for d in plan.forwarded}
-    env = {name: f"{TARGET}/{sub}" for name, sub in VARIABLES.items() if name not in forwarded}
-    if "PRIMUS_CACHE_ROOT" not in forwarded:
-        env["PRIMUS_CACHE_ROOT"] = TARGET
+    """The plan with ``directory`` mounted at the cache root and the variables nothing else sets pointing into it (pure)."""
+    place = {**{name: f"{TARGET}/{sub}" for name, sub in VARIABLES.items()}, "PRIMUS_CACHE_ROOT": TARGET}
+    env = {name: place[name] for name in unset_by({d.name for d in plan.forwarded})}
     mounted = plan.mounts + (Mount(str(directory), TARGET, "rw"),)
     from runner.records import replace
 
-    return replace(plan.with_env(env, "cache"), mounts=mounted)
+    return replace(plan.with_env(env, REASON), mounts=mounted)
+
+
+def image_set(plan: LaunchPlan, image_env: list[str]) -> tuple[LaunchPlan, list[str]]:
+    """The plan without the cache variables the image's own ``ENV`` (``NAME=value`` entries) sets,
+    and their names (pure)."""
+    names = {entry.partition("=")[0] for entry in image_env}
+    allowed = set(unset_by(names))
+    dropped = [d.name for d in plan.env if d.reason == REASON and d.name not in allowed]
+    if not dropped:
+        return plan, []
+    from runner.records import replace
+
+    return replace(plan, env=tuple(d for d in plan.env if not (d.reason == REASON and d.name in dropped))), dropped
 
 
 def make_dir(directory: Path) -> None:

@@ -236,7 +236,7 @@ def begin(options, engine, plan, ctx, out, config, run_id: str | None = None) ->
     # dry run shows what the launch uses (tests/unit/runs/test_recorder.py).
     run.job_dir = _job_dir(engine, config, run.id, plan.name)
     _settle_job_dir(run, engine, out, recording and _creatable(paths.runs_dir()))
-    uncached = _plan_mounts(run, engine, config)
+    uncached = _plan_mounts(run, engine, config, options.flags.host_process)
     ctx.run = run  # the dry run renders the job directory a launch would use
     if dry:
         return run
@@ -262,13 +262,13 @@ def begin(options, engine, plan, ctx, out, config, run_id: str | None = None) ->
     return run
 
 
-def _plan_mounts(run: Run, engine, config):
+def _plan_mounts(run: Run, engine, config, host_process: bool = False):
     """Pure: the tracker outputs' and the cache's mounts into ``run.plan`` (a dry run shows them);
     the plan without the cache, should the cache directory not be made."""
     plan, on_nodes = run.plan, _on_nodes(engine)
     # A process on the host (direct mode) writes where its paths say, into the host's own caches:
     # no container, so nothing to mount and nothing to redirect.
-    if not engine.runs_in_container:
+    if not engine.runs_in_container or host_process:
         return plan
     outputs_dir = _outputs_dir(run)
     plan, run.outputs, problems = outputs.plan_outputs(plan, _setting(config, "tracker_outputs", "mount"), outputs_dir, on_nodes,

@@ -32,8 +32,8 @@ def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None 
     whether ~/.primus.yaml and ./.primus.yaml are read."""
     from runner.runs import recorder as runs
 
-    engine.refuse_unhonoured(_flags(options))  # a flag the engine would drop: exit 2 before anything is decided
-    loaded = load_sources(options.sources, _flags(options), layer, user_files)
+    engine.refuse_unhonoured(_flags(options, engine))  # a flag the engine would drop: exit 2 before anything is decided
+    loaded = load_sources(options.sources, _flags(options, engine), layer, user_files)
     dry_run = options.dry_run or launcher_switch(loaded[1], "dry_run")  # decided here, once; everything below reads it
     if options.report and not dry_run:
         from runner.session import report
@@ -78,14 +78,15 @@ def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None 
     return code
 
 
-def _flags(options: RunOptions):
-    return options.flags if options.pull is None else replace(options.flags, pull=options.pull)
+def _flags(options: RunOptions, engine: Engine):
+    flags = options.flags if options.pull is None else replace(options.flags, pull=options.pull)
+    return replace(flags, host_process=True) if engine.inherits_env else flags  # planned from the user's environment
 
 
 def _prepare(options: RunOptions, engine: Engine, out: Output, loaded, dry_run: bool, run_id: str):
     """Config, environment, plan and secret scope for this engine, decided once."""
     per_engine = [(name, "(per node)") for name in engine.computed_env]
-    return prepare(out, options.sources, options.command, _flags(options), extra_env=per_engine, loaded=loaded,
+    return prepare(out, options.sources, options.command, _flags(options, engine), extra_env=per_engine, loaded=loaded,
                    resolve_refs=not dry_run,  # a dry run (flag or config) runs no secret reference
                    report_unset=not (dry_run and engine.dry_run_lists_unset),
                    gpu_mode=engine.gpu_mode, run_id=run_id)  # host | node (each Slurm node) | off (no container)

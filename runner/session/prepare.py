@@ -179,3 +179,6 @@ def _report(planned, out: Output, report_unset: bool) -> None:
             out.notice(notice)
         if planned.unset and report_unset:
             out.notice(unset_notice(planned.unset))
+        if planned.unset_launcher and report_unset:
+            out.notice(f"{planned.unset_launcher} names the launcher's runner/.primus.yaml allowlists are not set here, "
+                       "not forwarded (primus-runner plan lists them)")

@@ -26,6 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("runner.secrets",),          # Secret, Masker, the one scope, the leak scanner, secret references
     ("runner.config",),           # layers, YAML with lines, schema, env file
     ("runner.policy",),           # the one classifier of variables
+    ("runner.host_env",),         # what a host process (direct) inherits from the user's environment
     ("runner.ui",),               # Output, CI output, progress
     ("runner.context",),          # a command's config, env file and secret scope, without a launch
     ("runner.clients",),          # the one Engine API client, registry, git

@@ -81,7 +81,15 @@ def resolve(request: DockerRequest, eng: Engine | None, image_config: dict | Non
         config["Entrypoint"] = list(config["Entrypoint"]) + image_entrypoint  # after the shim make_request chose
         pending.remove("image entrypoint")
         decisions.append(f"the shim execs the image's entrypoint {image_entrypoint or '(none)'} (from the image's inspect)")
-    return replace(request, config=config, kind=kind, decisions=tuple(decisions), pending=tuple(pending))
+    plan = request.plan
+    if image_config is not None:
+        from runner.runs import cache
+
+        plan, dropped = cache.image_set(plan, list((image_config.get("Config") or {}).get("Env") or []))
+        if dropped:  # the image's own ENV places them: the runner's cache does not override it
+            config["Env"] = [e for e in config.get("Env") or [] if e.partition("=")[0] not in dropped]
+            decisions.append(f"cache variables left to the image's ENV: {', '.join(dropped)}")
+    return replace(request, plan=plan, config=config, kind=kind, decisions=tuple(decisions), pending=tuple(pending))
 
 
 def resolve_unasked(request: DockerRequest, kind: str, host: str, found: str) -> DockerRequest:

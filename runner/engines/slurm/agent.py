@@ -113,7 +113,7 @@ def run_node(plan_file: str, out: Output) -> int:
         remove_containers({LABEL_SLURM_JOB: job_id, LABEL_NODE_RANK: rank}, engine_client(plan.container_engine))
     plan = _this_node(plan, doc, environ, job_id, rank, out)
     if doc.get("entry") == "direct":  # the launcher's `slurm … -- direct`: the direct launcher on this host
-        code = _run_process(plan, scope, out)
+        code = _run_process(plan, scope, out, environ)
     else:
         code = _node_container(plan, scope, doc, environ, out, {LABEL_SLURM_JOB: job_id, LABEL_NODE_RANK: rank})
     _write_exit(exit_file, code)
@@ -186,16 +186,17 @@ def _write_exit(exit_file: Path, code: int) -> None:
         pass
 
 
-def _run_process(plan: LaunchPlan, scope: SecretScope, out: Output) -> int:
-    """The node's job as a host process (the process engine): only the forwarded env, masked output."""
+def _run_process(plan: LaunchPlan, scope: SecretScope, out: Output, environ: dict[str, str]) -> int:
+    """The node's job as a host process (the process engine): the node's environment as the
+    plan's direct environment rule has it (``runner.host_env``), masked output."""
     from runner.engines.base import RunContext
-    from runner.engines.process import ProcessEngine
+    from runner.engines.process import ProcessEngine, ProcessRequest
     from runner.options import RunOptions
 
     engine = ProcessEngine()
     ctx = RunContext(RunOptions(command=plan.command), scope, out)
     try:
-        launched = engine.launch(engine.request(plan, ctx), ctx)
+        launched = engine.launch(ProcessRequest.of(plan, environ), ctx)
     except RunnerError as exc:
         out.error(exc.message, exc.hint)
         return exc.exit_code

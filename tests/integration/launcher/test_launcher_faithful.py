@@ -226,7 +226,8 @@ def test_slurm_config_keys_map_to_flags_and_a_flag_beats_its_key(space: Space, s
 @pytest.mark.slurm
 def test_slurm_direct_entry_runs_the_direct_launcher_on_each_node(space: Space, slurm_cluster):
     """`slurm srun -N 2 --ntasks-per-node=1 -- direct -- node_smoke` (preflight without a container): each node runs
-    the checkout's direct launcher on its host, with NNODES/NODE_RANK/MASTER_ADDR and the forwarded env only."""
+    the checkout's direct launcher on its host, with NNODES/NODE_RANK/MASTER_ADDR and the user's environment (as srun
+    gives the launcher's), no job-cache variable of a container's (a host process has no such mount)."""
     result = space.run("--config", str(space.config), "slurm", "srun", "-N", "2", "--ntasks-per-node=1", "--",
                        "direct", "--silent", "--env", "LIT=7", "--", "node_smoke", "--tier2-perf", cwd=space.checkout)
     assert result.returncode == 0, result.stderr
@@ -236,5 +237,6 @@ def test_slurm_direct_entry_runs_the_direct_launcher_on_each_node(space: Space, 
         assert got["path"] == str(space.checkout / "runner" / "primus-cli-direct.sh")
         assert got["args"] == ["--silent", "--", "node_smoke", "--tier2-perf"]
         assert got["env"]["NODE_RANK"] == rank and got["env"]["NNODES"] == "2" and got["env"]["LIT"] == "7"
-        assert got["env"]["HF_TOKEN"] == "***" and "HOST_ONLY" not in got["env"]
+        assert got["env"]["HF_TOKEN"] == "***" and got["env"]["HOST_ONLY"] == "host-only-value-q81z"
+        assert not any(value.startswith("/primus-runner/") for value in got["env"].values())
     assert_no_leak((result.stdout + result.stderr).encode(), space.canary, "slurm direct")

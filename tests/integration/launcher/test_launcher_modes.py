@@ -83,7 +83,7 @@ def test_container_with_volume_mounts_the_checkout_and_runs_its_direct_launcher(
                        env={"PRIMUS_PATH": str(space.checkout), "PRIMUS_STANDIN_EXIT": "7"})
     assert result.returncode == 7, result.stderr  # the job's own exit code
     (got,) = seen(result.stdout).values()
-    assert got["path"] == "runner/primus-cli-direct.sh" and got["pwd"] == str(space.checkout)
+    assert got["path"] == str(space.checkout / "runner" / "primus-cli-direct.sh") and got["pwd"] == str(space.checkout)
     check_train(got, ["train", "pretrain", "--config", "/data/exp.yaml"])
     assert got["env"]["HF_TOKEN"] == "***" and got["secretlen"].startswith(f"HF_TOKEN={len(space.canary['HF_TOKEN'])} ")
     assert got["env"]["PRIMUS_STANDIN_EXIT"] == "7" and got["env"]["PRIMUS_PATH"] == str(space.checkout)
@@ -105,7 +105,7 @@ def test_container_in_a_checkout_and_a_configured_entry(space):
     result = space.run("--config", str(space.config), "--debug", "container", "--", "benchmark", "gemm", "-M", "4096", cwd=space.checkout)
     assert result.returncode == 0, result.stderr
     (got,) = seen(result.stdout).values()
-    assert got["path"] == "runner/primus-cli-direct.sh" and got["pwd"] == str(space.checkout)
+    assert got["path"] == str(space.checkout / "runner" / "primus-cli-direct.sh") and got["pwd"] == str(space.checkout)
     assert got["args"] == ["benchmark", "gemm", "-M", "4096"]  # not a training command: no overrides
     assert got["env"]["PRIMUS_LOG_LEVEL"] == "DEBUG"
     (space.root / "entry.yaml").write_text("container:\n  entry: [primus-cli, direct, --single, --]\n")
@@ -113,6 +113,30 @@ def test_container_in_a_checkout_and_a_configured_entry(space):
     assert result.returncode == 0, result.stderr
     (got,) = seen(result.stdout).values()
     assert got["path"] == "/usr/local/bin/primus-cli" and got["args"] == ["direct", "--single", "--", "preflight", "--host"]
+
+
+def test_container_workdir_keeps_the_inner_launcher_and_caches_yield_to_data_path(space):
+    """`container --workdir /workspace -- train …`: the inner `bash <checkout>/runner/primus-cli-direct.sh` still runs
+    (its path is absolute); with DATA_PATH forwarded the runner sets no HF_HUB_CACHE (Primus places it there)."""
+    result = space.run("container", "--workdir", "/workspace", "--env", "DATA_PATH=/data", "--", *TRAIN,
+                       env={"PRIMUS_PATH": str(space.checkout)})
+    assert result.returncode == 0, result.stderr
+    (got,) = seen(result.stdout).values()
+    assert got["path"] == str(space.checkout / "runner" / "primus-cli-direct.sh") and got["pwd"] == "/workspace"
+    assert "HF_HUB_CACHE" not in got["env"] and got["env"]["TRITON_CACHE_DIR"].startswith("/primus-runner/cache/")
+
+
+def test_container_group_add_render_and_an_exported_docker_image(space, tmp_path):
+    """`container --group-add render` reaches the create body as given; an exported DOCKER_IMAGE is the image
+    the job runs in (as primus-cli takes it), over the config's."""
+    planned = space.run("--json", "--dry-run", "container", "--group-add", "render", "--", *TRAIN)
+    assert planned.returncode == 0, planned.stderr
+    assert "render" in json.loads(planned.stdout)["request"]["create"]["HostConfig"]["GroupAdd"]
+    (tmp_path / "busybox.yaml").write_text("container:\n  options:\n    image: primus-test/busybox:latest\n")
+    result = space.run("--config", str(tmp_path / "busybox.yaml"), "container", "--", *TRAIN, env={"DOCKER_IMAGE": IMAGE})
+    assert result.returncode == 0, result.stderr
+    (got,) = seen(result.stdout).values()
+    assert got["path"] == "/usr/local/bin/primus-cli" and f"image {IMAGE} from DOCKER_IMAGE" in result.stderr
 
 
 def _names() -> set[str]:
@@ -139,18 +163,18 @@ def test_dry_run_forms_create_no_container(space):
 # --------------------------------------------------------------------------- direct
 
 
-def test_direct_runs_the_checkout_with_only_the_policys_env(space):
+def test_direct_runs_the_checkout_with_the_users_environment_less_unforwarded_secrets(space):
     result = space.run("--config", str(space.config), "direct", "--env", "HF_TOKEN", "--env", "LIT=one", "--", *TRAIN,
-                       cwd=space.checkout, env={"PRIMUS_STANDIN_EXIT": "5"})
+                       cwd=space.checkout, env={"PRIMUS_STANDIN_EXIT": "5", "MY_SERVICE_TOKEN": space.canary["WANDB_API_KEY"]})
     assert result.returncode == 5, result.stderr
     (got,) = seen(result.stdout).values()
     assert got["path"] == str(space.checkout / "runner" / "primus-cli-direct.sh") and got["pwd"] == str(space.checkout)
-    check_train(got, TRAIN)
+    check_train(got, ["--", *TRAIN])  # as primus-cli direct -- ARGS hands them over
     env = got["env"]
     assert env["HF_TOKEN"] == "***" and got["secretlen"].startswith(f"HF_TOKEN={len(space.canary['HF_TOKEN'])} ")
     assert env["LIT"] == "one" and env["PRIMUS_STANDIN_EXIT"] == "5"
-    shell_own = {"PWD", "SHLVL", "_", "OLDPWD"}  # set by the stand-in's own shell
-    assert set(env) - shell_own == {"HF_TOKEN", "LIT", "PRIMUS_STANDIN_EXIT", "PATH"}, env  # nothing else of the host's
+    assert env["HOST_ONLY"] == "host-only-value-q81z" and env["HOME"] == str(space.home)  # the user's environment, as the launcher's
+    assert "MY_SERVICE_TOKEN" not in env  # a secret by its name that nothing forwards: withheld
     no_leak(result, space.canary, "direct")
 
 
@@ -160,7 +184,7 @@ def test_direct_env_of_the_launcher_file_is_forwarded_under_the_policy(space):
     assert result.returncode == 0, result.stderr
     (got,) = seen(result.stdout).values()
     assert got["env"]["FROM_DIRECT"] == "yes" and got["env"]["HOST_ONLY"] == "host-only-value-q81z"
-    assert got["args"] == ["preflight"]
+    assert got["args"] == ["--", "preflight"]
 
 
 def test_direct_without_a_checkout_runs_primus_cli_from_path(space, tmp_path):
@@ -214,7 +238,7 @@ def test_slurm_srun_runs_the_container_entry_on_both_nodes(space, slurm_cluster)
     ranks = _by_rank(result)
     masters = set()
     for rank, got in ranks.items():
-        assert got["path"] == "runner/primus-cli-direct.sh" and got["pwd"] == str(space.checkout)
+        assert got["path"] == str(space.checkout / "runner" / "primus-cli-direct.sh") and got["pwd"] == str(space.checkout)
         check_train(got, TRAIN)
         env = got["env"]
         assert env["NODE_RANK"] == rank and env["NNODES"] == "2" and env["HF_TOKEN"] == "***"

@@ -3,6 +3,7 @@ the Slurm flag checks (nothing widens --export or injects a directive), names an
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -28,8 +29,11 @@ def test_checkout_from_primus_path_or_cwd(tmp_path):
 
 
 def test_inner_command_follows_the_launcher():
-    assert inner_command(TRAIN, "/ck", None, on_host=False) == (("bash", "runner/primus-cli-direct.sh", *TRAIN), "/ck")
-    assert inner_command(TRAIN, "/ck", None, on_host=True) == (("bash", "/ck/runner/primus-cli-direct.sh", *TRAIN), "/ck")
+    """The script path is absolute (a container's --workdir cannot break it); on a host the direct
+    launcher gets `-- ARGS` as `primus-cli direct -- ARGS` hands them over (`--help` reaches Primus)."""
+    assert inner_command(TRAIN, "/ck", None, on_host=False) == (("bash", "/ck/runner/primus-cli-direct.sh", *TRAIN), "/ck")
+    assert inner_command(TRAIN, "/ck", None, on_host=True) == (("bash", "/ck/runner/primus-cli-direct.sh", "--", *TRAIN), "/ck")
+    assert inner_command(["--help"], "/ck", None, on_host=True) == (("bash", "/ck/runner/primus-cli-direct.sh", "--", "--help"), "/ck")
     assert inner_command(TRAIN, None, None, on_host=False) == (("primus-cli", "direct", "--", *TRAIN), None)
     assert inner_command(TRAIN, None, ["my-entry"], on_host=True) == (("my-entry", *TRAIN), None)
     assert inner_command(TRAIN, None, None, True, ("--single",)) == (("primus-cli", "direct", "--single", "--", *TRAIN), None)
@@ -136,3 +140,33 @@ def test_dry_run_wherever_the_launcher_accepts_it(project, args):
     result = run_cli(project, *args, "--", *TRAIN)
     assert result.returncode == 0, result.stderr
     assert "#SBATCH --nodes=2" in result.stdout and not (project / "primus-runs").exists()
+
+
+def test_an_exported_docker_image_is_the_image_as_the_launcher_takes_it(tmp_path):
+    (tmp_path / ".primus.yaml").write_text("container:\n  gpu: none\n  options:\n    image: busybox\n")
+    result = run_cli(tmp_path, "--json", "--dry-run", "container", "--", "benchmark", "gemm", env={"DOCKER_IMAGE": "exported/img:2"})
+    assert result.rc == 0 and json.loads(result.stdout)["image"] == "exported/img:2", result.stderr
+    assert "from DOCKER_IMAGE" in result.stderr
+    typed = run_cli(tmp_path, "--json", "--dry-run", "container", "--image", "typed/img:3", "--", "x", env={"DOCKER_IMAGE": "exported/img:2"})
+    assert json.loads(typed.stdout)["image"] == "typed/img:3" and "--image typed/img:3 on the command line wins" in typed.stderr
+
+
+def test_outside_a_checkout_one_notice_says_the_images_own_launcher_runs(tmp_path):
+    (tmp_path / ".primus.yaml").write_text("container:\n  gpu: none\n  options:\n    image: busybox\n")
+    result = run_cli(tmp_path, "--dry-run", "container", "--", "benchmark", "gemm")
+    assert result.rc == 0, result.stderr
+    assert result.stderr.count("no Primus checkout here") == 1 and "PRIMUS_PATH" in result.stderr
+
+
+def test_the_launchers_own_allowlist_unset_is_one_line(tmp_path):
+    """A checkout's runner/.primus.yaml lists ~38 names a user rarely sets: counted in one line, not listed."""
+    from ux_helpers import REPO
+
+    checkout = tmp_path / "Primus"
+    (checkout / "runner").mkdir(parents=True)
+    (checkout / "runner" / "primus-cli-direct.sh").write_text("#!/bin/sh\n")
+    (checkout / "runner" / ".primus.yaml").write_text((REPO / "tests" / "fixtures" / "primus-runner.primus.yaml").read_text())
+    result = run_cli(checkout, "--trust-project", "--dry-run", "direct", "--", "benchmark", "gemm")
+    assert result.rc == 0, result.stderr
+    (line,) = [line for line in result.stderr.splitlines() if "not forwarded" in line]
+    assert "names the launcher's runner/.primus.yaml allowlists are not set here" in line and "NCCL_IB_HCA" not in line

@@ -128,6 +128,18 @@ def test_gpu_flavors_choose_devices(work):
     assert "video" not in none.group_add and "video" not in cuda.group_add
 
 
+def test_group_add_on_the_command_line_is_passed_as_given(work):
+    """`container --group-add render`: kept under ROCm (beside the flavor's video) and under any flavor;
+    a file's ROCm group is still dropped under cuda and none (images without a GPU stack lack it)."""
+    rocm = plan_for(work, BASE, {}, flags=LaunchFlags(gpu="rocm", group_add=("render",))).plan
+    assert {"video", "render"} <= set(rocm.group_add)
+    none = plan_for(work, BASE, {}, flags=LaunchFlags(gpu="none", group_add=("render",))).plan
+    assert "render" in none.group_add
+    (work / "groups.yaml").write_text("container:\n  options:\n    group-add: [render]\n")
+    from_file = plan_from(work, BASE, flags=LaunchFlags(gpu="rocm"), extra=str(work / "groups.yaml")).plan
+    assert "render" in from_file.group_add
+
+
 def test_built_in_defaults_are_least_privilege(work):
     """No privileged mode or raised ulimit unless a config asks (many hosts refuse both)."""
     plan = plan_for(work, BASE, {}, flags=LaunchFlags(gpu="rocm")).plan

@@ -211,12 +211,14 @@ def test_process_request_is_the_golden_one(work):
     config, plan, scope = _plan(work)
     engine = ProcessEngine()
     request = engine.request(plan, _ctx(engine, config, scope))
-    python = shutil.which("python")
+    python = shutil.which("python", path=DEFAULT_PATH)  # looked up on the child's own PATH
     assert request.argv == ("python", "train.py", "--lr", "0.1") and request.cwd == "/w" and request.program == python
     assert request.to_dict() == {"command": ["python", "train.py", "--lr", "0.1"], "program": python, "workdir": "/w",
                                  "env": {"HF_TOKEN": "***", "LIT": "one"}, "secrets": ["HF_TOKEN"],
-                                 "environment": {"HF_TOKEN": "***", "LIT": "one", "PATH": DEFAULT_PATH}}
-    assert request.render().splitlines() == ["command  python train.py --lr 0.1", f"program  {python}", "workdir  /w",
+                                 "environment": {"HF_TOKEN": "***", "LIT": "one", "PATH": DEFAULT_PATH},
+                                 "inherit_env": False, "withheld": []}  # a plan not made for a host process: forwarded names only
+    assert request.render().splitlines() == ["command  python train.py --lr 0.1",
+                                             f"program  {python or '(not found on this host: python)'}", "workdir  /w",
                                              "environment (only these):",
                                              "  HF_TOKEN=*** [secret]", "  LIT=one", f"  PATH={DEFAULT_PATH}   (default)"]
     assert request.with_run_env({"WANDB_RUN_ID": "w1"}).plan.public_env()["WANDB_RUN_ID"] == "w1"
