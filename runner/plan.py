@@ -184,16 +184,15 @@ def build_plan(
     "off": no container, no GPU selection (``direct``).
     ``references(names)``: for the names the env policy considers, the values of their
     secret references (plain, for the policy), the same as secrets (for the scope) and where
-    each comes from; the env policy then decides with them (the plan is built once).
-    ``run_id``: the launch's run id, which a job nothing names is named after.
+    each comes from; the env policy then decides with them (the plan is built once). ``run_id``:
+    the launch's run id, which a job nothing names is named after.
     """
     options = config.get("container", "options", default={}) or {}
     job_name = str(name or flags.name or _per_job(options.get("name"), host_env) or default_name(run_id))
     trackers, resolution, host_env, extra_secrets, sources = _decide_env(
         config, command, host_env, env_file, flags, job_name, references, extra_secrets, sources)
-    problems: list[Problem] = [*trackers.problems, *resolution.problems]
-    warnings: list[str] = [*env_file.warnings, *trackers.warnings, *resolution.warnings]
-    notices: list[str] = list(trackers.notices)
+    problems, notices = [*trackers.problems, *resolution.problems], list(trackers.notices)
+    warnings = [*env_file.warnings, *trackers.warnings, *resolution.warnings]
     settings = _container_settings(config, flags, notices, problems)
     problems += _engine_value_problems(config, settings)
     decisions, scope, absent_optional = _scoped_decisions(
