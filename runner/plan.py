@@ -208,14 +208,19 @@ def build_plan(
         trackers=trackers,
         notices=tuple(notices),
         config_files=tuple(config.files),
-        labels=(*_user_labels(flags, problems), (LABEL, "true"), (LABEL_JOB, job_name), (LABEL_VERSION, __version__),
-                (LABEL_OWNER, str(os.getuid()))),
+        labels=_labels(flags, job_name, problems),
         **settings,
     )
     if gpu_mode != "off":
         plan = _with_gpu_selection(plan, config, flags, host_env, gpu_holders, gpu_mode == "node", problems)
     problems += _image_problems(plan.image, config)
     return Planned(plan, problems, warnings, scope, absent_optional, unset, unset_launcher)
+
+
+def _labels(flags: LaunchFlags, job_name: str, problems: list[Problem]) -> tuple[tuple[str, str], ...]:
+    """The user's ``--label``s, then the runner's own (which the user's cannot replace)."""
+    return (*_user_labels(flags, problems), (LABEL, "true"), (LABEL_JOB, job_name), (LABEL_VERSION, __version__),
+            (LABEL_OWNER, str(os.getuid())))
 
 
 def _decide_env(config: Config, command, host_env: Mapping[str, str], env_file: EnvFile, flags: LaunchFlags, job_name: str,
