@@ -308,3 +308,14 @@ def test_the_tty_shim_turns_echo_off_and_says_so_before_it_reads_and_restores_be
     assert "-icanon" in TTY_SHIM[off:ready]  # no line length limit for a long payload
     assert "exec </dev/null" not in TTY_SHIM  # the job's stdin is the terminal
     assert READY == b"\x1b]primus-shim-ready\x07"
+
+
+def test_how_the_image_is_got_and_whether_the_launch_detaches_are_in_the_request(work):
+    """``up --build`` and ``--detach`` are decided into the request (and shown), not read by the launch."""
+    built = _docker_request(work, options={"build": True, "detach": True})
+    assert built.fetch == "build" and built.detach and built.to_dict()["fetch"] == "build" and built.to_dict()["detach"]
+    assert any("built from its recipe when it is not local (--build)" in d for d in built.decisions)
+    pulled = _docker_request(work)
+    assert pulled.fetch == "pull" and not pulled.detach
+    assert "pull: missing; image: pulled when it is not local" in pulled.decisions
+    assert pulled.to_dict()["ids"] == {"run": RUN_ID}
