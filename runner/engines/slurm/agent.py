@@ -189,14 +189,14 @@ def _write_exit(exit_file: Path, code: int) -> None:
 def _run_process(plan: LaunchPlan, scope: SecretScope, out: Output, environ: dict[str, str]) -> int:
     """The node's job as a host process (the process engine): the node's environment as the
     plan's direct environment rule has it (``runner.host_env``), masked output."""
-    from runner.engines.base import RunContext
+    from runner.engines.base import Connection, RunContext
     from runner.engines.process import ProcessEngine, ProcessRequest
     from runner.options import RunOptions
 
     engine = ProcessEngine()
     ctx = RunContext(RunOptions(command=plan.command), scope, out)
     try:
-        launched = engine.launch(ProcessRequest.of(plan, environ), ctx)
+        launched = engine.launch(ProcessRequest.of(plan, environ), Connection(ctx.out, ctx.scope))
     except RunnerError as exc:
         out.error(exc.message, exc.hint)
         return exc.exit_code
@@ -261,7 +261,7 @@ def _pull(image: str, policy: str, environ: dict, out: Output, engine: str = "au
 
 def _run_container(plan: LaunchPlan, scope: SecretScope, out: Output, labels: dict[str, str]) -> int:
     """The node's container through the Docker engine: launched and watched like ``up``."""
-    from runner.engines.base import RunContext
+    from runner.engines.base import Connection, RunContext
     from runner.engines.docker import DockerEngine, DockerSettings
     from runner.errors import Interrupted
     from runner.options import RunOptions
@@ -269,7 +269,7 @@ def _run_container(plan: LaunchPlan, scope: SecretScope, out: Output, labels: di
     engine = DockerEngine(extra_labels=labels)
     ctx = RunContext(RunOptions(command=plan.command), scope, out, DockerSettings(engine=plan.container_engine))
     try:
-        launched = engine.launch(engine.resolve(engine.request(plan, ctx), ctx), ctx)
+        launched = engine.launch(engine.resolve(engine.request(plan, ctx), ctx), Connection(ctx.out, ctx.scope))  # the request, nothing else
     except Interrupted as exc:
         out.error(exc.message)
         return exc.exit_code
