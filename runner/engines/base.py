@@ -299,7 +299,7 @@ class Verbs(Protocol):
 
 class Recorded(Protocol):
     """What the run store (``runner.runs``) asks an engine about its runs, so a new engine needs no
-    edit there. All optional; an engine that lacks one gets the default said here.
+    edit there. All optional: ``EngineBase`` holds the defaults said here.
 
     ``runs_on_nodes`` (default False): the job runs on other hosts, so its files go to a job
     directory they all see, each node mounts its own cache, and the runner keeps no log of its
