@@ -22,7 +22,8 @@ Where those files are (``DOCKER_CONFIG``, ``REGISTRY_AUTH_FILE``, ``XDG_RUNTIME_
 ``XDG_CONFIG_HOME``, ``HOME``) comes from the user's own process environment only, never
 from an env file: a repository's ``./.env`` must not choose the config that names the
 credential helper. A helper is a plain name (``docker-credential-NAME``, looked up on
-``PATH``); a name with a path in it would run a program the config's author put there.
+``PATH``, found in an absolute directory of it); a name with a path in it, or one a relative
+``PATH`` entry finds, would run a program of the directory the command runs in.
 """
 
 from __future__ import annotations
@@ -205,6 +206,10 @@ def _sdk_login(registry: str, path: str, kind: str, key: str) -> tuple[dict | No
             f"{path} names a credential helper for {registry} that is not a plain name (it is not run)",
             hint="a helper is docker-credential-NAME found on PATH, NAME of letters, digits, '.', '_' and '-'; "
                  "fix 'credsStore'/'credHelpers' in that file"))
+    if helper is not None and _found_relative(f"docker-credential-{helper}"):
+        raise ConfigError(Problem(
+            f"docker-credential-{helper} would be found through a relative PATH entry (the current directory's), "
+            "so it is not run", hint="keep only absolute directories in PATH ('.', '' and relative entries name the current directory)"))
     try:
         with warnings.catch_warnings():  # the SDK warns when the helper program is missing; we say it ourselves
             warnings.simplefilter("ignore")
@@ -224,6 +229,16 @@ def _sdk_login(registry: str, path: str, kind: str, key: str) -> tuple[dict | No
         return None, ""
     from_file = any(found is entry for entry in auth.auths.values())
     return found, f"{kind} {path}" if from_file or not helper else f"credential helper docker-credential-{helper}"
+
+
+def _found_relative(program: str) -> bool:
+    """Would PATH lookup (the SDK's ``shutil.which``) find ``program`` through a relative entry,
+    that is in a directory of the repository the command runs in?"""
+    import shutil
+
+    absolute = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if os.path.isabs(p))
+    found = shutil.which(program)
+    return found is not None and found != shutil.which(program, path=absolute)
 
 
 # docker-credential-NAME: a plain name, so only PATH can resolve it (never a path, never the working directory).

@@ -19,13 +19,14 @@ TOKEN_PREFIXES = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-
 # What a config key looks like (lowercase words); anything else in a message may be a pasted secret.
 _KEY_SHAPE = re.compile(r"[a-z][a-z0-9]{0,15}([_-][a-z0-9]{1,15})*")
 HIDDEN_KEY = "<key not shown>"
+_SHORT = 8  # a key this short is a typo, not a credential: shown whatever its shape
 
 
 def shown_key(key: object) -> str:
     """A mapping key as messages and CI annotations may print it: a key shaped like a config key
     (or a variable name), else ``HIDDEN_KEY`` (a token pasted as a key must not be echoed)."""
     text = str(key)
-    if text.startswith(TOKEN_PREFIXES) or not (_KEY_SHAPE.fullmatch(text) or _NAME_SHAPE.fullmatch(text)):
+    if text.startswith(TOKEN_PREFIXES) or not (len(text) <= _SHORT or _KEY_SHAPE.fullmatch(text) or _NAME_SHAPE.fullmatch(text)):
         return HIDDEN_KEY
     return text
 

@@ -38,7 +38,7 @@ from typing import Callable, Sequence
 
 from runner.errors import ConfigError, EngineUnavailable, Problem
 from runner.secrets import Secret, secret_scope
-from runner.secrets.names import NAME_RE, is_runner_variable
+from runner.secrets.names import NAME_RE, is_runner_variable, shown_key
 
 SCHEMES = ("env", "file", "pass", "aws-sm", "cmd")
 AWS_EXTRA_HINT = "pip install 'primus-runner[aws]'"
@@ -115,7 +115,7 @@ def parse_ref(name, source, where: str | None = None) -> SecretRef | Problem:
     """
     if not isinstance(name, str) or not NAME_RE.match(name):
         return Problem(
-            f"secrets: {str(name)!r} is not a variable name",
+            f"secrets: '{shown_key(name)}' is not a variable name",
             where=where,
             hint="letters, digits and _, not starting with a digit",
         )
@@ -123,7 +123,7 @@ def parse_ref(name, source, where: str | None = None) -> SecretRef | Problem:
     scheme, sep, target = source.partition(":") if isinstance(source, str) else ("", "", "")
     if not sep or scheme not in SCHEMES:
         return Problem(
-            f"secrets.{name}: not a secret reference (the value is not shown)",
+            f"secrets.{shown_key(name)}: not a secret reference (the value is not shown)",
             where=where,
             hint=f"write where the secret lives: {expected}",
         )
@@ -149,7 +149,7 @@ def parse_ref(name, source, where: str | None = None) -> SecretRef | Problem:
         except ValueError as exc:
             bad = f"cannot split the command line ({exc})"
     if bad:
-        return Problem(f"secrets.{name}: {source}: {bad}", where=where, hint=f"expected {expected}")
+        return Problem(f"secrets.{shown_key(name)}: {source}: {bad}", where=where, hint=f"expected {expected}")
     return SecretRef(name=name, source=source, scheme=scheme, target=target, where=where)
 
 

@@ -52,3 +52,23 @@ def test_a_helper_name_with_a_path_in_your_own_config_is_refused_not_run(tmp_pat
         credentials_for("ghcr.io/org/img:1", {}.get)
     assert not canary.exists()
     assert info.value.exit_code == 2 and "not a plain name" in str(info.value) and "credHelpers" in str(info.value)
+
+
+def test_a_helper_found_through_a_relative_path_entry_is_refused_not_run(tmp_path, monkeypatch):
+    """``PATH=bin:…`` (or ``.``) resolves a plain name in the current directory: the repository's."""
+    import os
+
+    canary = tmp_path / "PWNED-helper"
+    helper = tmp_path / "bin" / "docker-credential-plain"
+    helper.parent.mkdir()
+    helper.write_text(f"#!/bin/sh\ntouch {canary}\necho '{{\"Username\": \"u\", \"Secret\": \"s\"}}'\n")
+    helper.chmod(0o755)
+    (tmp_path / "dcfg").mkdir()
+    (tmp_path / "dcfg" / "config.json").write_text(json.dumps({"credsStore": "plain"}))
+    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "dcfg"))
+    monkeypatch.setenv("PATH", "bin" + os.pathsep + os.environ["PATH"])
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError) as info:
+        credentials_for("ghcr.io/org/img:1", {}.get)
+    assert not canary.exists()
+    assert "relative PATH entry" in str(info.value)

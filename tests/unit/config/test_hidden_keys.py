@@ -18,7 +18,9 @@ def token() -> str:
 
 
 @pytest.mark.parametrize("doc", ["{t}: 1\n", "container:\n  {t}: 1\n", "trackers:\n  metrics:\n    {t}: true\n",
-                                 "container:\n  options:\n    {t}: x\n"], ids=["top", "section", "nested", "options"])
+                                 "container:\n  options:\n    {t}: x\n", "secrets:\n  sk-{t}: env:X\n",
+                                 "secrets:\n  {t}: 'not a reference'\n"],
+                         ids=["top", "section", "nested", "options", "secret-name", "secret-value"])
 @pytest.mark.parametrize("ci", [False, True], ids=["terminal", "github-actions"])
 def test_a_token_used_as_a_key_is_not_echoed(tmp_path, doc, ci):
     secret = token()
