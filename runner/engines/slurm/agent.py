@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+from dataclasses import replace
 from pathlib import Path
 
 from runner.engines.slurm import computed as node_values
@@ -23,7 +24,6 @@ from runner.engines.slurm.node import (LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PR
                                        planned_engine, require_job_id)
 from runner.errors import ConfigError, Problem, RunnerError, UsageError
 from runner.launch_plan import LaunchPlan
-from runner.records import replace
 from runner.secrets import Secret, SecretScope, secret_scope
 from runner.ui import Output
 
