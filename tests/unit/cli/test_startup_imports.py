@@ -36,8 +36,8 @@ NOT_IN_PLAN = (
     "runner.cli.launcher_args", "difflib", "glob",
 )
 # How many of the runner's own modules each may load at most: a guard against what the lists above do
-# not name (70 and 38 loaded when it was last counted, plus a little room).
-PLAN_RUNNER_MODULES = 72
+# not name (75 and 38 loaded when it was last counted, plus a little room).
+PLAN_RUNNER_MODULES = 77
 AGENT_RUNNER_MODULES = 41
 # The node agent's: none of the submit side (sbatch, squeue, the batch script, the log followers),
 # no config files (the plan file is the config), no tracker client.
