@@ -1,5 +1,5 @@
 """The command line: parse (``runner.cli.parser``), dispatch (``runner.cli.dispatch``), end with
-the exit code ``runner.ui.exit_codes`` gives what the command returned or raised.
+the exit code ``runner.ui.exits`` gives what the command returned or raised.
 
 Each command runs in its own module, imported only when it runs; exit codes are the contract's
 (0 ok, 1 engine unavailable, 2 usage/config, 3 run-time failure, 4 leak found; a job's own code
@@ -22,7 +22,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     from runner.options import Sources
     from runner.ui import Output
-    from runner.ui.exit_codes import exit_code, run_guarded
+    from runner.ui.exits import exit_code, run_guarded
 
     try:
         parser, args = _parse(argv)

@@ -59,7 +59,7 @@ def main(argv: list[str]) -> int:
     """``node-agent PLAN`` or ``node-agent --cleanup JOB [PLAN]``, from ``entry.py``: the two forms the
     batch script and ``cancel`` write (``primus-runner node-agent`` parses the same through the CLI)."""
     from runner.ui import ci
-    from runner.ui.exit_codes import run_guarded
+    from runner.ui.exits import run_guarded
 
     ci.disable()  # runs on Slurm nodes; its output is written to log files
     out = Output(color=False)

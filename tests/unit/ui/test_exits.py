@@ -8,7 +8,7 @@ import pytest
 from runner.errors import ConfigError, EngineUnavailable, Interrupted, LeakFound, Problem, RuntimeFailure, UsageError
 from runner.secrets import Secret, secret_scope
 from runner.ui import Output
-from runner.ui.exit_codes import run_guarded
+from runner.ui.exits import run_guarded
 
 CANARY = "exit-codes-canary-7f3a9c"
 
