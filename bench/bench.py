@@ -76,13 +76,39 @@ def bench_cli() -> None:
     """`--version` and `plan -- true` on the repository's .primus.yaml vs `python -c pass`, interleaved."""
     runs = int(os.environ.get("BENCH_CLI_RUNS", "20"))
     env = _installed_env()
-    with tempfile.TemporaryDirectory() as cache:
-        env["XDG_CACHE_HOME"] = cache
-        subprocess.run(RUNNER + ["plan", "--gpu", "none", "--", "true"], cwd=REPO, env=env, capture_output=True)  # warm the schema cache
-        times = interleaved({"python": [sys.executable, "-c", "pass"], "version": RUNNER + ["--version"],
-                             "plan": RUNNER + ["plan", "--", "true"]}, runs, env=env, cwd=REPO)
+    times = interleaved({"python": [sys.executable, "-c", "pass"], "version": RUNNER + ["--version"],
+                         "plan": RUNNER + ["plan", "--", "true"]}, runs, env=env, cwd=REPO)
     compare("--version", times["version"], times["python"], "python -c pass")
     compare("plan -- true", times["plan"], times["python"], "python -c pass")
+
+
+# The naive floor of `plan`: a Python process that imports yaml and jsonschema, loads the same
+# config files and validates each against the same schema. No runner code; the schema's path is given.
+_PLAN_FLOOR = r"""
+import json, sys
+import jsonschema, yaml
+schema = json.loads(open(sys.argv[1], "rb").read())
+validator = jsonschema.Draft202012Validator(schema)
+for path in sys.argv[2:]:
+    with open(path, encoding="utf-8") as f:
+        validator.validate(yaml.safe_load(f) or {})
+"""
+
+
+def bench_plan_floor() -> None:
+    """`plan -- true` on the repository's .primus.yaml against the naive floor (python importing yaml and
+    jsonschema, loading the same files and validating them against the same schema), interleaved, in a
+    home and XDG directories of its own: nothing from the user's files or caches on either side."""
+    runs = int(os.environ.get("BENCH_PLAN_FLOOR_RUNS", "20"))
+    policies = REPO / "policies"
+    files = [policies / "defaults.yaml", REPO / ".primus.yaml"]
+    with tempfile.TemporaryDirectory() as home:
+        env = _installed_env(HOME=home, **{f"XDG_{k}_HOME": str(Path(home, k.lower())) for k in ("CACHE", "CONFIG", "STATE", "DATA")})
+        plan = RUNNER + ["plan", "--", "true"]
+        floor = [sys.executable, "-c", _PLAN_FLOOR, str(policies / "config.schema.json"), *map(str, files)]
+        timed(plan, 1, env=env, cwd=REPO), timed(floor, 1, env=env, cwd=REPO)  # warm the page cache
+        times = interleaved({"plan": plan, "floor": floor}, runs, env=env, cwd=REPO)
+    compare("plan -- true (repository's .primus.yaml)", times["plan"], times["floor"], "naive floor (yaml + jsonschema)")
 
 
 BUSYBOX = "primus-test/busybox:latest"

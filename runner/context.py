@@ -9,6 +9,7 @@ names with the one classifier, ``runner.policy.Classifier``.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -16,7 +17,6 @@ from runner.config import Config, default_layer_paths, load_config, load_env_and
 from runner.config.envfile import EnvFile, env_lookup, load_env_file
 from runner.options import Sources
 from runner.policy import Classifier
-from runner.records import dataclass
 from runner.secrets import Secret, SecretScope, secret_scope
 from runner.ui import Output
 
@@ -87,7 +87,7 @@ def early_scope(sources: Sources) -> SecretScope:
 def _early_entries(config_file: str | None) -> list[str]:
     """The ``passthrough.secrets`` entries of the default and config files, read one by one:
     a broken file adds nothing (load_config reports it), the others still count."""
-    from runner.config.yamlsource import load_file  # size-limited, bounded and cached by text, like load_config
+    from runner.config.yamlsource import load_yaml  # size-limited and bounded, like load_config
     from runner.resources import policies_dir
 
     entries: list[str] = []
@@ -97,7 +97,7 @@ def _early_entries(config_file: str | None) -> list[str]:
         paths = [policies_dir() / "defaults.yaml"]
     for path in paths:
         try:
-            data = load_file(Path(path), accepted=False).data if Path(path).is_file() else None  # not validated yet
+            data = load_yaml(Path(path)).data if Path(path).is_file() else None  # not validated yet
             listed = (data.get("passthrough") or {}).get("secrets") if isinstance(data, dict) else None
             entries += [str(p) for p in listed or [] if isinstance(p, (str, int))]
         except Exception:

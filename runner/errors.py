@@ -6,7 +6,7 @@ usage/config/policy (nothing launched), 3 run-time failure, 4 leak found.
 
 from __future__ import annotations
 
-from runner.records import dataclass
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,10 @@ already runs with its ``PATH``, ``HOME`` and ``LD_LIBRARY_PATH``, so it does not
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Collection, Iterable, Mapping
 
 from runner.policy import RUNNER_OWN, Classifier
-from runner.records import dataclass
 
 WITHHELD_SECRET = "withheld: a secret by its name (passthrough.secrets); --env NAME forwards it"
 WITHHELD_RUNNER = f"withheld: configures primus-runner ({RUNNER_OWN}*)"

@@ -7,11 +7,11 @@ not the config layers and parsers planning loads.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import Mapping
 
 from runner.gpus import Gpu
 from runner.policy import EnvDecision
-from runner.records import dataclass, fields, is_dataclass, replace
 from runner.secrets import MASK, Secret
 from runner.trackers.base import RECORDED_FIELDS
 from runner.trackers.config import TrackerPlan

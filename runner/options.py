@@ -6,18 +6,7 @@ knows argparse exists. Each command takes only the dataclass it needs.
 
 from __future__ import annotations
 
-from _thread import allocate_lock
-from runner.records import dataclass
-
-_MAKING = allocate_lock()
-_LATER: dict[str, type] = {}
-
-
-def _on_first_use(cls: type) -> type:
-    """A frozen dataclass made on first use (``__getattr__`` below): generating a dataclass's methods
-    is most of this module's import, and a launch, the hot path, never uses the other commands'."""
-    _LATER[cls.__name__] = cls
-    return cls
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
@@ -29,7 +18,7 @@ class Sources:
     trust_project: bool = False  # --trust-project: the project's own files as they are (runner.config.trust)
 
 
-@_on_first_use
+@dataclass(frozen=True)
 class BuildOptions:
     """``primus-runner build`` (and the build behind ``up --build``)."""
 
@@ -150,7 +139,7 @@ class RunOptions:
     engine_flags_for = _engine_flags_for
 
 
-@_on_first_use
+@dataclass(frozen=True)
 class CheckOptions:
     command: tuple[str, ...]
     sources: Sources = Sources()
@@ -160,7 +149,7 @@ class CheckOptions:
     timeout: float = 10.0
 
 
-@_on_first_use
+@dataclass(frozen=True)
 class Selection:
     """What an engine's verb (``ps``, ``logs``, ``down``, ``exec``, ``status``, ``cancel``) acts on:
     container names or a job id, and the command's own switches."""
@@ -177,10 +166,7 @@ class Selection:
     engine: str | None = None  # --engine: a registry name; None: the first engine declaring the verb
 
 
-_ALIASES = {"ContainerSelection": "Selection"}  # the name before verbs took job ids too
-
-
-@_on_first_use
+@dataclass(frozen=True)
 class ModeOptions:
     """The Primus launcher's modes (``container``, ``slurm``, ``direct``) as the command line gave them.
 
@@ -206,16 +192,3 @@ class ModeOptions:
 
     engine_flags_for = _engine_flags_for
 
-
-for _name in _LATER:
-    del globals()[_name]  # so that the first `options.NAME` reaches __getattr__
-
-
-def __getattr__(name: str) -> type:
-    real = _ALIASES.get(name, name)
-    if real not in _LATER:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    with _MAKING:  # two threads asking at once get one class
-        if real not in globals():
-            globals()[real] = dataclass(frozen=True)(_LATER[real])
-    return globals()[real]

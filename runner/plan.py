@@ -10,9 +10,10 @@ from __future__ import annotations
 import fnmatch
 import functools
 import os
-import re
 import posixpath
+import re
 import secrets as _random
+from dataclasses import dataclass, field, replace
 from typing import Callable, Mapping, Sequence
 
 from runner import __version__
@@ -24,7 +25,6 @@ from runner.launch_plan import LABEL, LABEL_JOB, LABEL_OWNER, LABEL_VERSION, Lau
 from runner.gpus import host_root
 from runner.options import LaunchFlags
 from runner.policy import Classifier, EnvDecision, resolve_env
-from runner.records import dataclass, field, replace
 from runner.resources import policies_dir
 from runner.secrets import Secret, SecretScope, secret_scope
 from runner.secrets.names import NAME_RE
@@ -74,9 +74,9 @@ def _as_bool(value) -> bool:
 
 @functools.lru_cache(maxsize=1)
 def _gpu_policy() -> dict:
-    from runner.config.yamlsource import load_file
+    from runner.config.yamlsource import load_yaml
 
-    return load_file(policies_dir() / "gpu.yaml", "built-in GPU policy").data
+    return load_yaml(policies_dir() / "gpu.yaml", "built-in GPU policy").data
 
 
 def _volume(spec: str, where: str | None, problems: list[Problem]) -> Mount | None:

@@ -7,12 +7,12 @@ is the one place a name is classified.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Iterable, Mapping
 
 from runner.config import ENV_PATH, Config
 from runner.errors import Problem
-from runner.records import dataclass, field
 from runner.secrets import Secret
 from runner.secrets.masker import MIN_SECRET_LEN
 from runner.secrets.names import NAME_RE, is_runner_variable

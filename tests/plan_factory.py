@@ -33,7 +33,8 @@ def write_project(project: Path, config: dict | str, env_file: str | None = None
 
 def launch_flags(argv: Sequence[str] = ()):
     """``plan ARGV`` through the CLI's parser, to the LaunchFlags a launch would get."""
-    from runner.cli import _flags, build_parser
+    from runner.cli import build_parser
+    from runner.cli.dispatch import flags as _flags
 
     return _flags(build_parser().parse_args(["plan", *argv]))
 

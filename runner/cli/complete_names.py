@@ -80,3 +80,11 @@ def candidates(kind: str) -> list[str]:
     else:
         found = names + container_names() + jobs
     return list(dict.fromkeys(found))
+
+
+def run(out, *, kind: str) -> int:
+    """``__complete KIND``: the candidates, one per line, for the completion scripts."""
+    import sys
+
+    sys.stdout.write("".join(f"{name}\n" for name in candidates(kind)))
+    return 0

@@ -63,10 +63,8 @@ class ModeArgs:
     entry: str = "container"
 
 
-def split_mode(argv: list[str]) -> tuple[list[str], str, list[str]] | None:
-    """(the global options before it, the mode, its tokens) when ``argv`` runs a launcher mode
-    other than for its help; None otherwise (argparse takes it)."""
-    i = 0
+def _past_globals(argv: list[str], i: int = 0) -> int:
+    """The index of the first token from ``i`` on that is not a runner global option."""
     while i < len(argv):
         token = argv[i]
         if token in _GLOBAL_VALUE:
@@ -76,6 +74,13 @@ def split_mode(argv: list[str]) -> tuple[list[str], str, list[str]] | None:
             i += 1
             continue
         break
+    return i
+
+
+def split_mode(argv: list[str]) -> tuple[list[str], str, list[str]] | None:
+    """(the global options before it, the mode, its tokens) when ``argv`` runs a launcher mode
+    other than for its help; None otherwise (argparse takes it)."""
+    i = _past_globals(argv)
     if i >= len(argv) or argv[i] not in MODES:
         return None
     rest = argv[i + 1:]
@@ -83,6 +88,17 @@ def split_mode(argv: list[str]) -> tuple[list[str], str, list[str]] | None:
     if any(t in ("-h", "--help") for t in before):
         return None
     return argv[:i], argv[i], rest
+
+
+def default_launcher(argv: list[str]) -> list[str]:
+    """``slurm`` without ``srun``/``sbatch`` means ``srun``, as in primus-cli."""
+    i = _past_globals(argv)
+    if i >= len(argv) or argv[i] != "slurm":
+        return argv
+    j = _past_globals(argv, i + 1)
+    if j < len(argv) and argv[j] in ("srun", "sbatch", "-h", "--help"):
+        return argv
+    return argv[:i + 1] + ["srun"] + argv[i + 1:]
 
 
 def _take_global(tokens: list[str], i: int, found: dict) -> int:

@@ -1,1 +1,1 @@
-"""Commands that are not a launch: check, audit, demo."""
+"""One module per command, each loaded by name when its command runs (``runner.cli.dispatch.COMMANDS``)."""

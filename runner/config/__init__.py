@@ -10,14 +10,12 @@ Maps merge key by key, scalars override, cumulative lists are unions.
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
-import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from runner.errors import ConfigError, Problem
-from runner.records import dataclass, field
 from runner.resources import policies_dir
 from runner.secrets.names import shown_key
 from runner.config.yamlsource import Located, dotted, load_yaml, nearest_line  # noqa: F401  (load_yaml: its callers)
@@ -54,13 +52,6 @@ class Config:
     lines: dict[tuple, str] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
     loaded: list[LoadedFile] = field(default_factory=list)
-    unsettled: list = field(default_factory=list, repr=False)  # parses of its files to cache once accepted
-
-    def settle(self) -> None:
-        """The command accepted this config: its files' new parses may be cached (``parse_cache``)."""
-        for pending in self.unsettled:
-            pending.store()
-        self.unsettled.clear()
 
     def get(self, *path: str, default: Any = None) -> Any:
         node: Any = self.data
@@ -95,15 +86,15 @@ def load_config(
     """
     from runner.config import trust
     from runner.config.layers import layer_files
-    from runner.config.yamlsource import load_file, parse_file, read_text
+    from runner.config.yamlsource import parse_yaml, read_text
 
-    layers = [load_file(policies_dir() / "defaults.yaml", "built-in defaults")]
+    layers = [load_yaml(policies_dir() / "defaults.yaml", "built-in defaults")]
     loaded: list[LoadedFile] = []
     problems: list[Problem] = []
     forced = trust.forced(trust_project)
     for layer_file in layer_files(extra, project_dir=project_dir, user_files=user_files):
         text = read_text(layer_file.path, "config file")
-        located = parse_file(text, str(layer_file.path), accepted=False)
+        located = parse_yaml(text, str(layer_file.path))
         trusted = True
         if layer_file.project and not forced:
             trusted = trust.is_trusted(layer_file.path, trust.digest(text.encode("utf-8", "surrogateescape")))
@@ -120,8 +111,7 @@ def load_config(
         layers.append(cli)
     if problems:
         raise ConfigError(problems)
-    merged = Config(data={}, files=[layer.source for layer in layers], loaded=loaded,
-                    unsettled=[layer.pending for layer in layers if layer.pending])
+    merged = Config(data={}, files=[layer.source for layer in layers], loaded=loaded)
     for layer in layers:
         merged.data = _merge(merged.data, layer.data, (), merged.lines, _Lines(layer.lines))
     return merged
@@ -241,46 +231,18 @@ def _schema_bytes() -> bytes:
     return (policies_dir() / "config.schema.json").read_bytes()
 
 
-def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "primus-runner" / "valid"
-
-
-def _fingerprint(schema: bytes, layer: "Located") -> str:
-    """A file's layer by the hash of its bytes (never by serialising what its aliases expand to)."""
-    blob = layer.digest.encode() if layer.digest else json.dumps(layer.data, sort_keys=True, default=str).encode()
-    return hashlib.sha256(schema + b"\0" + blob).hexdigest()
-
-
 def validate(layer: Located) -> list[Problem]:
     """Schema problems of one layer, each with ``file:line`` and a did-you-mean.
 
-    jsonschema costs ~150 ms to import, so a layer already found valid is
-    remembered by a hash of (schema, content) in the user's cache directory.
-    The cache holds hashes only: a config never holds a secret value, and even
-    so a hash does not reveal one.
+    Validated every time, nothing remembered: ``plan`` and every dry run write nothing.
     """
-    schema_bytes = _schema_bytes()
-    marker = _cache_dir() / _fingerprint(schema_bytes, layer)
-    if marker.exists():
-        return []
     import jsonschema
 
-    schema = json.loads(schema_bytes)
+    schema = json.loads(_schema_bytes())
     validator = jsonschema.Draft202012Validator(schema)
     problems = [_problem(error, layer, schema) for error in validator.iter_errors(layer.data)]
     problems.sort(key=lambda p: _line_of(p.where))
-    if not problems:
-        _remember(marker)
     return problems
-
-
-def _remember(marker: Path) -> None:
-    try:
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.touch()
-    except OSError:
-        pass  # a read-only home only costs speed
 
 
 def _line_of(where: str | None) -> int:

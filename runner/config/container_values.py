@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from runner.records import dataclass
+from dataclasses import dataclass
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([bkmgt]?)b?\s*$", re.IGNORECASE)
 _ULIMIT_NAME = re.compile(r"^[a-z]+$")

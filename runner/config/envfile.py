@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping
 
 from runner.errors import ConfigError, Problem
 from runner.config.yamlsource import file_mode_warning, read_text
-from runner.records import dataclass, field
 from runner.secrets.names import NAME_RE
 
 DEFAULT_NAME = ".env"

@@ -24,11 +24,11 @@ in: it is a project file, not the user's.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
 from runner.errors import ConfigError, Problem
-from runner.records import dataclass
 
 FILE_NAME = ".primus.yaml"
 CONFIG_ENV = "PRIMUS_RUNNER_CONFIG"

@@ -20,12 +20,12 @@ import json
 import os
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from runner.config.yamlsource import dotted
 from runner.errors import Problem
-from runner.records import dataclass
 
 TRUST_ENV = "PRIMUS_RUNNER_TRUST_PROJECT"
 STORE_NAME = "trusted.json"

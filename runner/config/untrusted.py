@@ -19,10 +19,10 @@ from __future__ import annotations
 import functools
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from runner.records import dataclass
 from runner.resources import policies_dir
 from runner.secrets.names import is_runner_variable
 

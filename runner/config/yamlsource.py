@@ -8,12 +8,11 @@ against hostile input (size, alias expansion, depth) and every value keeps its
 from __future__ import annotations
 
 import copy
-import hashlib
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from runner.errors import ConfigError, Problem
-from runner.records import dataclass, field
 from runner.secrets.names import shown_key
 
 MAX_BYTES = 1 << 20  # a config file is a page of YAML, not a data set
@@ -31,8 +30,6 @@ class Located:
     data: Any
     lines: dict[tuple, str] = field(default_factory=dict)
     source: str = ""
-    digest: str = ""  # sha256 of the file's text: what a cache keys on, never the expanded data
-    pending: Any = field(default=None, repr=False, compare=False)  # parse_cache.Pending, until the file is accepted
 
     def where(self, path: tuple) -> str | None:
         return nearest_line(self.lines, path) or self.lines.get((), None)
@@ -82,30 +79,6 @@ def load_yaml(path: Path, what: str = "config file") -> Located:
     return parse_yaml(text, str(path))
 
 
-def parse_file(text: str, source: str, accepted: bool = True) -> Located:
-    """``parse_yaml`` of a config file, remembered by its text (``parse_cache``): an unchanged
-    file is not parsed again, and YAML is not loaded at all. ``accepted=False`` (a file the
-    user writes, not yet validated): the new parse is left in ``Located.pending`` for the
-    caller to store once the command accepts the file."""
-    from runner.config import parse_cache
-
-    digest = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
-    known = parse_cache.recall(source, text)
-    if known is not None:
-        return Located(data=known[0], lines=known[1], source=source, digest=digest)
-    located = parse_yaml(text, source)
-    located.pending = parse_cache.pending(source, text, located.data, located.lines)
-    if accepted and located.pending:
-        located.pending.store()
-        located.pending = None
-    return located
-
-
-def load_file(path: Path, what: str = "config file", accepted: bool = True) -> Located:
-    """``load_yaml`` through the parse cache (``parse_file``)."""
-    return parse_file(read_text(path, what), str(path), accepted)
-
-
 def parse_yaml(text: str, source: str) -> Located:
     """Parse one document, bounded: the parser's events are composed here, without
     recursion, and nesting deeper than ``MAX_DEPTH`` is refused before it is built
@@ -123,7 +96,7 @@ def parse_yaml(text: str, source: str) -> Located:
         raise ConfigError(Problem(f"malformed YAML: {type(exc).__name__}", where=source))
     except RecursionError:
         raise ConfigError(Problem("YAML nested too deeply", where=source))
-    located = Located(data=None, source=source, digest=hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest())
+    located = Located(data=None, source=source)
     if node is None:
         located.data = {}
         return located

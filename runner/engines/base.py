@@ -16,7 +16,7 @@ import importlib
 from collections import deque
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
-from runner.records import dataclass, field
+from dataclasses import dataclass, field
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field, replace
 from typing import Callable, Mapping
 
 from runner.engines.base import Connection, EngineBase, Launched, RunContext
@@ -26,7 +27,6 @@ from runner.engines.signals import EXIT_SIGNAL, SignalGuard
 from runner.errors import ConfigError, EngineUnavailable, Problem
 from runner.host_env import Withheld, host_environment
 from runner.launch_plan import LaunchPlan
-from runner.records import dataclass, field, replace
 from runner.secrets import MASK
 from runner.secrets.argv import refuse_secret_argv
 

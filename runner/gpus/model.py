@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
+from dataclasses import asdict, dataclass
 
 from runner.errors import ConfigError, Problem
-from runner.records import asdict, dataclass
 
 ROOT_ENV = "PRIMUS_RUNNER_HOST_ROOT"
 

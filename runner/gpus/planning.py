@@ -10,6 +10,7 @@ visible-devices variable forwarded from the host (a host index) is a conflict.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field, replace
 from typing import Callable, Mapping, Sequence
 
 from runner.errors import Problem
@@ -17,7 +18,6 @@ from runner.gpus import holders
 from runner.gpus.discovery import discover
 from runner.gpus.model import Gpu, GpuError, under
 from runner.gpus.selection import parse
-from runner.records import dataclass, field, replace
 
 # Numbered inside the job (from 0): a host value points at the wrong GPU or at none.
 NUMBERED = ("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL")

@@ -9,10 +9,10 @@ LIST is indices and ranges (``0-3,5``) or UUIDs, as ``AMD_VISIBLE_DEVICES`` and
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Sequence
 
 from runner.gpus.model import Gpu, GpuError
-from runner.records import dataclass
 
 _RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
 FORMS = "all, a count N, or a list of indices/ranges/UUIDs such as 0-3,5 or GPU-…"

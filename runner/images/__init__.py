@@ -61,7 +61,7 @@ def _build(spec, opts: BuildOptions, out: Output, secrets, masker, context, engi
     from runner.images.stream import connect, run_build
 
     engine = engine or connect(_preference(context))
-    builder = choose(spec, engine.kind)
+    builder = choose(spec, engine.kind, remember=True)  # a build: its probes are kept (a dry run keeps nothing)
 
     from runner.config.envfile import env_lookup
 

@@ -131,12 +131,13 @@ _PLUGIN_DIRS = ("~/.docker/cli-plugins", "/usr/local/lib/docker/cli-plugins", "/
 
 
 @functools.lru_cache(maxsize=None)
-def find_buildkit() -> Builder | None:
+def find_buildkit(remember: bool = False) -> Builder | None:
     """The first Docker CLI (PATH order, then Debian's) that can drive BuildKit.
 
-    Each probe runs the CLI once or twice (~50-100 ms each); the answers are kept in
-    the user's cache directory (paths and versions only), keyed by the CLI's and the
-    plugin directories' mtimes, so a no-change rebuild does not pay for them.
+    Each probe runs the CLI once or twice (~50-100 ms each); a build (``remember``) keeps
+    the answers in the user's cache directory (paths and versions only), keyed by the CLI's
+    and the plugin directories' mtimes, so a no-change rebuild does not pay for them. A dry
+    run and ``check`` read them and write nothing.
     """
     import json
 
@@ -157,7 +158,7 @@ def find_buildkit() -> Builder | None:
         if entry.get("detail"):
             found = Builder("buildkit", cli, entry["detail"])
             break
-    if changed:
+    if changed and remember:
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path + ".tmp", "w", encoding="utf-8") as fh:
@@ -179,7 +180,7 @@ def needs_buildkit(spec: BuildSpec) -> bool:
     return bool(spec.secrets) or uses_mounts(spec.dockerfile_path().read_text(encoding="utf-8", errors="replace"))
 
 
-def choose(spec: BuildSpec, engine: str | None = None) -> Builder:
+def choose(spec: BuildSpec, engine: str | None = None, remember: bool = False) -> Builder:
     """The builder for ``spec``: Podman's own on Podman; BuildKit when the build needs it
     (secrets, ``RUN --mount``) and a CLI can drive it; the classic Engine API builder otherwise.
 
@@ -194,7 +195,7 @@ def choose(spec: BuildSpec, engine: str | None = None) -> Builder:
         return found
     if not needs_buildkit(spec):
         return Builder("classic")
-    found = find_buildkit()
+    found = find_buildkit(remember)
     if found is not None:
         return found
     if spec.secrets:

@@ -21,10 +21,10 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from runner.launch_plan import LaunchPlan, Mount
-from runner.records import dataclass
 from runner.runs.paths import CONTAINER_ROOT, cache_home
 
 TARGET = f"{CONTAINER_ROOT}/cache"
@@ -84,8 +84,6 @@ def apply(plan: LaunchPlan, directory: Path) -> LaunchPlan:
     place = {**{name: f"{TARGET}/{sub}" for name, sub in VARIABLES.items()}, "PRIMUS_CACHE_ROOT": TARGET}
     env = {name: place[name] for name in unset_by({d.name for d in plan.forwarded})}
     mounted = plan.mounts + (Mount(str(directory), TARGET, "rw"),)
-    from runner.records import replace
-
     return replace(plan.with_env(env, REASON), mounts=mounted)
 
 
@@ -97,8 +95,6 @@ def image_set(plan: LaunchPlan, image_env: list[str]) -> tuple[LaunchPlan, list[
     dropped = [d.name for d in plan.env if d.reason == REASON and d.name not in allowed]
     if not dropped:
         return plan, []
-    from runner.records import replace
-
     return replace(plan, env=tuple(d for d in plan.env if not (d.reason == REASON and d.name in dropped))), dropped
 
 

@@ -257,7 +257,7 @@ def _yours(directory: Path) -> bool:
 
 
 # ---------------------------------------------------------------- logs
-def cmd_logs(key: str, out, sources, *, follow: bool = False, tail: int | None = None, node: str | None = None) -> int | None:
+def recorded_logs(key: str, out, sources, *, follow: bool = False, tail: int | None = None, node: str | None = None) -> int | None:
     """``logs RUN|NAME|JOB`` for a recorded run; None when no record matches (the caller tries the engines)."""
     try:
         rec = find(open_store(), key, all_users=False)

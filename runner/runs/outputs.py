@@ -17,12 +17,12 @@ system, and is named so.
 from __future__ import annotations
 
 import posixpath
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
 from runner.errors import Problem
 from runner.launch_plan import LaunchPlan, Mount
-from runner.records import dataclass, replace
 from runner.runs.paths import CONTAINER_ROOT
 from runner.trackers.job_paths import covering
 

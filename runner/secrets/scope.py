@@ -13,7 +13,7 @@ import re
 import urllib.parse
 from typing import Callable, Iterable, Mapping
 
-from runner.records import dataclass, field
+from dataclasses import dataclass, field
 from runner.secrets.masker import Masker
 from runner.secrets.names import TOKEN_PREFIXES
 from runner.secrets.value import Secret

@@ -14,11 +14,11 @@ Engines only launch, watch and clean up (``runner.engines.base``).
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 from runner.config.switches import launcher_switch, where_set
 from runner.engines.base import Connection, Engine, Launched, RunContext
 from runner.errors import Interrupted, LeakFound
-from runner.records import replace
 from runner.session.prepare import load_sources, prepare
 from runner.options import RunOptions
 from runner.runs.paths import new_run_id

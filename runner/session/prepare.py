@@ -7,6 +7,7 @@ point on no secret value in scope can reach the terminal.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Sequence
 
 from runner.config import Config, _merge, load_config, load_env_and_config
@@ -15,7 +16,6 @@ from runner.context import Context, load_context, secret_refs  # noqa: F401  (Co
 from runner.options import LaunchFlags, Sources
 from runner.launch_plan import LaunchPlan
 from runner.plan import Planned, build_plan
-from runner.records import dataclass
 from runner.secrets import SecretScope
 from runner.ui import Output
 
@@ -155,8 +155,6 @@ def prepare(
     from runner.engines import config_problems
 
     planned.problems += config_problems(config)  # the engines' own sections (slurm:), as a launch checks them
-    if not planned.problems:
-        config.settle()  # accepted: its files' parses may be cached (a refused file may hold a secret value)
     out.use_masker(planned.scope.masker)
     from runner.ui import ci
 

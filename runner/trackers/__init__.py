@@ -14,27 +14,14 @@ TRACKERS: dict[str, str] = {
 }
 
 
-# Where a tracker's ``SETTINGS`` live when not in its own module: the built-in clients keep their
-# declarations apart, so what reads only the declarations (a plan, the schema) loads no client.
-DECLARED_IN: dict[str, str] = {
-    "mlflow": "runner.trackers.mlflow.settings",
-    "wandb": "runner.trackers.wandb_settings",
-}
-
-
-def declaration(name: str):
-    """The module that holds the tracker ``name``'s ``SETTINGS`` (the tracker's own, else ``DECLARED_IN``'s)."""
-    return importlib.import_module(DECLARED_IN.get(name, TRACKERS[name]))
+def tracker(name: str):
+    """The tracker module named ``name`` (a ``runner.trackers.base.Tracker``)."""
+    return importlib.import_module(TRACKERS[name])
 
 
 def settings(name: str):
     """The ``TrackerSettings`` the tracker ``name`` declares (its ``SETTINGS``)."""
-    return declaration(name).SETTINGS
-
-
-def tracker(name: str):
-    """The tracker module named ``name`` (a ``runner.trackers.base.Tracker``)."""
-    return importlib.import_module(TRACKERS[name])
+    return tracker(name).SETTINGS
 
 
 def run_ids(env: dict) -> dict[str, str]:

@@ -12,11 +12,11 @@ structural type: trackers sit below the plan, whose settings they provide).
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
 
 from runner.errors import Problem
 from runner.policy import Classifier, Wanted
-from runner.records import dataclass, field
 
 if TYPE_CHECKING:
     from runner.config import Config

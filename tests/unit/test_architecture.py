@@ -21,7 +21,6 @@ ROOT = Path(runner.__file__).parent
 
 # Bottom first; each row may import only the rows above it in this list (and itself, inside one entry).
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("runner.records",),          # dataclass, made without compiling code (start-up)
     ("runner", "runner.errors", "runner.options", "runner.resources", "runner.git"),  # the version; typed errors and options; data files; the one git query
     ("runner.secrets",),          # Secret, Masker, the one scope, the leak scanner, secret references
     ("runner.config",),           # layers, YAML with lines, schema, env file

@@ -30,13 +30,13 @@ import json
 import os
 import re
 import socket
+from dataclasses import dataclass
 from typing import Any, Iterator
 from urllib.parse import quote, urlencode
 
 from runner.clients.engine_api import discovery
 from runner.clients.engine_api.discovery import EngineLocation
 from runner.errors import EngineUnavailable, UsageError
-from runner.records import dataclass
 
 # The oldest API the runner's requests are written for (Docker 20.10, Podman 4: 1.41)
 # and the newest it knows (the docker SDK 7.1's default). Between them the calls the

@@ -22,9 +22,9 @@ import hashlib
 import json
 import os
 import socket
+from dataclasses import dataclass, field
 
 from runner.errors import ConfigError, EngineUnavailable, Problem
-from runner.records import dataclass, field
 
 PREFERENCES = ("auto", "docker", "podman")
 DOCKER_SOCKET = "/var/run/docker.sock"

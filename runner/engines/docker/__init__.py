@@ -15,6 +15,7 @@ recorded in the request), ``launch`` sends it as is. The dry run renders it
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 from runner.engines.base import Connection, EngineBase, Launched, RunContext, delegate
@@ -22,7 +23,6 @@ from runner.engines.docker.container import DockerRequest
 from runner.engines.docker.request import inspect_local, make_request, resolve, resolve_unasked
 from runner.errors import EngineUnavailable
 from runner.launch_plan import LaunchPlan
-from runner.records import dataclass
 
 if TYPE_CHECKING:
     from runner.engines.docker.run import Attached

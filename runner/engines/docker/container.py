@@ -6,14 +6,14 @@ Pure: nothing here talks to the daemon.
 
 from __future__ import annotations
 
+import copy
 import json
 import re
-import copy
+from dataclasses import dataclass, field, replace
 
 from runner.config import container_values
 from runner.errors import ConfigError, Problem
 from runner.launch_plan import LABEL, LABEL_JOB, LaunchPlan
-from runner.records import dataclass, field, replace
 from runner.secrets import Masker
 
 LABEL_RUN = "io.primus-runner.run"  # the run's id (runner.runs): finds the run's container without its container id

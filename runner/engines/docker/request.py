@@ -8,13 +8,13 @@ loads no HTTP client at all.
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from runner.engines.docker import shim
 from runner.engines.docker.container import DockerRequest, container_config, labels_for
 from runner.errors import RuntimeFailure
 from runner.launch_plan import LaunchPlan
-from runner.records import replace
 
 if TYPE_CHECKING:
     from runner.clients.engine_api import Engine

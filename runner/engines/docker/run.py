@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import signal
 import socket
+from dataclasses import dataclass
 from typing import BinaryIO, Callable
 
 from runner.clients.engine_api import ApiError, Demux, Engine
@@ -21,7 +22,6 @@ from runner.engines.output import Sink  # noqa: F401 (exec and logs write throug
 from runner.engines.signals import EXIT_SIGNAL, SignalGuard
 from runner.errors import ConfigError, EngineUnavailable, Interrupted, Problem, RuntimeFailure
 from runner.launch_plan import LaunchPlan
-from runner.records import dataclass
 from runner.secrets import Masker
 from runner.ui import Output
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+from dataclasses import replace
 from pathlib import Path
 
 from runner.engines.slurm import computed as node_values
@@ -23,7 +24,6 @@ from runner.engines.slurm.node import (LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PR
                                        planned_engine, require_job_id)
 from runner.errors import ConfigError, Problem, RunnerError, UsageError
 from runner.launch_plan import LaunchPlan
-from runner.records import replace
 from runner.secrets import Secret, SecretScope, secret_scope
 from runner.ui import Output
 
@@ -59,10 +59,12 @@ def main(argv: list[str]) -> int:
     """``node-agent PLAN`` or ``node-agent --cleanup JOB [PLAN]``, from ``entry.py``: the two forms the
     batch script and ``cancel`` write (``primus-runner node-agent`` parses the same through the CLI)."""
     from runner.ui import ci
+    from runner.ui.exits import run_guarded
 
     ci.disable()  # runs on Slurm nodes; its output is written to log files
     out = Output(color=False)
-    try:
+
+    def body() -> int:
         match argv:
             case ["node-agent", "--cleanup", job, *plan_file] if len(plan_file) <= 1:
                 return cleanup(job, out, *plan_file)
@@ -70,15 +72,7 @@ def main(argv: list[str]) -> int:
                 return run_node(plan_file, out)
         raise UsageError(f"node-agent: unexpected arguments {' '.join(argv[1:]) or '(none)'}",
                          "it is started by the batch script submit writes: node-agent PLAN, or node-agent --cleanup JOB [PLAN]")
-    except RunnerError as exc:
-        out.error(exc.message, exc.hint)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        out.error("interrupted")
-        return 130
-    except Exception as exc:  # a bug: one masked line, as the CLI says it
-        out.error(f"internal error: {type(exc).__name__}: {exc}", "report it with the job's output")
-        return 3
+    return run_guarded(body, out, bug_hint="report it with the job's output")
 
 
 def cleanup(job: str, out: Output, plan_file: str | None = None) -> int:

@@ -7,10 +7,10 @@ names a Slurm option. Light on purpose: ``script`` and the CLI import it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 from runner.engines.base import Option
-from runner.records import dataclass
 
 NAME = "slurm"  # the engine's registry name: its entry in a launch's engine_flags
 

@@ -626,7 +626,7 @@ def _tail(path: Path, lines: RankLines, count: int) -> int:
     return position
 
 
-def cmd_logs(job: str, out: Output, follow: bool = False, node: str | None = None, tail: int | None = None,
+def job_logs(job: str, out: Output, follow: bool = False, node: str | None = None, tail: int | None = None,
              output_dir: str | None = None) -> int:
     """``logs JOB [-f] [--node N] [--tail N]``: the job's output from every node, rank by rank."""
     job_id = require_job_id(job)

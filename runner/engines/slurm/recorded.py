@@ -63,4 +63,4 @@ def logs(rec: dict, out, *, follow: bool, tail: int | None, node: str | None) ->
     from runner.engines.slurm import jobs
 
     job_dir = paths.resolved(rec.get("job_dir"))
-    return jobs.cmd_logs(rec["job_id"], out, follow=follow, node=node, tail=tail, output_dir=str(job_dir.parent) if job_dir else None)
+    return jobs.job_logs(rec["job_id"], out, follow=follow, node=node, tail=tail, output_dir=str(job_dir.parent) if job_dir else None)

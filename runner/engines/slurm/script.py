@@ -13,6 +13,7 @@ import os
 import re
 import shlex
 import sys
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from runner import __version__
@@ -21,7 +22,6 @@ from runner.engines.slurm.flags import SlurmFlags
 from runner.errors import ConfigError, Problem
 from runner.engines.slurm.node import COMPUTED, LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, PLAN_DIGEST, PLAN_FORMAT, CARRIED_PREFIX, carried  # noqa: F401  (shared with the node)
 from runner.launch_plan import LaunchPlan
-from runner.records import dataclass
 
 PLAN_FILE = "plan.json"
 SCRIPT_FILE = "job.sbatch"
@@ -228,8 +228,6 @@ def node_plan(plan: LaunchPlan, settings: SlurmSettings, kill_wait: int | None, 
     kill wait (the agent's cleanup ends before Slurm's SIGKILL), the node's own job cache mounted
     (``cache``: ``{"dir": template, "key": image key}``, a container's only), and ``pull=missing``:
     the agent has pulled under the job's policy (the plan file's ``pull``) before it starts the container."""
-    from runner.records import replace
-
     stop_timeout = max(1.0, min(plan.stop_timeout, float(kill_wait) - 3)) if kill_wait else plan.stop_timeout
     node = replace(plan, stop_timeout=stop_timeout, pull="missing")
     if cache and settings.cluster.entry != "direct":

@@ -44,7 +44,7 @@ def logs(sel: Selection, out: Output) -> int:
 
     context = load_context(sel.sources, out=out)
     out.use_masker(context.scope.masker)  # secret references too: values a job printed from a store
-    return jobs.cmd_logs(_job(sel, "logs"), out, follow=sel.follow, node=sel.node, tail=sel.tail,
+    return jobs.job_logs(_job(sel, "logs"), out, follow=sel.follow, node=sel.node, tail=sel.tail,
                          output_dir=context.config.get("slurm", "output_dir"))
 
 

@@ -189,3 +189,29 @@ def test_the_event_probe_sees_a_real_launch(tmp_path, canary, engine_host, busyb
         assert {e.get("Action") for e in _events(since, container=name)} >= {"create", "start"}
     finally:
         force_remove(name)
+
+
+def _tree(root) -> dict[str, tuple]:
+    """Every entry under ``root``: its mode, and a file's bytes or a link's target (names, contents, modes)."""
+    found = {}
+    for path in sorted(root.rglob("*")):
+        st = path.lstat()
+        body = os.readlink(path) if path.is_symlink() else path.read_bytes() if path.is_file() else None
+        found[str(path.relative_to(root))] = (st.st_mode, body)
+    return found
+
+
+@pytest.mark.parametrize("command", [["plan", "--", "true"], ["up", "--dry-run", "--", "true"], ["submit", "--dry-run", "--", "true"],
+                                     ["build", "--dry-run"], ["check"]])
+def test_plan_every_dry_run_and_check_write_nothing_anywhere(tmp_path, engine_host, busybox_image, command):
+    """Home, every XDG directory and the working directory are byte-identical after the command
+    (no cache, no state, no probe remembered): it only reads."""
+    ws = Workspace(tmp_path, trusted=False)
+    ws.env.update(engine_host.env)
+    ws.env.update({f"XDG_{kind}": str(tmp_path / "xdg" / kind.lower()) for kind in
+                   ("CACHE_HOME", "CONFIG_HOME", "STATE_HOME", "DATA_HOME", "RUNTIME_DIR")})
+    (tmp_path / "xdg").mkdir()
+    before = _tree(tmp_path)
+    done = subprocess.run(ws.argv(*command), cwd=ws.cwd, env=ws.env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert _tree(tmp_path) == before

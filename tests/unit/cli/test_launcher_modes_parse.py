@@ -11,8 +11,7 @@ import pytest
 from cli_runner import run_cli
 from plan_factory import plan_from
 
-from runner.cli import _default_launcher
-from runner.cli.launcher_args import parse
+from runner.cli.launcher_args import default_launcher, parse
 from runner.cli.launcher_modes import find_checkout, inner_command
 from runner.options import LaunchFlags
 from runner.plan import LABEL_OWNER
@@ -61,7 +60,7 @@ def test_slurm_entry_split():
     (["up", "--", "slurm"], ["up", "--", "slurm"]),
 ])
 def test_slurm_defaults_to_srun(argv, expected):
-    assert _default_launcher(argv) == expected
+    assert default_launcher(argv) == expected
 
 
 @pytest.fixture

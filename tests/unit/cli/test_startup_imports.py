@@ -17,33 +17,30 @@ import pytest
 REPO = Path(__file__).resolve().parents[3]
 
 # A launch's, not a plan's: the tracker clients and their HTTP stack, the run store, the
-# submit side of Slurm, third-party SDKs; the schema validator and the YAML parser (what they
-# found is cached by the files' text); the Engine API's HTTP client (nothing this request
+# submit side of Slurm, third-party SDKs; the Engine API's HTTP client (nothing this request
 # shows needs the engine's answer: the socket that answers names the engine). The tracker
 # modules themselves load (a plan reads each one's declared settings); what they talk with
 # (urllib.request, http.client, ssl, the mlflow client, MLflow's store modules) loads only when they talk.
 NOT_IN_PLAN = (
-    "jsonschema", "yaml", "http.client", "ssl", "email.parser", "runner.clients.engine_api.client",
+    "http.client", "ssl", "email.parser", "runner.clients.engine_api.client",
     "docker", "rich", "mlflow", "wandb", "boto3", "sqlite3", "urllib.request", "concurrent.futures",
     "runner.trackers.handshake", "runner.runs.store",
     "runner.trackers.mlflow.stores", "runner.trackers.mlflow.client", "runner.trackers.mlflow.filestore", "runner.trackers.mlflow.artifacts",
     "runner.engines.slurm.engine", "runner.engines.slurm.jobs", "runner.engines.docker.run",
-    # A plan reads the trackers' declarations (mlflow/settings, wandb_settings), not their clients,
-    # and what only those clients use: logging, uuid, subprocess (git), getpass, configparser.
+    # A plan reads the trackers' declared settings (each tracker's SETTINGS), not their clients,
+    # and what only those clients use: logging, subprocess (git), getpass, configparser (uuid loads with
+    # jsonschema, which every plan imports now: nothing of a validation is kept).
     "runner.trackers.mlflow.handshake", "runner.trackers.mlflow.preload", "runner.trackers.mlflow.online",
-    "runner.trackers.mlflow.endpoint", "runner.trackers.wandb", "runner.trackers.httpapi", "runner.git",
-    "logging", "uuid", "subprocess", "getpass", "configparser",
+    "runner.trackers.mlflow.endpoint", "runner.git",
+    "logging", "subprocess", "getpass", "configparser",
     # The launcher modes' parser (`container`, `direct`, `slurm` only), a did-you-mean's difflib, glob.
     "runner.cli.launcher_args", "difflib", "glob",
-    # dataclasses itself (its inspect, ast, dis, tokenize): runner.records makes the classes and their fields.
-    "dataclasses", "inspect",
 )
-# The other commands' options: their dataclasses are made on first use (runner.options.__getattr__).
-OTHER_COMMANDS_OPTIONS = ("BuildOptions", "CheckOptions", "Selection", "ModeOptions")
 # How many of the runner's own modules each may load at most: a guard against what the lists above do
-# not name (66 and 38 loaded when it was written, plus a little room; before, plan loaded 69 to 76, the agent 43).
-PLAN_RUNNER_MODULES = 69  # +1: the MLflow package (runner.trackers.mlflow) beside its declaration
-AGENT_RUNNER_MODULES = 41
+# not name (75 and 42 loaded when it was last counted, plus a little room; the agent's 42 through the CLI,
+# fewer through its own entry).
+PLAN_RUNNER_MODULES = 77
+AGENT_RUNNER_MODULES = 43
 # The node agent's: none of the submit side (sbatch, squeue, the batch script, the log followers),
 # no config files (the plan file is the config), no tracker client.
 NOT_IN_AGENT = (
@@ -51,7 +48,7 @@ NOT_IN_AGENT = (
     "runner.trackers.handshake", "runner.trackers.mlflow", "runner.runs.store", "sqlite3",
     "urllib.request", "concurrent.futures", "docker",
     # a direct or container entry is not a launcher mode; nor a docker engine on a direct entry
-    "runner.cli.launcher_args", "runner.engines.docker", "difflib", "glob", "logging", "uuid", "dataclasses", "inspect",
+    "runner.cli.launcher_args", "runner.engines.docker", "difflib", "glob", "logging", "uuid",
     # planning: the plan file is a plan already (runner.launch_plan rebuilds it)
     "runner.plan", "runner.config.container_values",
 )
@@ -59,30 +56,9 @@ NOT_IN_AGENT = (
 
 # `-X importtime` logs no module that `importlib.import_module` loads (the tracker registry's
 # way), so the names are also read from `sys.modules` at exit, through this driver.
-# (Read from the classes' own dicts: asking `hasattr(cls, '__dataclass_fields__')` makes the standard
-# Field objects, which imports dataclasses.) It also says which commands' parsers were built, which of the
-# options' dataclasses were made, and
-# which of the runner's dataclasses had their methods compiled from source (the standard decorator's way).
 _DRIVER = (
     "import atexit, runpy, sys\n"
-    "def said():\n"
-    "    sys.stderr.write('modules: ' + ' '.join(sorted(sys.modules)) + '\\n')\n"
-    "    cli, options = sys.modules.get('runner.cli'), sys.modules.get('runner.options')\n"
-    "    root = cli and cli._Parser.root\n"
-    "    subs = [a for a in (root._actions if root else ()) if a.__class__.__name__ == '_SubParsersAction']\n"
-    "    sys.stderr.write('parsers: ' + ' '.join(subs[0].choices if subs else ()) + '\\n')\n"
-    "    sys.stderr.write('options: ' + ' '.join(n for n, v in vars(options or sys).items()\n"
-    "                                             if isinstance(v, type) and '__dataclass_fields__' in vars(v)) + '\\n')\n"
-    "    compiled = [f'{m.__name__}.{n}' for m in list(sys.modules.values()) if m.__name__.startswith('runner')\n"
-    "                for n, v in vars(m).items() if isinstance(v, type) and v.__module__ == m.__name__\n"
-    "                and '__dataclass_fields__' in vars(v) and v.__init__.__code__.co_filename == '<string>']\n"
-    "    sys.stderr.write('compiled: ' + ' '.join(compiled) + '\\n')\n"
-    "    sys.stderr.write(f'collections: {len(collected)}\\n')\n"
-    "    sys.stderr.write(f'frozen: {gc.get_freeze_count()}\\n')\n"
-    "import gc\n"
-    "collected = []\n"
-    "gc.callbacks.append(lambda phase, info: phase == 'start' and collected.append(info['generation']))\n"
-    "atexit.register(said)\n"
+    "atexit.register(lambda: sys.stderr.write('modules: ' + ' '.join(sorted(sys.modules)) + '\\n'))\n"
     "how, target = sys.argv.pop(1), sys.argv.pop(1)\n"
     "sys.argv = [target, *sys.argv[1:]]\n"
     "if how == '-m':\n"
@@ -90,11 +66,6 @@ _DRIVER = (
     "else:\n"
     "    runpy.run_path(target, run_name='__main__')\n"
 )
-
-
-def said(done: subprocess.CompletedProcess, what: str) -> list[str]:
-    """The driver's ``what:`` line (parsers, options) as words."""
-    return next(line.split()[1:] for line in done.stderr.splitlines() if line.startswith(what + ":"))
 
 
 def runner_modules(names: set[str]) -> list[str]:
@@ -124,43 +95,11 @@ def test_plan_on_the_repository_config_loads_no_launch_module(tmp_path):
     (tmp_path / ".primus.yaml").write_text((REPO / ".primus.yaml").read_text())
     env = _env(tmp_path)
     args = ["-m", "runner", "plan", "--", "true"]
-    first, _ = imported(args, tmp_path, env)  # validates the files once (the verdict is cached, as for a user)
-    assert first.returncode == 0, first.stderr[-2000:]
     done, names = imported(args, tmp_path, env)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "runner.plan" in names and "runner.engines.docker" in names  # the log is read (the check is not vacuous)
     assert sorted(n for n in NOT_IN_PLAN if n in names) == []
     assert len(runner_modules(names)) <= PLAN_RUNNER_MODULES, runner_modules(names)
-
-
-def test_plan_builds_only_its_own_parser_and_options(tmp_path):
-    """Of the CLI's 26 commands' parsers only plan's is built; of the options' dataclasses only a launch's are made."""
-    (tmp_path / ".primus.yaml").write_text((REPO / ".primus.yaml").read_text())
-    done, _ = imported(["-m", "runner", "plan", "--", "true"], tmp_path, _env(tmp_path))
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert said(done, "parsers") == ["plan"]
-    made = said(done, "options")
-    assert "RunOptions" in made and "LaunchFlags" in made  # what plan uses is there (the check reads the module)
-    assert sorted(set(made) & set(OTHER_COMMANDS_OPTIONS)) == []
-    # Every dataclass on the way is made by runner.records (compiling ~6 methods a class was half of plan's own time).
-    assert said(done, "compiled") == []
-    # The cyclic collector stays off from main() on: what passes are left are two while argparse itself is
-    # imported and the interpreter's last, at exit (with it on, plan ran about twenty).
-    assert int(said(done, "collections")[0]) <= 3
-    # Its objects are frozen as it ends, so the interpreter's collection at exit does not walk them.
-    assert int(said(done, "frozen")[0]) > 1000
-
-
-@pytest.mark.parametrize("command, collecting", [("plan", False), ("ps", True), ("up", True), ("node-agent", True)])
-def test_the_collector_is_off_for_a_plan_on_for_what_runs_as_long_as_its_job(command, collecting, monkeypatch):
-    from runner import cli
-    from runner.ui import ci
-
-    monkeypatch.setattr(ci, "_enabled", ci._enabled)  # the node agent turns CI output off for its process: undone after
-    seen = []
-    monkeypatch.setitem(cli._HANDLERS, command, lambda *args: seen.append(gc.isenabled()) or 0)
-    assert cli.main([command]) == 0 and seen == [collecting]
-    assert gc.isenabled()  # as the caller had it
 
 
 def _plan_file(work: Path) -> str:
@@ -200,7 +139,4 @@ def test_the_node_agent_loads_none_of_the_submit_side(tmp_path, how):
     if how == "srun":  # the per-node start-up: no site, no parser, no CLI, no registry client for an image already there
         assert "site" not in names and command[0] == "-S"
         assert sorted(n for n in ("argparse", "runner.cli", "runner.context", "runner.clients.registry", "runner.config.envfile") if n in names) == []
-    assert said(done, "parsers") == ([] if how == "srun" else ["node-agent"])
-    assert said(done, "compiled") == []
-    assert said(done, "frozen") == ["0"]  # it ran a job: it ends with the collector on and nothing frozen (its files close)
     assert len(runner_modules(names)) <= AGENT_RUNNER_MODULES, runner_modules(names)

@@ -25,12 +25,3 @@ def test_a_byte_amplifying_alias_bomb_is_refused_with_file_line(work):
     assert "alias bomb" in result.stderr and ".primus.yaml:" in result.stderr
     assert "MemoryError" not in result.stderr
 
-
-def test_the_validation_cache_keys_on_the_file_bytes(work):
-    from runner.config import _fingerprint
-    from runner.config.yamlsource import parse_yaml
-
-    one = parse_yaml("a: &x 1\nb: *x\n", "one")
-    same = parse_yaml("a: &x 1\nb: *x\n", "other")
-    spelled_out = parse_yaml("a: 1\nb: 1\n", "two")
-    assert one.digest and _fingerprint(b"s", one) == _fingerprint(b"s", same) != _fingerprint(b"s", spelled_out)

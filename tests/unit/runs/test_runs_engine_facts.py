@@ -76,5 +76,5 @@ def test_the_run_store_reads_the_end_and_the_output_back_through_the_engine(toy)
     rec = commands.find(open_store(), run.id)
     assert SEEN["ended"] == "toy-8"
     assert rec["state"] != "running" and rec["exit_code"] == 3 and rec["note"] == "the toy's queue says it ended"
-    assert commands.cmd_logs(run.id, out, opts.sources, tail=5) == 0
+    assert commands.recorded_logs(run.id, out, opts.sources, tail=5) == 0
     assert SEEN["logs"] == ("toy-8", False, 5, None)

@@ -125,9 +125,9 @@ def test_store_credentials_forwarded_as_secrets_only_when_mlflow_is_on(work):
 def test_a_store_credential_the_policy_does_not_mask_is_not_forwarded(work, monkeypatch):
     import dataclasses
 
-    from runner.trackers import declaration
+    from runner.trackers import tracker
 
-    mlflow = declaration("mlflow")
+    mlflow = tracker("mlflow")
     monkeypatch.setattr(mlflow, "SETTINGS", dataclasses.replace(mlflow.SETTINGS, secrets=mlflow.SETTINGS.secrets + ("AWS_CA_BUNDLE",)))
     planned = plan_for(work, "  disable_mlflow: false\n", {"MLFLOW_TRACKING_URI": "http://m:5000", "AWS_CA_BUNDLE": CANARY})
     assert "AWS_CA_BUNDLE" not in env(planned)

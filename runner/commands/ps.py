@@ -1,0 +1,15 @@
+"""``ps [--all-users] [--engine E]``: the runner's own containers (running and leftovers), or a Slurm engine's jobs."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from runner.options import Selection
+    from runner.ui import Output
+
+
+def run(out: "Output", *, selection: "Selection") -> int:
+    from runner.commands.verbs import run_verb
+
+    return run_verb("ps", selection, out)
