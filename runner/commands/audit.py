@@ -122,10 +122,12 @@ def _audit_engine_object(target: str, scanner: Scanner) -> list[Finding]:
     from runner.clients.engine_api import ApiError
     from runner.clients.engine_api.shared import engine_client
 
+    from runner.engines.docker.audit import audit_inspected
+
     try:
         info = engine_client().request("GET", f"/containers/{quote(target, safe='')}/json")
         name = info.get("Name", target).lstrip("/")
-        return [Finding(f.secret, f"container {name}: {f.location}") for f in scanner.scan_object(info, "")]
+        return [Finding(f.secret, f"container {name}: {f.location}") for f in audit_inspected(engine_client(), info, scanner)]
     except ApiError as exc:
         if exc.status != 404:
             raise UsageError(f"cannot inspect {target}: {exc.message}") from None

@@ -19,5 +19,5 @@ def run(out: "Output", *, selection: "Selection") -> int:
     if not selection.dry_run:
         from runner.runs import detached
 
-        detached.before_down(selection.names, selection.all, selection.sources, out)  # a detached run's output outlives its container
+        detached.before_down(selection.names, selection.all, selection.sources, out)  # a detached run's end outlives its container
     return verb(engine, "down")(selection, out)

@@ -73,6 +73,13 @@ class Tail:
     def bytes(self) -> bytes:
         return b"".join(self._parts)[-self.limit:]
 
+    def kept_in(self) -> int | None:
+        """The open file that keeps the output on the host (the run's log), None when nothing does."""
+        return None
+
+    def keep(self, data: bytes) -> None:
+        """``data`` (masked) into that file only: what follows a detached job keeps no tail in memory."""
+
 
 @dataclass
 class RunContext:

@@ -24,9 +24,8 @@ from runner.runs.store import Store, StoreError
 
 
 # ---------------------------------------------------------------- reconcile
-def reconcile(store: Store, rec: dict, masker_of=None) -> dict:
-    """The record with what can be told now about a run that still says ``running``; stored when it changed.
-    ``masker_of(rec)``: the run's masker, to keep a finished detached container's output in its log."""
+def reconcile(store: Store, rec: dict) -> dict:
+    """The record with what can be told now about a run that still says ``running``; stored when it changed."""
     if rec.get("state") != "running":
         return rec
     before = dict(rec)
@@ -41,7 +40,7 @@ def reconcile(store: Store, rec: dict, masker_of=None) -> dict:
         if ended[1]:
             rec["note"] = ended[1]
     elif rec.get("container_id"):
-        _reconcile_container(rec, masker_of)
+        _reconcile_container(rec)
     if rec != before:
         try:
             store.put(rec)
@@ -50,7 +49,7 @@ def reconcile(store: Store, rec: dict, masker_of=None) -> dict:
     return rec
 
 
-def _reconcile_container(rec: dict, masker_of=None) -> None:
+def _reconcile_container(rec: dict) -> None:
     from runner.clients.engine_api import ApiError
     from runner.clients.engine_api.shared import engine_at
     from runner.errors import EngineUnavailable
@@ -67,11 +66,6 @@ def _reconcile_container(rec: dict, masker_of=None) -> None:
         return
     if not detached.finished(info):
         return
-    if masker_of is not None:  # first seen ended: its output into the run's log, before a `down` removes it
-        try:
-            detached.keep(eng, rec, masker_of(rec))
-        except (ApiError, EngineUnavailable, OSError):
-            pass  # `logs` tries again while the container is there
     state = info.get("State") or {}
     record.finish(rec, state.get("ExitCode"), engine_time(state.get("FinishedAt")) or time.time())
 
@@ -105,7 +99,7 @@ def cmd_runs(out, *, all_users: bool = False, limit: int | None = None, state: s
     if store is not None:
         shown = limit if limit is not None else (None if out.json_mode else 20)
         try:
-            rows = [reconcile(store, r, _masker_of(out)) for r in store.list(None if state else shown, uid=uid, engine=engine, name=name)]
+            rows = [reconcile(store, r) for r in store.list(None if state else shown, uid=uid, engine=engine, name=name)]
         except StoreError as exc:
             raise RuntimeFailure(exc.message, exc.hint) from None
         if state:
@@ -122,12 +116,6 @@ def cmd_runs(out, *, all_users: bool = False, limit: int | None = None, state: s
     for row in table:
         out.result("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
     return 0
-
-
-def _masker_of(out):
-    from runner.options import Sources
-
-    return lambda rec: run_masker(rec, Sources(), out)
 
 
 def _row(r: dict, all_users: bool) -> tuple[str, ...]:
@@ -277,20 +265,15 @@ def recorded_logs(key: str, out, sources, *, follow: bool = False, tail: int | N
     if node is not None:
         raise UsageError(f"--node is for a Slurm job; run {rec['id']} ran on {rec.get('engine')}", "primus-runner logs JOB_ID --node 1")
     log = paths.resolved(rec.get("log"))
-    if rec.get("detached") and rec.get("container_id"):
-        shown = _container_logs(rec, masker, follow, tail, log)
-        if shown is not None:
-            return shown
     if log is None or not (log.exists() or log.with_name(log.name + ".1").exists()):
         raise UsageError(f"run {rec['id']} has no log" + (f" ({rec.get('note')})" if rec.get("note") else ""),
-                         "a detached container's output is kept when `runs`, `logs` or `down` sees it; "
-                         "this one was removed by other means first")
+                         "its run directory was removed (runs gc), or the run was not recorded (runs.record: false)")
     lines, position = read_lines(log, tail)
     stream = masker.stream()
     write = sys.stdout.buffer.write
     for line in lines:
         write(stream.feed(line))
-    if follow and rec.get("state") == "running" and not rec.get("detached"):
+    if follow and rec.get("state") == "running":  # the runner, or a detached job's keeper, still writes it
         run_dir = paths.resolved(rec.get("run_dir"))
         alive = lambda: liveness.runner_alive(run_dir, rec.get("pid"), rec.get("pid_start")) is not False  # noqa: E731
         try:
@@ -301,39 +284,4 @@ def recorded_logs(key: str, out, sources, *, follow: bool = False, tail: int | N
             pass
     write(stream.flush())
     sys.stdout.buffer.flush()
-    return 0
-
-
-def _container_logs(rec: dict, masker, follow: bool, tail: int | None, log: Path | None) -> int | None:
-    """A detached container's output from its engine while it exists (kept in the run's log once it has ended)."""
-    from urllib.parse import quote
-
-    from runner.clients.engine_api import ApiError, Demux
-    from runner.clients.engine_api.shared import engine_at
-    from runner.errors import EngineUnavailable
-    from runner.runs import detached
-
-    try:
-        eng = engine_at(rec.get("engine_host"))
-        info = eng.inspect(rec["container_id"])
-    except (ApiError, EngineUnavailable, OSError):
-        return None  # gone: the run's log (if it was kept) tells the rest
-    if detached.finished(info):
-        detached.keep(eng, rec, masker)
-    params = {"stdout": 1, "stderr": 1, "follow": 1 if follow else 0}
-    if tail is not None:
-        params["tail"] = tail
-    streams = {1: masker.stream(), 2: masker.stream()}
-    targets = {1: sys.stdout.buffer, 2: sys.stderr.buffer}
-    demux = Demux()
-    try:
-        for piece in eng.stream(f"/containers/{quote(rec['container_id'])}/logs", params):
-            for kind, data in demux.feed(piece):
-                targets[kind].write(streams[kind].feed(data))
-                targets[kind].flush()
-    except KeyboardInterrupt:
-        pass
-    for kind, s in streams.items():
-        targets[kind].write(s.flush())
-        targets[kind].flush()
     return 0

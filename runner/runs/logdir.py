@@ -40,9 +40,15 @@ class RunLog(Tail):
             warn(f"the run's log {path} cannot be written ({exc.strerror or exc}); the job's output is not kept")
 
     def add(self, data: bytes) -> None:
+        self.keep(data)
+        super().add(data)
+
+    def kept_in(self) -> int | None:
+        return self._fd
+
+    def keep(self, data: bytes) -> None:
         if self._fd is not None and data:
             self._write(data)
-        super().add(data)
 
     def _write(self, data: bytes) -> None:
         try:

@@ -77,6 +77,11 @@ class Run:
         if self.writer is not None:
             self.writer.flush()
 
+    @property
+    def lock_fd(self) -> int | None:
+        """The descriptor holding the run's lock: what follows a detached job holds it too (``logs -f``)."""
+        return self._lock
+
     # ---------------------------------------------------------------- the pipeline's calls
     def started(self, launched, handshake, detached: bool) -> None:
         """The job runs: its engine id, the tracker runs, where its output goes."""
@@ -95,8 +100,10 @@ class Run:
         self._save()
         if self.writer is not None:
             self.writer.go()
-        if detached:  # the runner's part ends here; `runs` and `logs` ask the engine for the rest
+        if detached:  # the runner's part ends here; `runs` asks the engine for the job's end
             self._ended = True
+            if self.log is not None:
+                self.log.close()  # the keeper writes it from now on
             self._flush()
             liveness.release(self._lock)
 
@@ -245,7 +252,7 @@ def begin(options, engine, plan, ctx, out, config, run_id: str | None = None) ->
     _make_output_dirs(run, out)
     _make_cache_dir(run, out, uncached)
     on_nodes = _on_nodes(engine)
-    if run.dir is not None and not on_nodes and not options.detach:  # a detached job's output is the engine's until it ends
+    if run.dir is not None and not on_nodes:  # detached, the engine's keeper writes it (runner.engines.docker.keeper)
         from runner.runs.logdir import DEFAULT_LIMIT_MB, LOG_NAME, RunLog
 
         limit = int(_setting(config, "log_limit_mb", DEFAULT_LIMIT_MB)) << 20

@@ -106,10 +106,8 @@ class DockerEngine(EngineBase):
         return planning.with_gpus(plan, chosen, plan.host_root)
 
     def request(self, plan: LaunchPlan, ctx: RunContext) -> DockerRequest:
-        # No raw copy of the output in the daemon's logs unless the container is kept or detached.
-        keep_logs = ctx.options.keep or ctx.options.detach
         preference = self._settings(ctx).engine
-        return make_request(plan, self.extra_labels, daemon_log=keep_logs, kind="podman" if preference == "podman" else "docker",
+        return make_request(plan, self.extra_labels, kind="podman" if preference == "podman" else "docker",
                             remove=not ctx.options.keep, detach=ctx.options.detach, interactive=ctx.options.interactive,
                             tty=ctx.options.tty, run_id=ctx.run.id if ctx.run is not None else None,
                             fetch="build" if ctx.options.build else "pull", engine=preference)
@@ -195,7 +193,22 @@ class DockerEngine(EngineBase):
 
     def announce(self, launched: Launched, ctx: RunContext, detached: bool) -> None:
         if detached:
+            self._keep_output(launched.state, ctx)
             ctx.out.result(launched.name)
+
+    @staticmethod
+    def _keep_output(run: Attached, ctx: RunContext) -> None:
+        """A detached job's output, masked, into its run's log by the keeper (the engine keeps none)."""
+        sock, run.sock = run.sock, None
+        if ctx.tail.kept_in() is None:
+            sock.close()
+            ctx.out.warn(f"the output of {run.request.plan.name} is not kept: this run has no log (runs.record is false, or "
+                         "the state directory cannot be written), and the engine keeps none (it would hold the output unmasked)")
+            return
+        from runner.engines.docker import keeper
+
+        held = getattr(ctx.run, "lock_fd", None)
+        keeper.start(sock, run.leftover, ctx.scope.masker, ctx.tail, hold=() if held is None else (held,))
 
     def group_title(self, launched: Launched, request: DockerRequest) -> str:
         return f"job output: {launched.name} ({request.plan.image})"

@@ -33,12 +33,13 @@ def parse_bytes(text: str) -> int:
 
 
 def container_config(plan: LaunchPlan, labels: dict[str, str], entrypoint: list[str] | None, secret_env: list[str], stdin: bool,
-                     daemon_log: bool = True, tty: bool = False) -> dict:
+                     tty: bool = False) -> dict:
     """The Engine API create body. ``secret_env`` is non-empty only in the env fallback;
     ``stdin``: attached (the shim's secrets, ``-i``); ``tty``: the job gets a terminal (``-t``).
 
-    ``daemon_log=False`` (an attached run that removes its container): the daemon keeps
-    no copy of the job's raw, unmasked output on disk; the runner streams it masked.
+    The engine never keeps a log (log driver ``none``), attached, kept or detached: its copy
+    would be the job's raw, unmasked output on the host's disk. The runner reads the job's
+    output from the attach stream and keeps the masked copy (the run's log).
     """
     env = [f"{k}={v}" for k, v in plan.public_env().items()] + secret_env
     host: dict = {
@@ -52,7 +53,7 @@ def container_config(plan: LaunchPlan, labels: dict[str, str], entrypoint: list[
         "Binds": [f"{m.source}:{m.target}:{m.mode}" for m in plan.mounts] or None,
         "IpcMode": plan.ipc or None,
         "NetworkMode": plan.network or None,
-        "LogConfig": None if daemon_log else {"Type": "none", "Config": {}},
+        "LogConfig": {"Type": "none", "Config": {}},
     }
     if plan.gpu_request == "nvidia":  # exactly the chosen GPUs by ID, else all (--gpus all)
         ids = [g.device_id for g in plan.gpus]

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from runner.clients.engine_api import Engine
 
 
-def make_request(plan: LaunchPlan, extra_labels: dict[str, str], daemon_log: bool, *, kind: str = "docker",
+def make_request(plan: LaunchPlan, extra_labels: dict[str, str], *, kind: str = "docker",
                  remove: bool = True, detach: bool = False, interactive: bool = False, tty: bool = False,
                  run_id: str | None = None, fetch: str = "pull", engine: str = "auto") -> DockerRequest:
     """The create body for ``plan`` (pure, validated: a bad value raises ``ConfigError``). With
@@ -36,7 +36,7 @@ def make_request(plan: LaunchPlan, extra_labels: dict[str, str], daemon_log: boo
     entrypoint = shim.shim_entrypoint(interactive, tty) + (own or []) if use_shim else own
     secret_env = [] if use_shim or not secrets else shim.env_fallback(secrets)
     labels = labels_for(plan, extra_labels, run_id)
-    config = container_config(plan, labels, entrypoint, secret_env, use_shim or interactive, daemon_log, tty=tty)
+    config = container_config(plan, labels, entrypoint, secret_env, use_shim or interactive, tty=tty)
     config["HostConfig"].pop("DeviceRequests", None)  # the engine's own form: resolve decides it
     pending = (("image entrypoint",) if use_shim and own is None else ()) + (("the engine's GPU request form",) if plan.gpu_request else ())
     decisions = [_fetch_decision(plan.pull, fetch), f"engine: {kind}"]

@@ -158,8 +158,9 @@ class Attached:
 
 
 def launch(eng: Engine, request: DockerRequest, masker: Masker, out: Output) -> Attached:
-    """Create and start exactly ``request`` (detached or attached as it says); send the secrets through
-    the shim. Nothing is left behind on failure or interruption (130/143 via ``Interrupted``)."""
+    """Create, attach and start exactly ``request`` (detached or attached as it says); send the secrets
+    through the shim. Nothing is left behind on failure or interruption (130/143 via ``Interrupted``).
+    Detached, the signal guard is gone and the attach stream is the caller's to hand over."""
     detach = request.detach
     guard = _SignalGuard().install()
     cid = None
@@ -167,10 +168,8 @@ def launch(eng: Engine, request: DockerRequest, masker: Masker, out: Output) -> 
     try:
         cid = _create(eng, request, masker)
         guard.check()
-        if request.use_shim or not detach:
-            sock, leftover = eng.attach(cid, stdin=bool(request.config.get("OpenStdin")))  # the shim's secrets, -i
-        else:
-            leftover = b""
+        # Before the start, so no output is missed: the engine keeps no log, the runner reads it all.
+        sock, leftover = eng.attach(cid, stdin=bool(request.config.get("OpenStdin")))  # also the shim's secrets, -i
         try:
             eng.start(cid)
         except ApiError as exc:
@@ -179,10 +178,7 @@ def launch(eng: Engine, request: DockerRequest, masker: Masker, out: Output) -> 
         if request.use_shim:
             leftover = _hand_over(sock, leftover, request, guard)
         if detach:
-            if sock is not None:
-                sock.close()  # the daemon still reads what was sent, then the EOF
-            guard.restore()
-            return Attached(eng, request, cid, None, b"", guard)
+            guard.restore()  # the runner's part ends: what follows the job is the keeper's (``keeper``)
         return Attached(eng, request, cid, sock, leftover, guard)
     except BaseException as exc:
         guard.restore()

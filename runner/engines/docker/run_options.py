@@ -26,6 +26,8 @@ ALIASES = {"net": "network", "link-local-ip": "link-local-ip"}
 BOOLEAN = {"detach", "disable-content-trust", "help", "init", "interactive", "no-healthcheck", "oom-kill-disable",
            "privileged", "publish-all", "quiet", "read-only", "rm", "sig-proxy", "tty", "use-api-socket"}
 
+_ENGINE_LOG = "the engine would keep the job's output unmasked on the host's disk (its log driver is none)"
+_OWN_LOG = "leave it out: the runner keeps the job's masked output, `primus-runner logs NAME` shows it"
 REFUSED: dict[str, tuple[str, str]] = {
     "label-file": ("a label file's values would be copied into the container's labels unchecked", "pass each one as --label KEY=VALUE"),
     "tty": ("the launcher's container mode streams the job's output; a terminal is for an interactive job",
@@ -41,6 +43,8 @@ REFUSED: dict[str, tuple[str, str]] = {
     "network-alias": ("aliases need a user-defined network the runner does not create", "leave it out"),
     "link-local-ip": ("link-local addresses need a user-defined network the runner does not create", "leave it out"),
     "isolation": ("Windows containers only", "leave it out"),
+    "log-driver": (_ENGINE_LOG, _OWN_LOG),
+    "log-opt": (_ENGINE_LOG, _OWN_LOG),
 }
 # Accepted and without effect: the runner already does what they ask (or the engine API has no such thing).
 NOOP = {
@@ -163,20 +167,6 @@ def _no_healthcheck(body: dict, value: str | None) -> None:
     body["Healthcheck"] = {"Test": ["NONE"]}
 
 
-def _log_driver(body: dict, value: str | None) -> None:
-    log = body.setdefault("HostConfig", {}).setdefault("LogConfig", {})
-    log["Type"] = value or ""
-    log.setdefault("Config", {})
-
-
-def _log_opt(body: dict, value: str | None) -> None:
-    k, v = _pair(value or "")
-    log = body.setdefault("HostConfig", {}).setdefault("LogConfig", {"Type": "json-file", "Config": {}})
-    if not log.get("Type") or log.get("Type") == "none":
-        log["Type"] = "json-file"
-    log.setdefault("Config", {})[k] = v
-
-
 def _label(body: dict, value: str | None) -> None:
     k, _, v = (value or "").partition("=")
     if not k or k.startswith("io.primus-runner."):
@@ -216,8 +206,6 @@ PASSTHROUGH: dict[str, Callable[[dict, str | None], None]] = {
     "kernel-memory": _set("HostConfig", "KernelMemory", _bytes),
     "label": _label,
     "link": _append("HostConfig", "Links"),
-    "log-driver": _log_driver,
-    "log-opt": _log_opt,
     "mac-address": _set("", "MacAddress"),
     "memory-reservation": _set("HostConfig", "MemoryReservation", _bytes),
     "memory-swap": _set("HostConfig", "MemorySwap", _bytes),

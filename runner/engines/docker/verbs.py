@@ -108,6 +108,11 @@ def logs(sel: Selection, out: Output) -> int:
     info = _owned(eng, sel.names[0], out, sel.all_users)
     if info is None:
         return NOT_FOUND
+    if ((info.get("HostConfig") or {}).get("LogConfig") or {}).get("Type") == "none":
+        out.error(f"{sel.names[0]} has no recorded run of yours, and the engine keeps no log of a job (it would be unmasked)",
+                  "the runner keeps a job's masked output in its run's log: `primus-runner runs` lists them; "
+                  "with runs.record: false nothing is kept")
+        return NOT_FOUND
     stdout = Sink(sys.stdout.buffer, masker, None)
     stderr = Sink(sys.stderr.buffer, masker, None)
     sinks = {1: stdout, 2: stderr}

@@ -49,7 +49,7 @@ def node_command(plan: LaunchPlan) -> list[str]:
     labels = tuple((k, name if k.endswith(".job") else v) for k, v in plan.labels)
     node_plan = replace(plan, name=name, labels=labels)
     kind = "podman" if plan.container_engine == "podman" else "docker"  # the engine each node's agent uses
-    return make_request(node_plan, {LABEL_SLURM_JOB: "<job>", LABEL_NODE_RANK: "<rank>"}, daemon_log=False, kind=kind).argv()
+    return make_request(node_plan, {LABEL_SLURM_JOB: "<job>", LABEL_NODE_RANK: "<rank>"}, kind=kind).argv()
 
 
 @dataclass(frozen=True)

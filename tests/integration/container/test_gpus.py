@@ -155,7 +155,7 @@ def test_the_cuda_request_names_exactly_the_chosen_devices(project, engine_host,
             monkeypatch.setenv(key, value)
         plan = prepare(Output(color=False), Sources(), ["true"], LaunchFlags(gpu="cuda", gpus="1,3"), quiet=True).plan
         eng = Engine(host=engine_host.host)
-        request = resolve(make_request(plan, {}, daemon_log=False), eng, None)
+        request = resolve(make_request(plan, {}), eng, None)
         name = f"gpus-test-cuda-{uuid.uuid4().hex[:6]}"
         names.append(name)
         eng.create(name, request.config)
