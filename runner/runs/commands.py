@@ -165,6 +165,15 @@ def cmd_show(key: str, out) -> int:
         out.result(f"{'tracker':13} {name} run {run_id}" + (f": {trackers['links'][name]}" if name in (trackers.get("links") or {}) else ""))
     for o in doc.get("outputs") or []:
         out.result(f"{'output':13} {o['tracker']} {o['path']} -> {o['host'] or o['note']}")
+    if doc.get("state") != "running":  # what the outputs hold now the job has ended, as `up` says it at the end
+        from runner.runs.outputs import TrackerOutput, after
+
+        from types import SimpleNamespace
+
+        kept = [TrackerOutput(**o) for o in doc.get("outputs") or []]
+        recorded = SimpleNamespace(trackers=SimpleNamespace(wandb_mode=trackers.get("wandb_mode") or "online"))  # what after_line reads
+        for line in after(kept, recorded, trackers.get("run_ids") or {}):
+            out.result(f"{'':13} {line}")
     if doc.get("cache"):
         out.result(f"{'cache':13} {doc['cache'].get('host') or doc['cache'].get('node_dir') + ' (on each node)'} -> {doc['cache']['target']}")
     return 0

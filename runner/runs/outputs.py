@@ -120,6 +120,8 @@ def before(outputs: list[TrackerOutput]) -> list[str]:
             lines.append(f"{o.tracker} output {o.path} ({o.setting}): {o.note}")
         else:
             how = {"run": "mounted from the run's directory", "volume": "a named volume", "mount": "a mounted path"}.get(o.how, o.how)
+            if o.how == "mount" and not o.note and not Path(o.host).exists():
+                how += ", not there yet"  # the engine makes a missing bind source when the job starts
             lines.append(f"{o.tracker} output {o.path} ({o.setting}) is on the host at {o.host} ({how}{'; ' + o.note if o.note else ''})")
     return lines
 

@@ -78,7 +78,7 @@ def initial(run_id: str, plan, engine: str, *, started: float, run_dir, log, out
         "job_id": None,
         "container": None,
         "engine_host": None,
-        "trackers": {"enabled": list(plan.trackers.enabled), "run_ids": {}, "links": {}},
+        "trackers": {"enabled": list(plan.trackers.enabled), "run_ids": {}, "links": {}, "wandb_mode": plan.trackers.wandb_mode},
         "outputs": [o.to_dict() for o in outputs],
         "cache": cache,
         "run_dir": paths.stored(run_dir),

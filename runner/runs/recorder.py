@@ -101,11 +101,20 @@ class Run:
         if self.writer is not None:
             self.writer.go()
         if detached:  # the runner's part ends here; `runs` asks the engine for the job's end
+            if self.dir is not None and not self.out.json_mode:
+                self.out.info(self._later())
             self._ended = True
             if self.log is not None:
                 self.log.close()  # the keeper writes it from now on
             self._flush()
             liveness.release(self._lock)
+
+    def _later(self) -> str:
+        """What a detached run's user can run later (nothing follows the job to print it at its end)."""
+        trackers = self.plan.trackers
+        offline = trackers.is_on("wandb") and trackers.wandb_mode in ("offline", "dryrun")
+        return (f"run {self.id}: `primus-runner logs {self.id} -f` follows its output; once it has ended, "
+                f"`primus-runner runs show {self.id}` gives its exit code and outputs" + (" with the `wandb sync` command" if offline else ""))
 
     def _digest_soon(self, host: str | None) -> None:
         """The image's digest, asked on the writer's thread (its own engine client) while the job runs."""

@@ -29,3 +29,12 @@ def host_path(mounts: Iterable, path: str) -> str | None:
         return None
     rest = posixpath.relpath(path, mount.target)
     return mount.source if rest == "." else posixpath.join(mount.source, rest)
+
+
+def holds(directory, pattern: str) -> bool:
+    """Whether ``directory`` (a host ``Path``) holds a file matching ``pattern`` at any depth: what makes
+    a tracker output's path worth naming after the job."""
+    try:
+        return any(p.is_file() for p in directory.rglob(pattern))
+    except OSError:
+        return False

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from runner.errors import Problem
 from runner.trackers.base import Analysis, Handshake, TrackedPlan, TrackerSettings
+from runner.trackers.job_paths import holds
 
 NAME = "tensorboard"
 RUN_ENV: tuple[str, ...] = ()
@@ -29,6 +30,13 @@ def _outputs(plan: TrackedPlan) -> list[tuple[str, str]]:
     return [("trackers.tensorboard_dir", str(settings["tensorboard_dir"]))] if settings.get("tensorboard_dir") else []
 
 
+def _after(host, plan, run_id: str | None) -> str:
+    """The event files' directory when the job wrote some; else that it wrote none."""
+    if holds(host, "events.out.tfevents*"):
+        return f"TensorBoard events: {host} (tensorboard --logdir {host})"
+    return "TensorBoard: the job wrote no event files"
+
+
 SETTINGS = TrackerSettings(
     name=NAME,
     label="TensorBoard",
@@ -42,10 +50,11 @@ SETTINGS = TrackerSettings(
     },
     metrics={"enable_tensorboard": _BOOL, "save_tb_folder": {"type": "string"}},
     switch={"megatron": "disable_tensorboard", "torchtitan": "metrics.enable_tensorboard"},
+    setting_env={"megatron": {"tensorboard_dir": "TENSORBOARD_DIR"}},  # a plain `python train.py` reads it too
     needs=_needs,
     order=10,
     outputs=_outputs,
-    after_line=lambda host, plan, run_id: f"TensorBoard events: {host} (tensorboard --logdir {host})",
+    after_line=_after,
 )
 
 

@@ -67,7 +67,7 @@ def _wandb_begin(plan: TrackedPlan, out: Output, hs: Handshake) -> None:
     if mode in ("offline", "dryrun"):
         where = public.get("WANDB_DIR") or "<job working directory>"
         path = f"{where.rstrip('/')}/wandb/offline-run-*-{run_id}"  # inside the job; its host path is printed with the tracker outputs
-        out.info(f"W&B run {run_id} (offline, project {project}); the exact `wandb sync` command follows the job")
+        out.info(f"W&B run {run_id} (offline, project {project}); its `wandb sync` command comes with the run's end")
     elif mode == "disabled":
         path = f"disabled/{project}/runs/{run_id}"
     else:

@@ -11,6 +11,7 @@ from runner.errors import CredentialRefused, EngineUnavailable
 from runner.trackers import httpapi
 from runner.trackers.mlflow.artifact_origin import artifact_refusal
 from runner.trackers.base import Handshake, TrackedPlan
+from runner.trackers.job_paths import host_path
 from runner.trackers.mlflow.api import EXTRA_HINT
 from runner.trackers.mlflow.endpoint import experiment_name, tracking_uri
 from runner.trackers.mlflow.filestore import FileStore, store_root
@@ -97,8 +98,15 @@ def _open_run(plan: TrackedPlan, api, tags: dict[str, str]) -> tuple[str | None,
 
 def _no_handshake(plan: TrackedPlan) -> str:
     root = store_root(tracking_uri(plan))
+    host = host_path(plan.mounts, root) if root is not None else None
+    if root is not None and host is None:
+        return (f"MLflow: the file store {root} is in a named volume, which the runner does not open; the job creates its own run there "
+                "(no run handshake: mount a host directory there for one run shared by every rank)")
+    if root is not None and host != root:
+        return (f"MLflow: the file store {root} is on the host at {host}, which is not a directory; the job creates its own run there "
+                f"(no run handshake: create {host} for one run shared by every rank)")
     if root is not None:
-        return (f"MLflow: the file store {root} is not a directory on this host (nor mounted from one); the job creates its own run there "
+        return (f"MLflow: the file store {root} is not a directory on this host; the job creates its own run there "
                 "(no run handshake: create the directory, and mount it into the job, for one run shared by every rank)")
     return "MLflow: the tracking URI is not a server or a directory on this host; the job creates its own run (no run handshake)"
 

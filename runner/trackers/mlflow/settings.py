@@ -107,6 +107,15 @@ def _outputs(plan) -> list[tuple[str, str]]:
     return [("MLFLOW_TRACKING_URI", "/" + path.lstrip("/") if path.startswith("//") else path)]
 
 
+def _after(host, plan, run_id: str | None) -> str:
+    """The file store when it holds something; else that the job wrote nothing there."""
+    from runner.trackers.job_paths import holds
+
+    if holds(host, "*"):
+        return f"MLflow file store: {host} (mlflow ui --backend-store-uri file:{host})"
+    return "MLflow: the job wrote nothing to its file store"
+
+
 SETTINGS = TrackerSettings(
     name="mlflow",
     label="MLflow",
@@ -131,7 +140,7 @@ SETTINGS = TrackerSettings(
     order=30,
     run_id="MLFLOW_RUN_ID",
     outputs=_outputs,
-    after_line=lambda host, plan, run_id: f"MLflow file store: {host} (mlflow ui --backend-store-uri file:{host})",
+    after_line=_after,
 )
 
 
