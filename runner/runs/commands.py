@@ -110,26 +110,59 @@ def cmd_runs(out, *, all_users: bool = False, limit: int | None = None, state: s
     if not rows:
         out.info(f"no runs recorded in {paths.state_dir()}" + ("" if all_users else " for you (--all lists every user's)"))
         return 0
-    header = ("ID", "STATE", "EXIT", "ENGINE", "NAME", "STARTED", "DURATION") + (("USER",) if all_users else ())
-    table = [header] + [_row(r, all_users) for r in rows]
+    header = ("ID", "STATE", "EXIT", "ENGINE", "NAME", "STARTED", "DURATION") + (("USER",) if all_users else ()) + ("COMMAND",)
+    table = [_row(r, all_users) for r in rows]
+    if out.color and sys.stdout.isatty():
+        out.result(_coloured(header, table))
+        return 0
+    table.insert(0, header)
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     for row in table:
         out.result("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
     return 0
 
 
+# A state's colour on a terminal: done well, done badly, still going, not known.
+_STATE_STYLE = {"succeeded": "green", "failed": "red", "interrupted": "yellow", "running": "cyan",
+                "lost": "magenta", "unknown": "magenta", "error": "red"}
+COMMAND_WIDTH = 48  # the command column's width; the whole command is in `runs show`
+
+
+def _coloured(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+    """The runs table for a terminal (rich), each state in its colour; rendered to text, so it is masked as it is printed."""
+    import io
+    import shutil
+
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for i, name in enumerate(header):  # every column whole; the command's is cut to what is left
+        widest = max(len(row[i]) for row in [header, *rows])
+        table.add_column(name, no_wrap=True, overflow="ellipsis", min_width=None if name == "COMMAND" else widest)
+    state = header.index("STATE")
+    for row in rows:
+        cells = [escape(cell) for cell in row]
+        style = _STATE_STYLE.get(row[state])
+        if style:
+            cells[state] = f"[{style}]{cells[state]}[/{style}]"
+        table.add_row(*cells)
+    buffer = io.StringIO()
+    Console(file=buffer, force_terminal=True, width=shutil.get_terminal_size().columns, highlight=False).print(table)
+    return buffer.getvalue().rstrip("\n")
+
+
 def _row(r: dict, all_users: bool) -> tuple[str, ...]:
     started, ended = r.get("started_ts"), r.get("ended_ts")
-    duration = _clock((ended or time.time()) - started) if started and (ended or r.get("state") == "running") else "-"
+    duration = record.duration_text((ended or time.time()) - started) if started and (ended or r.get("state") == "running") else "-"
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)) if started else "-"
     code = "-" if r.get("exit_code") is None else str(r["exit_code"])
-    return (r["id"], r.get("state") or "?", code, r.get("engine") or "?", r.get("name") or "", when, duration) + ((r.get("user") or "?",) if all_users else ())
-
-
-def _clock(seconds: float) -> str:
-    seconds = int(max(0, seconds))
-    h, rest = divmod(seconds, 3600)
-    return f"{h}:{rest // 60:02d}:{rest % 60:02d}" if h else f"{rest // 60}:{rest % 60:02d}"
+    command = " ".join(r.get("command") or [])
+    if len(command) > COMMAND_WIDTH:
+        command = command[:COMMAND_WIDTH - 1] + "…"
+    return ((r["id"], r.get("state") or "?", code, r.get("engine") or "?", r.get("name") or "", when, duration)
+            + ((r.get("user") or "?",) if all_users else ()) + (command,))
 
 
 def find(store: Store | None, key: str, all_users: bool = True) -> dict | None:

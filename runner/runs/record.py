@@ -99,6 +99,15 @@ def _jsonable(value):
     return str(value)
 
 
+def duration_text(seconds: float) -> str:
+    """A run's length as people read it: ``4.2 s`` under a minute, else ``m:ss`` or ``h:mm:ss``."""
+    seconds = max(0.0, seconds)
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    h, rest = divmod(int(seconds), 3600)
+    return f"{h}:{rest // 60:02d}:{rest % 60:02d}" if h else f"{rest // 60}:{rest % 60:02d}"
+
+
 def finish(record: dict, code: int | None, ended: float, state: str | None = None) -> None:
     record.update(exit_code=code, ended_ts=ended, ended=iso(ended), state=state or state_for(code))
 

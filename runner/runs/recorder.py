@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 class Run:
     def __init__(self, plan, run_id: str, out, *, dry: bool = False):
         self.plan, self.id, self.out, self.dry = plan, run_id, out, dry
+        self.began = time.time()  # the launch's start, for its last line
         self.engine = None  # the engine it runs on: what its record holds (runner.engines.base.Recorded)
         self.dir: Path | None = None
         self.job_dir: Path | None = None  # an engine on nodes (Slurm): where the job's files go (the nodes see it)
@@ -147,9 +148,18 @@ class Run:
         ids = {**run_ids(self.plan.public_env()), **(self.record or {}).get("trackers", {}).get("run_ids", {})}
         for line in outputs.after(self.outputs, self.plan, ids):
             self.out.info(line)
-        if self.dir is not None and self.writer is not None and self.writer.stored and not self.out.json_mode:
-            self.out.info(f"run {self.id}: primus-runner runs show {self.id}; its output: primus-runner logs {self.id}")
+        if not self.out.json_mode:
+            self.out.info(self._result(code))
         return self._audit() if self.audit else []
+
+    def _result(self, code: int) -> str:
+        """The launch's last line: the job's exit code, how long the launch took, the run to look at later."""
+        from runner.runs.record import duration_text
+
+        said = f"exit {code} after {duration_text(time.time() - self.began)}"
+        if self.dir is not None and self.writer is not None and self.writer.stored:
+            return f"{said}, run {self.id} (primus-runner runs show {self.id}; primus-runner logs {self.id})"
+        return f"{said} (not recorded)"
 
     def _audit(self) -> list:
         from runner.secrets.scan import audit_paths

@@ -94,3 +94,35 @@ def test_an_mlflow_file_store_whose_host_directory_is_missing_is_said_truly(tmp_
     assert "nor mounted from one" not in err, err
     assert f"MLflow: the file store /data/mlruns is on the host at {store}, which is not a directory" in err, err
     assert "MLflow file store:" not in err and "MLflow: the job wrote nothing to its file store /data/mlruns" in err, err
+
+
+def test_up_ends_with_one_line_and_runs_colours_states_on_a_terminal_with_the_command(tmp_path, canary, busybox_image):
+    import sys
+
+    from pty_session import PtySession
+
+    ws = _workspace(tmp_path, canary, "")
+    ok = ws.run("up", "--", "sh", "-c", "echo fine")
+    bad = ws.run("up", "--", "sh", "-c", "exit 3")
+    assert (ok.returncode, bad.returncode) == (0, 3), bad.stderr.decode()
+    last = bad.stderr.decode().rstrip("\n").splitlines()[-1]
+    match = re.fullmatch(r"exit 3 after (\d+\.\d) s, run (\S+) \(primus-runner runs show \2; primus-runner logs \2\)", last)
+    assert match, last
+    (newest, _) = json.loads(ws.run("--json", "runs").stdout)
+    assert newest["id"] == match.group(2) and newest["exit_code"] == 3
+
+    piped = ws.run("runs").stdout.decode()
+    assert "\x1b[" not in piped
+    assert piped.splitlines()[0].split()[-1] == "COMMAND" and "sh -c exit 3" in piped and "sh -c echo fine" in piped
+    env = {k: v for k, v in ws.env.items() if k != "NO_COLOR"}
+    shown = {}
+    for what, extra in (("terminal", {}), ("NO_COLOR", {"NO_COLOR": "1"})):
+        session = PtySession([sys.executable, "-m", "runner", "runs"], ws.cwd, {**env, **extra}, cols=160)
+        try:
+            assert session.finish() == 0
+        finally:
+            session.close()
+        shown[what] = bytes(session.transcript).decode()
+    assert "\x1b[32msucceeded\x1b[0m" in shown["terminal"] and "\x1b[31mfailed\x1b[0m" in shown["terminal"], shown["terminal"]
+    assert "sh -c exit 3" in shown["terminal"]
+    assert "\x1b[" not in shown["NO_COLOR"] and "failed" in shown["NO_COLOR"]
