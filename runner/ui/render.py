@@ -10,7 +10,7 @@ from runner.ui import Output
 def plan_text(plan: LaunchPlan) -> str:
     rows = [
         ("image", plan.image),
-        ("command", " ".join(_quote(a) for a in plan.command)),
+        ("command", " ".join(shell_word(a) for a in plan.command)),
         ("name", plan.name),
         ("gpu", plan.gpu + (f" (device request: {plan.gpu_request})" if plan.gpu_request else "")),
         ("gpus", _gpus_text(plan)),
@@ -28,7 +28,7 @@ def plan_text(plan: LaunchPlan) -> str:
     own_labels = [f"{k}={v}" for k, v in plan.labels if not k.startswith("io.primus-runner.")]
     for key, value in (("entrypoint", plan.entrypoint), ("platform", plan.platform), ("labels", ", ".join(own_labels) or None)):
         if value is not None:  # only when asked for (--entrypoint, --platform, --label)
-            rows.insert(2, (key, _quote(value) if key == "entrypoint" else value))
+            rows.insert(2, (key, shell_word(value) if key == "entrypoint" else value))
     width = max(len(k) for k, _ in rows)
     lines = [f"{k.ljust(width)}  {v}" for k, v in rows]
     lines.append("")
@@ -99,10 +99,14 @@ def override_lines(plan: LaunchPlan) -> list[str]:
             *(f"  {token}   <- {where}" for token, where in sources)]
 
 
-def _quote(arg: str) -> str:
+def shell_word(arg: str) -> str:
+    """``arg`` as a shell reads it, quoted for a person: ``"--x='/tmp/tb'"``, not ``'--x='"'"'/tmp/tb'"'"''``."""
     import shlex
 
-    return shlex.quote(arg)
+    quoted = shlex.quote(arg)
+    if quoted != arg and "'" in arg and not any(c in arg for c in '"$`\\!'):
+        return f'"{arg}"'
+    return quoted
 
 
 def plan_tables(plan: LaunchPlan, masker: Masker | None = None):

@@ -9,8 +9,6 @@ it is, not printed as a script.
 
 from __future__ import annotations
 
-import shlex
-
 # The request type is runner.engines.docker.container.DockerRequest (not imported: it imports this module).
 
 SHIM_TOKEN = "<stdin-shim>"
@@ -24,7 +22,9 @@ def shim_note(request: "DockerRequest") -> str:
             f"attached stdin, {then}; their values are in no argument, no Env and no label (docker inspect shows none)")
 
 
-def _host_flags(host: dict) -> list[str]:
+def _host_flags(host: dict, written: dict | None = None) -> list[str]:
+    """``written``: a size as the user wrote it (``64g``), shown instead of the body's bytes."""
+    written = {k: v for k, v in (written or {}).items() if v}
     argv: list[str] = []
     if host.get("Init"):
         argv.append("--init")
@@ -48,7 +48,7 @@ def _host_flags(host: dict) -> list[str]:
         argv += ["-v", bind]
     for key, flag in (("IpcMode", "--ipc"), ("NetworkMode", "--network"), ("ShmSize", "--shm-size"), ("Memory", "--memory")):
         if host.get(key) is not None:
-            argv += [flag, str(host[key])]
+            argv += [flag, str(written.get(key, host[key]))]
     if host.get("NanoCpus"):
         argv += ["--cpus", f"{host['NanoCpus'] / 1e9:g}"]
     if (host.get("LogConfig") or {}).get("Type"):
@@ -85,7 +85,7 @@ def _split(request: "DockerRequest") -> tuple[list[str], list[str]]:
             argv += ["-e", entry]
     for name in request.secret_names:
         argv += ["-e", name]  # the value from the runner, never on this line
-    argv += _host_flags(body.get("HostConfig") or {})
+    argv += _host_flags(body.get("HostConfig") or {}, {"ShmSize": request.plan.shm_size, "Memory": request.plan.memory})
     if body.get("User"):
         argv += ["--user", str(body["User"])]
     if body.get("WorkingDir"):
@@ -116,8 +116,10 @@ def _split(request: "DockerRequest") -> tuple[list[str], list[str]]:
 
 def run_text(request: "DockerRequest") -> str:
     """The dry-run text: the command, one option per line, then what it rests on."""
+    from runner.ui.render import shell_word
+
     options, command = _split(request)
-    quoted = [shlex.quote(a) for a in options]
+    quoted = [shell_word(a) for a in options]
     lines, line = [], quoted[:2]
     for token in quoted[2:]:
         if token.startswith("-") and len(line) > 1:
@@ -125,7 +127,7 @@ def run_text(request: "DockerRequest") -> str:
             line = [" "]
         line.append(token)
     lines.append(" ".join(line))
-    lines.append("  " + " ".join(shlex.quote(a) for a in command))
+    lines.append("  " + " ".join(shell_word(a) for a in command))
     text = " \\\n".join(lines)
     notes = [f"# {shim_note(request)}"] if request.use_shim else []
     if request.secret_names and not request.use_shim:

@@ -70,7 +70,7 @@ def _argv_golden(kind: str) -> list[str]:
             "--label", "io.primus-runner.managed=true", "--label", "io.primus-runner.job=golden-job",
             "--label", "io.primus-runner.version=0.1.0", "--label", f"io.primus-runner.owner={os.getuid()}", "--label", "RUN",
             "-e", "LIT=one", "-e", "HF_TOKEN", "--init", "--cap-add", "SYS_PTRACE", "--cap-add", "CAP_SYS_ADMIN", "--ulimit", "nofile=1024:2048",
-            "--ipc", "host", "--network", "host", "--shm-size", str(1 << 30), "--memory", str(2 << 30), "--cpus", "1.5",
+            "--ipc", "host", "--network", "host", "--shm-size", "1g", "--memory", "2g", "--cpus", "1.5",
             "--log-driver", "none", "--workdir", "/w", "--stop-timeout", "5", "--entrypoint", "/bin/sh",
             "primus-test/busybox:latest", "-c", "<stdin-shim>", "primus-shim", "<image-entrypoint>",
             "python", "train.py", "--lr", "0.1"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 
 from rich.console import Console
 
@@ -33,3 +34,21 @@ def test_plain_text_quotes_the_command_and_hides_secrets(work):
     text = plan_text(_plan(work))
     assert "echo 'hi there'" in text
     assert "HF_TOKEN=*** [secret]" in text and CANARY not in text
+
+
+def test_plan_shows_sizes_as_written_and_overrides_as_a_person_reads_them_while_json_stays_exact(tmp_path):
+    from cli_runner import run_cli
+
+    (tmp_path / ".primus.yaml").write_text(
+        "container:\n  gpu: none\n  options:\n    image: primus-test/busybox:latest\n    shm-size: 64g\n    memory: 32g\n"
+        "trackers:\n  framework: megatron\n  disable_tensorboard: false\n  tensorboard_dir: /tmp/tb\n")
+    command = ("primus-cli", "direct", "--", "train", "pretrain", "--config", "exp.yaml")
+    shown = run_cli(tmp_path, "--trust-project", "plan", "--", *command)
+    assert shown.returncode == 0, shown.stderr
+    text = shown.stdout
+    assert "--shm-size 64g" in text and "--memory 32g" in text, text
+    assert str(64 << 30) not in text and str(32 << 30) not in text
+    assert "\"--tensorboard_dir='/tmp/tb'\"" in text and "'\"'\"'" not in text, text
+    exact = json.loads(run_cli(tmp_path, "--trust-project", "--json", "plan", "--", *command).stdout)
+    assert "--tensorboard_dir='/tmp/tb'" in exact["command"]
+    assert exact["request"]["create"]["HostConfig"]["ShmSize"] == 64 << 30
