@@ -188,7 +188,8 @@ def cmd_show(key: str, out) -> int:
         value = doc.get(field)
         if value in (None, [], {}):
             continue
-        shown = " ".join(value) if field in ("command", "argv") else ", ".join(value) if isinstance(value, list) else value
+        shown = (" ".join(value) if field in ("command", "argv") else _gpus_text(value) if field == "gpus"
+                 else ", ".join(value) if isinstance(value, list) else value)
         out.result(f"{field:13} {shown}")
     env = doc.get("env") or []
     if env:
@@ -210,6 +211,14 @@ def cmd_show(key: str, out) -> int:
     if doc.get("cache"):
         out.result(f"{'cache':13} {doc['cache'].get('host') or doc['cache'].get('node_dir') + ' (on each node)'} -> {doc['cache']['target']}")
     return 0
+
+
+def _gpus_text(gpus: dict) -> str:
+    """The record's GPUs as text: the flavor, the chosen GPUs (index and UUID), the devices."""
+    chosen = [f"{g.get('index')} ({g.get('uuid')})" for g in gpus.get("selected") or [] if isinstance(g, dict)]
+    devices = gpus.get("devices") or []
+    return (str(gpus.get("flavor") or "-") + (f": {', '.join(chosen)}" if chosen else "")
+            + (f"; devices {', '.join(devices)}" if devices else ""))
 
 
 # ---------------------------------------------------------------- gc

@@ -110,6 +110,8 @@ def test_up_ends_with_one_line_and_runs_colours_states_on_a_terminal_with_the_co
     assert match, last
     (newest, _) = json.loads(ws.run("--json", "runs").stdout)
     assert newest["id"] == match.group(2) and newest["exit_code"] == 3
+    record = ws.run("runs", "show", newest["id"]).stdout.decode()
+    assert "gpus          none\n" in record and "{'" not in record, record  # text, not a Python repr
 
     piped = ws.run("runs").stdout.decode()
     assert "\x1b[" not in piped
