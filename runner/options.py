@@ -135,6 +135,7 @@ class RunOptions:
     debug: bool = False  # the launcher's --debug: PRIMUS_LOG_LEVEL=DEBUG for the job
     interactive: bool = False  # up -i: the user's stdin goes to the job
     tty: bool = False  # up -t: the job gets a terminal (the user's, in raw mode)
+    compact: bool = False  # plan: the short view (what runs, where, env names, GPUs); --verbose gives the full one
 
     engine_flags_for = _engine_flags_for
 

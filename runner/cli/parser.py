@@ -410,7 +410,8 @@ def _complete(p, engine):
 # (node-agent: started by srun on each Slurm node; __complete: the completion scripts' TAB).
 COMMANDS: dict[str, tuple[str, str] | None] = {
     "check": ("validate config, env policy, required secrets, devices and the engine", "primus-runner check --gpu none"),
-    "plan": ("print the fully resolved launch, secrets as ***, without side effects", "primus-runner plan --gpu none -- python train.py"),
+    "plan": ("print what would run (--verbose: the fully resolved launch), secrets as ***, without side effects",
+             "primus-runner plan --gpu none -- python train.py"),
     "up": ("run the job in a local Docker container and return its exit code", "primus-runner up --gpu none -- python train.py"),
     "shell": ("an interactive shell in the job's image, with the job's env, mounts, GPUs and secrets (up -it, the "
               "image's bash, else sh)", "primus-runner shell --gpu none"),

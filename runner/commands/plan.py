@@ -15,4 +15,4 @@ def run(out: "Output", *, options: "RunOptions", engine: str | None) -> int:
     from runner.commands.launch import launch_engine
     from runner.session import pipeline
 
-    return pipeline.run(replace(options, dry_run=True), launch_engine(engine), out)
+    return pipeline.run(replace(options, dry_run=True, compact=True), launch_engine(engine), out)

@@ -25,10 +25,7 @@ def plan_text(plan: LaunchPlan) -> str:
         ("trackers", f"{plan.trackers.framework}: {', '.join(plan.trackers.enabled) or 'none enabled'}"),
         ("config files", ", ".join(plan.config_files) or "-"),  # every layer read, lowest first
     ]
-    own_labels = [f"{k}={v}" for k, v in plan.labels if not k.startswith("io.primus-runner.")]
-    for key, value in (("entrypoint", plan.entrypoint), ("platform", plan.platform), ("labels", ", ".join(own_labels) or None)):
-        if value is not None:  # only when asked for (--entrypoint, --platform, --label)
-            rows.insert(2, (key, shell_word(value) if key == "entrypoint" else value))
+    _asked_rows(plan, rows)
     width = max(len(k) for k, _ in rows)
     lines = [f"{k.ljust(width)}  {v}" for k, v in rows]
     lines.append("")
@@ -42,6 +39,44 @@ def plan_text(plan: LaunchPlan) -> str:
         for d in plan.skipped:
             lines.append(f"  {d.name}   ({d.reason}: {d.skip_reason})")
     lines += override_lines(plan)
+    return "\n".join(lines)
+
+
+RUNNER_SOURCE = "runner"  # a variable the runner itself sets (the job cache, GPUS_PER_NODE …)
+
+
+def _asked_rows(plan: LaunchPlan, rows: list) -> None:
+    """The rows only a flag asks for (--entrypoint, --platform, --label), after the command."""
+    own_labels = [f"{k}={v}" for k, v in plan.labels if not k.startswith("io.primus-runner.")]
+    for key, value in (("entrypoint", plan.entrypoint), ("platform", plan.platform), ("labels", ", ".join(own_labels) or None)):
+        if value is not None:
+            rows.insert(2, (key, shell_word(value) if key == "entrypoint" else value))
+
+
+def compact_text(plan: LaunchPlan, request=None) -> str:
+    """``plan``'s short view: what runs, where, with which variables (names) and GPUs."""
+    engine = next((d.split(": ", 1)[1] for d in getattr(request, "decisions", ()) if d.startswith("engine: ")), None)
+    own = [d.name for d in plan.forwarded if d.source == RUNNER_SOURCE]
+    named = [f"{d.name}={MASK if d.secret else d.value}" for d in plan.forwarded if d.source != RUNNER_SOURCE]
+    env = ", ".join(named) or "-"
+    if own:
+        env += f"; and {len(own)} the runner sets ({', '.join(own[:3])}{', …' if len(own) > 3 else ''})"
+    rows = [
+        ("image", plan.image),
+        ("command", " ".join(shell_word(a) for a in plan.command)),
+        ("engine", engine or "docker"),
+        ("gpus", "none" if plan.gpu == "none" else f"{plan.gpu}: {_gpus_text(plan)}"),
+        ("env", env),
+        ("not set", ", ".join(d.name for d in plan.skipped) or None),
+        ("mounts", ", ".join(str(m) for m in plan.mounts) or "-"),
+        ("resources", ", ".join(f"{k} {v}" for k, v in (("shm", plan.shm_size), ("memory", plan.memory), ("cpus", plan.cpus)) if v) or None),
+        ("trackers", f"{plan.trackers.framework}: {', '.join(plan.trackers.enabled) or 'none enabled'}"),
+    ]
+    _asked_rows(plan, rows)
+    rows = [(k, v) for k, v in rows if v is not None]
+    width = max(len(k) for k, _ in rows)
+    lines = [f"{k.ljust(width)}  {v}" for k, v in rows]
+    lines.append("(every setting, where it came from and the full request: primus-runner plan --verbose; for scripts: --json)")
     return "\n".join(lines)
 
 
@@ -145,12 +180,16 @@ def plan_json(plan: LaunchPlan, request=None) -> dict:
     return doc
 
 
-def show_plan(plan: LaunchPlan, out: Output, request=None, config=None) -> None:
-    """JSON with ``--json``; rich tables on a terminal; plain text for pipes (fast, stable to grep).
-    With the engine's ``request``, its rendering follows the plan (what the engine is sent);
-    with ``--verbose`` and the ``config``, where every decision came from, last."""
+def show_plan(plan: LaunchPlan, out: Output, request=None, config=None, compact: bool = False) -> None:
+    """JSON with ``--json``; ``compact`` (``plan``) without ``--verbose``: about a screen, what runs
+    where with which variables and GPUs. Else rich tables on a terminal, plain text for pipes (fast,
+    stable to grep); with the engine's ``request``, its rendering follows the plan (what the engine
+    is sent); with ``--verbose`` and the ``config``, where every decision came from, last."""
     if out.json_mode:
         out.json(plan_json(plan, request))
+        return
+    if compact and not out.verbose:
+        out.result(compact_text(plan, request))
         return
     _show_plan_text(plan, out)
     if request is not None:

@@ -157,7 +157,8 @@ class DockerEngine(EngineBase):
     def dry_run(self, request: DockerRequest, ctx: RunContext) -> None:
         from runner.ui.render import show_plan
 
-        show_plan(request.plan, ctx.out, request, config=ctx.config)  # `up --dry-run` is `plan`: the plan, then the request
+        # `up --dry-run` is `plan --verbose`'s view: the plan, then the request; `plan` alone is its short view.
+        show_plan(request.plan, ctx.out, request, config=ctx.config, compact=ctx.options.compact)
 
     def launch(self, request: DockerRequest, connection: Connection) -> Launched:
         if request.secret_names and not request.use_shim:

@@ -47,7 +47,7 @@ def test_dry_runs_render_the_terminal_the_entrypoint_the_labels_and_the_platform
         assert flag in argv
     assert argv[argv.index("--platform") + 1] == "linux/arm64" and "team=ml" in argv
     assert argv[argv.index("--entrypoint") + 1] == "/bin/echo" and argv[-1] == "hi"
-    text = run_cli(tmp_path, "plan", "--entrypoint", "/bin/echo", "--label", "team=ml", "--platform", "linux/arm64", "--", "hi",
+    text = run_cli(tmp_path, "--verbose", "plan", "--entrypoint", "/bin/echo", "--label", "team=ml", "--platform", "linux/arm64", "--", "hi",
                    env={"DOCKER_HOST": NO_DOCKER})
     assert text.returncode == 0, text.stderr
     for shown in ("entrypoint", "/bin/echo", "platform", "linux/arm64", "labels", "team=ml", "--platform linux/arm64"):

@@ -294,7 +294,7 @@ def test_required_names_from_passthrough_and_trackers_in_one_message(project):
 def test_unset_allowlisted_name_is_reported_in_check_and_plan(project):
     data = plan_json(project)
     assert {"name": "PLAIN", "reason": "unset"} in data["skipped"]
-    human = run(project, "plan", "--", "true")
+    human = run(project, "--verbose", "plan", "--", "true")
     assert "PLAIN   (allowlist: unset)" in human.stdout and "PLAIN" not in human.stderr  # once, in the plan itself
     launch = run(project, "up", "--", "true", env={"DOCKER_HOST": NO_DOCKER})  # the notice comes before the engine is asked
     notices = [line for line in launch.stderr.splitlines() if "PLAIN" in line]

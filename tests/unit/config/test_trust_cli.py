@@ -128,7 +128,7 @@ def test_plan_from_a_subdirectory_names_every_file_it_loaded(clone):
     sub = clone / "src" / "deep"
     sub.mkdir(parents=True)
     env = {"PRIMUS_RUNNER_CONFIG": str(clone.parent / "extra.yaml")}
-    text = run(clone, "plan", "--", "true", env=env, cwd=sub)
+    text = run(clone, "--verbose", "plan", "--", "true", env=env, cwd=sub)  # the full view names every file
     assert text.returncode == 0, text.stderr
     assert "from-the-project" in text.stdout
     line = next(line for line in text.stdout.splitlines() if line.startswith("config files"))

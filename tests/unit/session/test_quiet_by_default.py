@@ -16,7 +16,7 @@ def notices(stderr: str) -> list[str]:
 
 def test_plan_on_the_repositorys_config_under_gpu_none_has_no_notice(tmp_path):
     shutil.copy(REPO / ".primus.yaml", tmp_path / ".primus.yaml")
-    result = run_cli(tmp_path, "plan", "--gpu", "none", "--", "true")
+    result = run_cli(tmp_path, "--verbose", "plan", "--gpu", "none", "--", "true")
     assert result.returncode == 0, result.stderr
     assert notices(result.stderr) == []
     assert "HF_TOKEN   (allowlist: unset)" in result.stdout  # still reported: in the plan itself

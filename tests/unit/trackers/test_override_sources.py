@@ -50,7 +50,7 @@ def test_mlflow_run_name_comes_with_the_line_that_turned_mlflow_on(work):
 def test_plan_text_and_json_list_the_overrides(work, cli):
     (work / ".primus.yaml").write_text("container:\n  gpu: none\n  options:\n    image: busybox\ntrackers:\n  log_interval: 5\n")
     run = lambda *a: cli(*a, "plan", "--", *TRAIN, cwd=work, timeout=60)  # noqa: E731
-    text = run()
+    text = run("--verbose")  # the full view lists each override with its file:line
     assert text.returncode == 0, text.stderr
     assert f"--log_interval=5   <- {work / '.primus.yaml'}:6" in text.stdout
     doc = json.loads(run("--json").stdout)

@@ -43,7 +43,7 @@ def test_plan_shows_sizes_as_written_and_overrides_as_a_person_reads_them_while_
         "container:\n  gpu: none\n  options:\n    image: primus-test/busybox:latest\n    shm-size: 64g\n    memory: 32g\n"
         "trackers:\n  framework: megatron\n  disable_tensorboard: false\n  tensorboard_dir: /tmp/tb\n")
     command = ("primus-cli", "direct", "--", "train", "pretrain", "--config", "exp.yaml")
-    shown = run_cli(tmp_path, "--trust-project", "plan", "--", *command)
+    shown = run_cli(tmp_path, "--trust-project", "--verbose", "plan", "--", *command)
     assert shown.returncode == 0, shown.stderr
     text = shown.stdout
     assert "--shm-size 64g" in text and "--memory 32g" in text, text
@@ -52,3 +52,22 @@ def test_plan_shows_sizes_as_written_and_overrides_as_a_person_reads_them_while_
     exact = json.loads(run_cli(tmp_path, "--trust-project", "--json", "plan", "--", *command).stdout)
     assert "--tensorboard_dir='/tmp/tb'" in exact["command"]
     assert exact["request"]["create"]["HostConfig"]["ShmSize"] == 64 << 30
+
+
+def test_plan_is_about_a_screen_by_default_and_whole_with_verbose(tmp_path):
+    from cli_runner import run_cli
+
+    (tmp_path / ".primus.yaml").write_text("container:\n  gpu: none\n  options:\n    image: primus-test/busybox:latest\n"
+                                           "    env: [HF_TOKEN, PLAIN_SET, NOT_SET_HERE]\n")
+    env = {"HF_TOKEN": CANARY, "PLAIN_SET": "plain-value"}
+    short = run_cli(tmp_path, "--trust-project", "plan", "--", "python", "train.py", env=env)
+    assert short.returncode == 0, short.stderr
+    lines = short.stdout.splitlines()
+    assert len(lines) <= 15, short.stdout
+    rows = {line.split("  ", 1)[0]: line.split("  ", 1)[1].strip() for line in lines if "  " in line and not line.startswith("(")}
+    assert rows["image"] == "primus-test/busybox:latest" and rows["command"] == "python train.py" and rows["gpus"] == "none"
+    assert "HF_TOKEN=***" in rows["env"] and "PLAIN_SET=plain-value" in rows["env"] and "NOT_SET_HERE" in rows["not set"]
+    assert "docker run" not in short.stdout and "plan --verbose" in lines[-1]
+    full = run_cli(tmp_path, "--trust-project", "--verbose", "plan", "--", "python", "train.py", env=env)
+    assert full.returncode == 0 and "docker run" in full.stdout and "NOT_SET_HERE   (allowlist: unset)" in full.stdout
+    assert CANARY not in short.stdout + short.stderr + full.stdout + full.stderr
