@@ -198,7 +198,7 @@ def _check_engine(engine, prepared, found: Findings) -> None:
 def _check_registry_and_builder(prepared, found: Findings) -> None:
     """The image's registry credential, validated without pulling, and the image builder."""
     from runner.errors import RunnerError
-    from runner.images import builder_status
+    from runner.images import builder_status, planned_builder
     from runner.clients.registry import check_registry
 
     try:
@@ -206,8 +206,9 @@ def _check_registry_and_builder(prepared, found: Findings) -> None:
     except RunnerError as exc:
         found.problems.append(Problem(exc.message, hint=exc.hint))
     builder = builder_status(found.engine.get("engine"))  # Podman reports its own builder
+    builder["build_uses"] = planned_builder(prepared.config, found.engine.get("engine"))  # build's own decision
     found.engine["builder"] = builder
-    found.notes.append(f"builder: {builder.get('builder')}" + (f" (needs: {builder['needs']})" if builder.get("needs") else ""))
+    found.notes.append(f"builder: {builder['build_uses']}" + (f" (BuildKit needs: {builder['needs']})" if builder.get("needs") else ""))
 
 
 def _check_online(plan, timeout: float, found: Findings) -> None:

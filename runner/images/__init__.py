@@ -11,6 +11,7 @@ entry points only; it takes ``runner.options.BuildOptions``, never argparse.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from runner.options import BuildOptions, Sources
 from runner.ui import Output
@@ -143,6 +144,21 @@ def builder_status(engine: str | None = None) -> dict:
     from runner.images.builder import builder_status as status
 
     return status(engine)
+
+
+def planned_builder(config, engine: str | None) -> str:
+    """For ``check``: the builder ``build`` would use for the configured recipe or Dockerfile (its own
+    decision, ``builder.decide``), described; or why there is none."""
+    from runner.errors import RunnerError
+    from runner.images.builder import decide
+    from runner.images.recipe import _locate, secret_names
+
+    try:
+        flavor, context, dockerfile, outside = _locate(BuildOptions(), config)
+        path = Path(outside) if outside else context / dockerfile
+        return decide(path, secret_names(BuildOptions(), config), flavor is None, engine).describe()
+    except RunnerError as exc:
+        return f"none ({exc.message})"
 
 
 def _builder_dict(spec, builder) -> dict:

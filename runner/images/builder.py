@@ -21,6 +21,7 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Mapping, Sequence
 
 from runner.errors import EngineUnavailable
@@ -174,34 +175,37 @@ def find_podman() -> Builder | None:
     return Builder("podman", path) if path else None
 
 
-def needs_buildkit(spec: BuildSpec) -> bool:
-    from runner.images.context import uses_mounts
-
-    return bool(spec.secrets) or uses_mounts(spec.dockerfile_path().read_text(encoding="utf-8", errors="replace"))
-
-
 def choose(spec: BuildSpec, engine: str | None = None, remember: bool = False) -> Builder:
-    """The builder for ``spec``: Podman's own on Podman; BuildKit when the build needs it
-    (secrets, ``RUN --mount``) and a CLI can drive it; the classic Engine API builder otherwise.
+    """The builder for ``spec`` (``decide``)."""
+    return decide(spec.dockerfile_path(), spec.secrets, spec.user_dockerfile, engine, remember)
+
+
+def decide(dockerfile: Path, secrets: Sequence[str], user_dockerfile: bool, engine: str | None = None,
+           remember: bool = False) -> Builder:
+    """The builder a build of ``dockerfile`` uses (``build``, and ``check`` naming it): Podman's own on
+    Podman; BuildKit when the build needs it (secrets, ``RUN --mount``) and a CLI can drive it; the
+    classic Engine API builder otherwise.
 
     A project recipe's mounts are only a cache (and optional secrets), so without BuildKit
     it still builds classically, mounts dropped; a user's Dockerfile with mounts, or any
     build with ``--secret``, needs BuildKit and exits 1 with what to install.
     """
+    from runner.images.context import uses_mounts
+
     if engine == "podman":
         found = find_podman()
         if found is None:
             raise EngineUnavailable("podman is not installed, so nothing can build on the Podman engine", hint="apt-get install podman")
         return found
-    if not needs_buildkit(spec):
+    if not secrets and not uses_mounts(dockerfile.read_text(encoding="utf-8", errors="replace")):
         return Builder("classic")
     found = find_buildkit(remember)
     if found is not None:
         return found
-    if spec.secrets:
-        raise EngineUnavailable(f"build secrets ({', '.join(spec.secrets)}) need BuildKit, and no Docker CLI here can drive it", hint=NEEDS)
-    if spec.user_dockerfile:
-        raise EngineUnavailable(f"{spec.dockerfile_path()} uses RUN --mount, which needs BuildKit, and no Docker CLI here can drive it", hint=NEEDS)
+    if secrets:
+        raise EngineUnavailable(f"build secrets ({', '.join(secrets)}) need BuildKit, and no Docker CLI here can drive it", hint=NEEDS)
+    if user_dockerfile:
+        raise EngineUnavailable(f"{dockerfile} uses RUN --mount, which needs BuildKit, and no Docker CLI here can drive it", hint=NEEDS)
     return Builder("classic", detail="recipe mounts dropped: no BuildKit here")
 
 

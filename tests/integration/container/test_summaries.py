@@ -128,3 +128,13 @@ def test_up_ends_with_one_line_and_runs_colours_states_on_a_terminal_with_the_co
     assert "\x1b[32msucceeded\x1b[0m" in shown["terminal"] and "\x1b[31mfailed\x1b[0m" in shown["terminal"], shown["terminal"]
     assert "sh -c exit 3" in shown["terminal"]
     assert "\x1b[" not in shown["NO_COLOR"] and "failed" in shown["NO_COLOR"]
+
+
+@pytest.mark.parametrize("images", ["images:\n  file: Dockerfile\n", ""], ids=["a plain Dockerfile", "the flavor's recipe"])
+def test_check_names_the_builder_build_uses(tmp_path, canary, busybox_image, images):
+    ws = _workspace(tmp_path, canary, images)
+    (ws.cwd / "Dockerfile").write_text(f"FROM {busybox_image}\nRUN echo built\n")
+    checked = ws.run("check")
+    (note,) = [line for line in checked.stderr.decode().splitlines() + checked.stdout.decode().splitlines() if line.startswith("builder: ")]
+    planned = json.loads(ws.run("--json", "build", "--dry-run").stdout)["builder"]
+    assert note.split(" (BuildKit needs", 1)[0] == f"builder: {planned['describe']}", (note, planned)
