@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import configparser
 import os
+import re
 import subprocess
 import urllib.parse
 from pathlib import Path
@@ -76,6 +77,14 @@ def secret_values(names: Iterable[str], host_env: Mapping[str, str], env_values:
 
 
 # ------------------------------------------------------------------ build args
+
+_ARG = re.compile(r"^\s*ARG\s+([A-Za-z_][A-Za-z0-9_]*)", re.M | re.I)
+
+
+def declared_args(dockerfile: str) -> set[str]:
+    """The names a Dockerfile declares with ``ARG``: the build args it takes."""
+    return set(_ARG.findall(dockerfile))
+
 
 def parse_build_args(specs: Iterable[str], host_env: Mapping[str, str]) -> list[tuple[str, str]]:
     """``K=V`` pairs; a bare ``K`` takes the host's value, like ``docker build``."""
@@ -264,7 +273,9 @@ def resolve_build(opts: BuildOptions, context_info, host_env: Mapping[str, str] 
     elif any(k == "BASE_IMAGE" for k, _ in pairs):
         base = next(v for k, v in pairs if k == "BASE_IMAGE")
     given = {k for k, _ in pairs} | set(secrets)  # a name given as a secret is never also a build arg
-    pairs += [(k, v) for k, v in pip_args.items() if k not in given]
+    declared = declared_args((Path(outside) if outside else context / dockerfile).read_text(encoding="utf-8", errors="replace"))
+    # The host's pip settings only where the Dockerfile asks for them (the proxies are Docker's own args).
+    pairs += [(k, v) for k, v in pip_args.items() if k not in given and (k in declared or k in PROXY_ARGS)]
 
     files = context_files(context, dockerfile)
     refuse_env_file(context, files, context_info.env_file.path)

@@ -23,9 +23,13 @@ _PODMAN_STEP = re.compile(r"^STEP (\d+)/(\d+): (.*)$")
 class Progress:
     """Steps, cache hits and elapsed time: a rich bar on a terminal, plain lines otherwise."""
 
-    def __init__(self, out: Output, tag: str):
+    def __init__(self, out: Output, tag: str, own_steps: int = 0):
         self.out = out
         self.tag = tag
+        # The classic builder turns each of the runner's labels into a LABEL step after the Dockerfile's:
+        # the last ``own_steps`` steps are the runner's, not shown nor counted.
+        self.own_steps = own_steps
+        self.own = False  # in one of them
         self.started = time.monotonic()
         self.step = 0
         self.total = 0
@@ -36,6 +40,7 @@ class Progress:
         self.step_started = self.started
         self.vertices: dict[str, tuple[int, str]] = {}  # BuildKit vertex -> (step, instruction)
         self.ended: set[str] = set()
+        self.announced: set[str] = set()  # BuildKit vertices whose name is printed already (they printed output)
         self.rich = None
         if out.color:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -68,11 +73,17 @@ class Progress:
             self._finish_step()
             head, _, instruction = stripped.partition(" : ")
             number, _, total = head[5:].partition("/")
-            self.step, self.total = int(number), int(total)
+            self.total = int(total) - self.own_steps
+            self.own = int(number) > self.total
+            if self.own:
+                return
+            self.step = int(number)
             self.step_started = time.monotonic()
             self.pending = instruction[:100]
             if self.rich:
                 self.rich.update(self.task, total=self.total, completed=self.step - 1, description=f"step {self.step}/{self.total}", line=instruction[:60])
+            return
+        if self.own:
             return
         if stripped == "---> Using cache":
             self.cache_hits += 1
@@ -90,10 +101,17 @@ class Progress:
             return
         if stripped.startswith(("Removing intermediate container", "Successfully built", "Successfully tagged")):
             return
-        if self.rich and stripped:
-            self.rich.update(self.task, line=stripped[:60])
-        elif stripped and self.out.verbose:
-            self.out.info(f"    {stripped}")
+        self._output(stripped)
+
+    def _output(self, text: str) -> None:
+        """A line the Dockerfile's own step printed (masked already): shown as it comes, above a bar."""
+        if not text:
+            return
+        if self.rich:
+            self.rich.update(self.task, line=text[:60])
+            self.rich.console.print(f"    {text}", markup=False, highlight=False)
+        else:
+            self.out.info(f"    {text}")
 
     def buildkit_line(self, text: str) -> None:
         """One line of BuildKit's ``--progress=plain`` output (already masked).
@@ -135,10 +153,11 @@ class Progress:
             return
         match = _BK_OUTPUT.match(stripped)
         if match and match.group(1) in self.vertices:
-            if self.rich:
-                self.rich.update(self.task, line=match.group(2)[:60])
-            elif self.out.verbose:
-                self.out.info(f"    {match.group(2)}")
+            if not self.rich and match.group(1) not in self.announced:  # the step's name before its first output line
+                self.announced.add(match.group(1))
+                number, instruction = self.vertices[match.group(1)]
+                self.out.info(f"[{number}/{self.total}] {'running':<7} {instruction}")
+            self._output(match.group(2))
             return
         if stripped.startswith("#") or not stripped:
             return  # internal vertices (context transfer, metadata, export), digests
@@ -343,7 +362,7 @@ def run_build(spec, out: Output, masker, *, builder=None, secrets=(), engine=Non
     existing = inspect_image(engine, spec.tag)
     key = build_key(spec, context, base["Id"] if base else None)
     labels = {**dict(spec.labels), L_CREATED: _created_for(existing, key), L_BUILD_KEY: key}
-    progress = Progress(out, spec.tag)
+    progress = Progress(out, spec.tag, own_steps=len(labels) if builder.kind == "classic" else 0)
     try:
         if builder.kind == "classic":
             image_id, error, log = run_classic(engine, spec, context, labels, progress, masker)
