@@ -202,11 +202,10 @@ def cmd_show(key: str, out) -> int:
     if doc.get("state") != "running":  # what the outputs hold now the job has ended, as `up` says it at the end
         from runner.runs.outputs import TrackerOutput, after
 
-        from types import SimpleNamespace
+        from runner.trackers import as_recorded
 
         kept = [TrackerOutput(**o) for o in doc.get("outputs") or []]
-        recorded = SimpleNamespace(trackers=SimpleNamespace(wandb_mode=trackers.get("wandb_mode") or "online"))  # what after_line reads
-        for line in after(kept, recorded, trackers.get("run_ids") or {}):
+        for line in after(kept, as_recorded(trackers), trackers.get("run_ids") or {}):
             out.result(f"{'':13} {line}")
     if doc.get("cache"):
         out.result(f"{'cache':13} {doc['cache'].get('host') or doc['cache'].get('node_dir') + ' (on each node)'} -> {doc['cache']['target']}")

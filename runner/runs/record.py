@@ -47,6 +47,8 @@ def _user() -> str:
 def initial(run_id: str, plan, engine: str, *, started: float, run_dir, log, outputs, cache: dict | None, sources,
             detached: bool, pid_start: str | None, job_dir=None) -> dict:
     """The record at launch (state ``running``); ``update`` fills in the rest."""
+    from runner.trackers import recorded
+
     return {
         "id": run_id,
         "engine": engine,
@@ -78,7 +80,7 @@ def initial(run_id: str, plan, engine: str, *, started: float, run_dir, log, out
         "job_id": None,
         "container": None,
         "engine_host": None,
-        "trackers": {"enabled": list(plan.trackers.enabled), "run_ids": {}, "links": {}, "wandb_mode": plan.trackers.wandb_mode},
+        "trackers": {"enabled": list(plan.trackers.enabled), "run_ids": {}, "links": {}, **recorded(plan)},
         "outputs": [o.to_dict() for o in outputs],
         "cache": cache,
         "run_dir": paths.stored(run_dir),

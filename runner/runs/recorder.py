@@ -112,10 +112,8 @@ class Run:
 
     def _later(self) -> str:
         """What a detached run's user can run later (nothing follows the job to print it at its end)."""
-        trackers = self.plan.trackers
-        offline = trackers.is_on("wandb") and trackers.wandb_mode in ("offline", "dryrun")
         return (f"run {self.id}: `primus-runner logs {self.id} -f` follows its output; once it has ended, "
-                f"`primus-runner runs show {self.id}` gives its exit code and outputs" + (" with the `wandb sync` command" if offline else ""))
+                f"`primus-runner runs show {self.id}` gives its exit code and what its trackers wrote (an offline run's sync command)")
 
     def _digest_soon(self, host: str | None) -> None:
         """The image's digest, asked on the writer's thread (its own engine client) while the job runs."""

@@ -42,3 +42,16 @@ def requeue_env(enabled_names, env: dict) -> dict[str, str]:
 def enabled(plan) -> list:
     """The trackers this plan turns on, in ``TRACKERS`` order."""
     return [tracker(name) for name in TRACKERS if plan.trackers.is_on(name)]
+
+
+def recorded(plan) -> dict:
+    """What a run's record keeps of the plan's tracker decisions, for ``runs show`` to say what each
+    tracker's output holds after the job (``after_line``) without the plan."""
+    return {"client_mode": plan.trackers.wandb_mode}
+
+
+def as_recorded(kept: dict):
+    """The part of a plan ``after_line`` reads, rebuilt from ``recorded(plan)``'s fields of a record."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(trackers=SimpleNamespace(wandb_mode=kept.get("client_mode") or "online"))

@@ -96,7 +96,7 @@ def test_cache_variables_the_image_sets_are_left_to_the_image(tmp_path):
     from runner.engines.docker.request import make_request, resolve
 
     plan = cache.apply(_plan({}, enabled=(), env={}), tmp_path / "c")
-    request = make_request(plan, {}, daemon_log=False)
+    request = make_request(plan, {})
     image = {"Config": {"Env": ["PATH=/usr/bin", "HF_HOME=/data/hf", "TRITON_CACHE_DIR=/image/triton"]}}
     resolved = resolve(request, None, image)
     names = {e.partition("=")[0] for e in resolved.config["Env"]}
