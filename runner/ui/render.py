@@ -65,7 +65,7 @@ def compact_text(plan: LaunchPlan, request=None) -> str:
         ("image", plan.image),
         ("command", " ".join(shell_word(a) for a in plan.command)),
         ("engine", engine or "docker"),
-        ("gpus", "none" if plan.gpu == "none" else f"{plan.gpu}: {_gpus_text(plan)}"),
+        ("gpus", "none" if plan.gpu == "none" else f"{plan.gpu} {_gpus_text(plan)}"),
         ("env", env),
         ("not set", ", ".join(d.name for d in plan.skipped) or None),
         ("mounts", ", ".join(str(m) for m in plan.mounts) or "-"),

@@ -52,7 +52,7 @@ def test_config_gpus_and_the_text_plan(host, work):
     (work / ".primus.yaml").write_text("container:\n  gpus: 2\n")
     result = run(host, "plan", "--image", "busybox", "--", "true")
     assert result.returncode == 0, result.stderr
-    assert "gpus           2: 0 (/dev/dri/renderD128" in result.stdout and "1 (/dev/dri/renderD129" in result.stdout
+    assert "gpus      rocm 2: 0 (/dev/dri/renderD128" in result.stdout and "1 (/dev/dri/renderD129" in result.stdout  # plan's short view
 
 
 @pytest.mark.parametrize("args, needle", [
