@@ -58,6 +58,7 @@ class LaunchFlags:
     entrypoint: str | None = None  # --entrypoint PROGRAM ("" resets the image's)
     labels: tuple[str, ...] = ()  # --label KEY=VALUE, as given (the plan checks them)
     platform: str | None = None  # --platform OS/ARCH[/VARIANT]
+    container_engine: str | None = None  # --engine podman: container.engine (docker | podman)
     # The launcher's container options the runner models (docker run's own names in the config).
     privileged: bool | None = None
     cap_add: tuple[str, ...] = ()
@@ -101,6 +102,8 @@ class LaunchFlags:
             layer.setdefault("container", {})["gpus"] = self.gpus
         if self.pull is not None:
             layer.setdefault("container", {})["pull"] = self.pull
+        if self.container_engine is not None:
+            layer.setdefault("container", {})["engine"] = self.container_engine
         return layer
 
 
@@ -164,6 +167,8 @@ class Selection:
     dry_run: bool = False  # down, cancel: say what would be done, do nothing
     node: str | None = None  # logs of a multi-node job: only this rank or node
     command: tuple[str, ...] = ()  # exec: the command to run
+    interactive: bool = False  # exec -i: the user's stdin is the command's
+    tty: bool = False  # exec -t: the command gets a terminal
     engine: str | None = None  # --engine: a registry name; None: the first engine declaring the verb
 
 

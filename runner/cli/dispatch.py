@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 def flags(args: "Namespace") -> "LaunchFlags":
     """The LAUNCH options as given."""
+    from runner.engines import implied_container_engine
     from runner.options import LaunchFlags
 
     return LaunchFlags(
@@ -26,6 +27,7 @@ def flags(args: "Namespace") -> "LaunchFlags":
         gpus=args.gpus, name=args.name, workdir=args.workdir, shm_size=args.shm_size, memory=args.memory, cpus=args.cpus,
         network=args.network, ipc=args.ipc, user=args.user, pull=getattr(args, "pull", None),
         entrypoint=args.entrypoint, labels=tuple(args.label), platform=args.platform,
+        container_engine=implied_container_engine(getattr(args, "engine", None)),
     )
 
 
@@ -122,7 +124,9 @@ COMMANDS: dict[str, tuple[str, str, Callable[[Any, Any], dict]]] = {
     "shell": ("runner.commands.shell", "run", _shell),
     "ps": ("runner.commands.ps", "run", _selection),
     "logs": ("runner.commands.logs", "run", _selection),
-    "exec": ("runner.commands.verbs", "run_verb", lambda args, sources: {"name": "exec", **_selection(args, sources)}),
+    "exec": ("runner.commands.exec", "run", lambda args, sources: {
+        "name": args.name, "words": list(args.command), "sources": sources, "interactive": args.interactive, "tty": args.tty,
+        "all_users": args.all_users, "engine": args.engine}),
     "down": ("runner.commands.down", "run", _selection),
     "status": ("runner.commands.status", "run", _selection),
     "cancel": ("runner.commands.cancel", "run", _selection),

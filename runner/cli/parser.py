@@ -40,11 +40,10 @@ class _Parser(argparse.ArgumentParser):
         seen = _Parser.scouted or Scouted()
         command = self if self is not root else suggest.subcommand(root, seen.command)
         message, hint = suggest.explain(message, root, command)
-        (command or self).print_usage(sys.stderr)  # the message may quote an argument: masked like everything else
-        mask = early_scope(Sources(seen.config, seen.env_file)).masker.mask
+        hint = suggest.with_help(hint, (command or self).prog)  # one line and the fix, not the usage block
+        mask = early_scope(Sources(seen.config, seen.env_file)).masker.mask  # the message may quote an argument
         print(f"error: {mask(message)}", file=sys.stderr)
-        if hint:
-            print(f"  fix: {mask(hint)}", file=sys.stderr)
+        print(f"  fix: {mask(hint)}", file=sys.stderr)
         raise SystemExit(2)
 
 
@@ -171,11 +170,12 @@ ONE_ENGINE = ("up", "plan", "shell")  # they launch on the engine --engine names
 
 def option_engines(command: str, engine: str | None) -> tuple[str, ...]:
     """The engines whose own flags ``command`` takes (``engine``: what ``--engine`` named)."""
-    from runner.engines import DEFAULT, ENGINES
+    from runner.engines import ALIASES, DEFAULT, ENGINES
 
     if command not in ONE_ENGINE:
         return tuple(ENGINES)
     chosen = engine or DEFAULT
+    chosen = ALIASES[chosen][0] if chosen in ALIASES else chosen
     return (chosen,) if chosen in ENGINES else ()  # an unknown one: the launch says so (exit 2)
 
 
@@ -201,9 +201,9 @@ def _direct_entry_options(p: argparse.ArgumentParser) -> None:
 
 
 def _engine_names() -> list[str]:
-    from runner.engines import ENGINES  # the registry alone: no engine module is imported
+    from runner.engines import names  # the registry alone: no engine module is imported
 
-    return list(ENGINES)
+    return names()
 
 
 def _engine_option(p: argparse.ArgumentParser) -> None:
@@ -284,10 +284,12 @@ def _logs(p, engine):
 
 
 def _exec(p, engine):
-    p.add_argument("name", help="the container's name (primus-runner ps lists them)")
-    p.add_argument("command", nargs="*", metavar="-- CMD", help="the command and its arguments, after --")
+    p.add_argument("-i", "--interactive", action="store_true", help="keep stdin open: what you type or pipe goes to the command")
+    p.add_argument("-t", "--tty", action="store_true", help="give the command a terminal (stdin must be one); -it for a shell")
     p.add_argument("--all-users", action="store_true", help="another user's runner container (default: yours only)")
     _engine_option(p)
+    p.add_argument("name", help="the container's name (primus-runner ps lists them)")
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="[--] CMD", help="the command and its arguments (-i/-t may come first)")
 
 
 def _down(p, engine):

@@ -20,6 +20,32 @@ ENGINES: dict[str, tuple[str, ...]] = {
 }
 DEFAULT = "docker"  # what `up`, `plan`, `shell` and `check` launch on without --engine (Docker or Podman: container.engine)
 
+# The other names --engine takes: the registered engine each means and the container.engine it implies
+# (a registered name implies none: `docker` is Docker or Podman, as container.engine picks).
+ALIASES: dict[str, tuple[str, str | None]] = {"podman": ("docker", "podman"), "direct": ("process", None)}
+
+
+def names() -> list[str]:
+    """Every name --engine takes: the registry's, then the aliases."""
+    return [*ENGINES, *ALIASES]
+
+
+def known(name: str) -> tuple[str, str | None]:
+    """(the registered engine, the container.engine it implies) for a name the user typed;
+    an unknown one is a usage error (exit 2)."""
+    from runner.errors import UsageError
+
+    if name in ENGINES:
+        return name, None
+    if name in ALIASES:
+        return ALIASES[name]
+    raise UsageError(f"unknown engine {name!r}", hint=f"--engine takes one of: {', '.join(names())}")
+
+
+def implied_container_engine(name: str | None) -> str | None:
+    """The container.engine that ``--engine NAME`` implies (``podman``), None when it implies none."""
+    return ALIASES[name][1] if name in ALIASES else None
+
 
 def engine_for(name: str):
     """The engine named ``name``."""
@@ -31,12 +57,8 @@ def engine_for(name: str):
 
 
 def engine_named(name: str):
-    """``engine_for`` for a name the user typed (``--engine``): an unknown one is a usage error (exit 2)."""
-    from runner.errors import UsageError
-
-    if name not in ENGINES:
-        raise UsageError(f"unknown engine {name!r}", hint=f"--engine takes one of: {', '.join(ENGINES)}")
-    return engine_for(name)
+    """``engine_for`` for a name the user typed (``--engine``, an alias too): an unknown one is a usage error (exit 2)."""
+    return engine_for(known(name)[0])
 
 
 def _has(engine, verb: str) -> bool:

@@ -50,7 +50,7 @@ def _in(directory: str | None):
             os.chdir(here)
 
 
-def run_masker(rec: dict, sources, out):
+def run_scope(rec: dict, sources, out):
     """The run's own secret scope: its directory's config and env file, its secret references resolved."""
     from runner.options import Sources
     from runner.context import load_context
@@ -59,7 +59,22 @@ def run_masker(rec: dict, sources, out):
     own = rec.get("sources") or {}
     try:
         with _in(rec.get("cwd")):
-            scope = load_context(Sources(own.get("config_file") or sources.config_file, own.get("env_file") or sources.env_file), out=out).scope
+            return load_context(Sources(own.get("config_file") or sources.config_file, own.get("env_file") or sources.env_file), out=out).scope
     except RunnerError:
-        scope = load_context(sources, out=out).scope
-    return scope.masker
+        return load_context(sources, out=out).scope
+
+
+def run_masker(rec: dict, sources, out):
+    """The masker of the run's own secret scope (``run_scope``)."""
+    return run_scope(rec, sources, out).masker
+
+
+def run_of_container(container_id: str, name: str) -> dict | None:
+    """The record of the run that started container ``container_id`` (named ``name``), if this user has one."""
+    store = open_store()
+    if store is None:
+        return None
+    try:
+        return next((rec for rec in store.find(name, uid=os.getuid()) if rec.get("container_id") == container_id), None)
+    finally:
+        store.close()

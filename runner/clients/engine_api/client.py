@@ -390,16 +390,17 @@ class Engine:
             url = self.path(f"/containers/{_ref(container_id)}/attach", {"stream": 1, "stdout": 1, "stderr": 1, "stdin": 1 if stdin else 0})
         return self._hijack(url, b"", "text/plain")
 
-    def exec_start(self, exec_id: str) -> tuple[socket.socket, bytes]:
-        """Start an exec instance attached (no TTY): the raw stream socket, as ``attach``."""
-        return self._hijack(self.path(f"/exec/{_ref(exec_id)}/start"), b'{"Detach": false, "Tty": false}', "application/json")
+    def exec_start(self, exec_id: str, tty: bool = False) -> tuple[socket.socket, bytes]:
+        """Start an exec instance attached (``tty``: with a terminal, as it was created): the raw stream socket, as ``attach``."""
+        body = b'{"Detach": false, "Tty": %s}' % (b"true" if tty else b"false")
+        return self._hijack(self.path(f"/exec/{_ref(exec_id)}/start"), body, "application/json")
 
-    def resize(self, cid: str, rows: int, cols: int) -> None:
-        """The job's terminal to the user's window size. Its own connection: called beside a
-        pump or a wait on the shared one; a refusal (the job just ended) is not an error."""
+    def resize(self, cid: str, rows: int, cols: int, kind: str = "containers") -> None:
+        """The job's terminal (``kind`` "exec": an exec's) to the user's window size. Its own connection: called
+        beside a pump or a wait on the shared one; a refusal (the job just ended) is not an error."""
         conn = self._new_conn(5.0)
         try:
-            conn.request("POST", self.path(f"/containers/{_ref(cid)}/resize", {"h": rows, "w": cols}))
+            conn.request("POST", self.path(f"/{kind}/{_ref(cid)}/resize", {"h": rows, "w": cols}))
             conn.getresponse().read()
         except OSError:
             pass

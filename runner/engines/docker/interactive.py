@@ -94,11 +94,12 @@ class _Forwarder(threading.Thread):
 
 
 @contextlib.contextmanager
-def attached(eng, cid: str, sock: socket.socket, *, interactive: bool, tty: bool) -> Iterator[None]:
-    """While the pump runs: the terminal raw (``tty``), keys forwarded (``interactive``), the size followed."""
+def attached(eng, cid: str, sock: socket.socket, *, interactive: bool, tty: bool, kind: str = "containers") -> Iterator[None]:
+    """While the pump runs: the terminal raw (``tty``), keys forwarded (``interactive``), the size followed
+    (``cid`` is a container's id, or an exec's with ``kind`` "exec")."""
     fd = sys.stdin.fileno()
     saved = None
-    resize = (lambda: _resize(eng, cid)) if tty else (lambda: None)
+    resize = (lambda: _resize(eng, cid, kind)) if tty else (lambda: None)
     forwarder = _Forwarder(sock, interactive, resize, tty)
     old_winch = None
     try:
@@ -122,9 +123,9 @@ def attached(eng, cid: str, sock: socket.socket, *, interactive: bool, tty: bool
             termios.tcsetattr(fd, termios.TCSADRAIN, saved)
 
 
-def _resize(eng, cid: str) -> None:
+def _resize(eng, cid: str, kind: str = "containers") -> None:
     try:
         cols, rows = os.get_terminal_size(sys.stdin.fileno())
     except OSError:
         return
-    eng.resize(cid, rows, cols)
+    eng.resize(cid, rows, cols, kind)

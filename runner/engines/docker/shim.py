@@ -26,25 +26,29 @@ SHIM_ARGV0 = "primus-shim"
 
 # $0 is primus-shim, "$@" the job's argv. Command substitution strips trailing
 # newlines, hence the 'x' sentinel. The name is validated (defence in depth).
-_CHECK = r"""case $(command -v printf) in printf) ;; *) echo "primus-shim: printf is not a shell builtin in this image; set container.secrets_via: env" >&2; exit 127;; esac
+_CHECK = r"""case $(command -v printf) in printf) ;; *) echo "primus-runner: printf is not a shell builtin in this image; set container.secrets_via: env" >&2; exit 127;; esac
 """
 _READ = r"""while IFS= read -r l; do
   [ -z "$l" ] && break
   n=${l%%=*}
-  case $n in ''|[0-9]*|*[!A-Za-z0-9_]*) echo "primus-shim: bad variable name" >&2; exit 127;; esac
+  case $n in ''|[0-9]*|*[!A-Za-z0-9_]*) echo "primus-runner: bad variable name in the secrets" >&2; exit 127;; esac
   v=$(printf '%bx' "${l#*=}")
   export "$n=${v%x}"
 done
 unset l n v
 """
-SHIM = _CHECK + _READ + "exec </dev/null\nexec \"$@\"\n"
-STDIN_SHIM = _CHECK + _READ + "exec \"$@\"\n"
+# The shell's own "not found" names the shim ($0) and a line of it: the user's words instead.
+_EXEC = """command -v "$1" >/dev/null 2>&1 || { echo "command not found in the image: $1" >&2; exit 127; }
+exec "$@"
+"""
+SHIM = _CHECK + _READ + "exec </dev/null\n" + _EXEC
+STDIN_SHIM = _CHECK + _READ + _EXEC
 # An OSC sequence: a terminal shows nothing should it ever reach one. The runner strips it.
 READY = b"\x1b]primus-shim-ready\x07"
 TTY_SHIM = _CHECK + r"""t=$(stty -g 2>/dev/null) && stty -echo -echonl -icanon min 1 time 0 2>/dev/null || {
-  echo "primus-shim: this image has no working stty, which a terminal (-t) with secrets needs to keep them off the screen; drop -t (-i alone works) or add stty (coreutils, busybox)" >&2; exit 127; }
+  echo "primus-runner: this image has no working stty, which a terminal (-t) with secrets needs to keep them off the screen; drop -t (-i alone works) or add stty (coreutils, busybox)" >&2; exit 127; }
 printf '\033]primus-shim-ready\007'
-""" + _READ + "stty \"$t\"\nunset t\nexec \"$@\"\n"
+""" + _READ + "stty \"$t\"\nunset t\n" + _EXEC
 
 
 def shim_entrypoint(interactive: bool = False, tty: bool = False) -> list[str]:

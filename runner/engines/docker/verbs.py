@@ -26,10 +26,11 @@ NOT_FOUND = 1
 
 
 def _client(sel: Selection, config=None) -> Engine:
-    """The engine the config's ``container.engine`` names: the one ``up`` launched on."""
+    """The engine ``--engine podman`` or the config's ``container.engine`` names: the one ``up`` launched on."""
     from runner.context import container_engine
+    from runner.engines import implied_container_engine
 
-    return engine_client(container_engine(sel.sources, config))
+    return engine_client(implied_container_engine(sel.engine) or container_engine(sel.sources, config))
 
 
 def _exit_code(status: str) -> int | None:
