@@ -240,7 +240,7 @@ def validate(layer: Located) -> list[Problem]:
 
     schema = json.loads(_schema_bytes())
     validator = jsonschema.Draft202012Validator(schema)
-    problems = [_problem(error, layer, schema) for error in validator.iter_errors(layer.data)]
+    problems = [problem for error in validator.iter_errors(layer.data) for problem in _problems(error, layer, schema)]
     problems.sort(key=lambda p: _line_of(p.where))
     return problems
 
@@ -270,20 +270,28 @@ def _kind(value: Any) -> str:
         type(value), type(value).__name__)
 
 
-def _problem(error, layer: Located, schema: dict) -> Problem:
+def _problems(error, layer: Located, schema: dict) -> list[Problem]:
+    """One schema error as problems: each unknown key of a mapping on its own line, with its
+    did-you-mean (jsonschema reports them together); else the error itself (``_problem``)."""
+    if error.validator != "additionalProperties":
+        return [_problem(error, layer)]
+    import difflib  # a did-you-mean, only for a key that is not known
+
+    path = tuple(error.absolute_path)
+    known = list(_subschema(schema, path).get("properties", {}))
+    instance = error.instance if isinstance(error.instance, dict) else {}
+    found = []
+    for key in [k for k in instance if k not in known] or ["?"]:
+        guess = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
+        hint = f"did you mean '{guess[0]}'?" if guess else f"known keys: {', '.join(known)}"
+        found.append(Problem(f"unknown key '{shown_key(key)}' in {dotted(path)}", where=layer.where(path + (key,)), hint=hint))
+    return found
+
+
+def _problem(error, layer: Located) -> Problem:
     """One schema error as key path, expected type and ``file:line``. Never a value from
     the file: a secret pasted into the wrong place must not be printed."""
     path = tuple(error.absolute_path)
-    if error.validator == "additionalProperties":
-        known = list(_subschema(schema, path).get("properties", {}))
-        instance = error.instance if isinstance(error.instance, dict) else {}
-        unknown = [k for k in instance if k not in known]
-        key = unknown[0] if unknown else "?"
-        import difflib  # a did-you-mean, only for a key that is not known
-
-        guess = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
-        hint = f"did you mean '{guess[0]}'?" if guess else f"known keys: {', '.join(known)}"
-        return Problem(f"unknown key '{shown_key(key)}' in {dotted(path)}", where=layer.where(path + (key,)), hint=hint)
     got = _kind(error.instance)
     if error.validator in ("anyOf", "oneOf"):
         expected = error.schema.get("description") or _describe(error.schema)
@@ -297,6 +305,8 @@ def _problem(error, layer: Located, schema: dict) -> Problem:
     rules = {"minimum": "at least {}", "exclusiveMinimum": "more than {}", "maximum": "at most {}",
              "exclusiveMaximum": "less than {}", "minLength": "at least {} characters long", "maxLength": "at most {} characters long",
              "minItems": "a list of at least {} items", "maxItems": "a list of at most {} items", "pattern": "of the form {}"}
+    if error.validator == "pattern" and error.schema.get("description"):  # the form in words, not the regex
+        return Problem(f"{dotted(path)}: the value must be {error.schema['description']}", where=layer.where(path))
     if error.validator in rules:
         rule = rules[error.validator].format(error.validator_value)
         return Problem(f"{dotted(path)}: the value must be {rule}", where=layer.where(path))
