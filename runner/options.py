@@ -169,6 +169,9 @@ class Selection:
     command: tuple[str, ...] = ()  # exec: the command to run
     interactive: bool = False  # exec -i: the user's stdin is the command's
     tty: bool = False  # exec -t: the command gets a terminal
+    # exec: the job's secrets as its run resolves them, and the container they are for (its run's record)
+    job_secrets: tuple = ()  # ((name, Secret), ...)
+    job_container: str | None = None
     engine: str | None = None  # --engine: a registry name; None: the first engine declaring the verb
 
 

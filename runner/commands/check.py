@@ -22,13 +22,15 @@ class Findings:
     secrets: list[dict] = field(default_factory=list)  # secret references: found or not, never a value
     online: list[dict] = field(default_factory=list)
     gpus: dict = field(default_factory=dict)  # the flavor's GPUs found, who holds them, how they are passed
+    refused: list = field(default_factory=list)  # what up would refuse with its own exit code (RunnerError): the image
 
     @property
     def ok(self) -> bool:
-        return not self.problems and self.engine_error is None
+        return not self.problems and self.engine_error is None and not self.refused
 
     def exit_code(self) -> int:
-        return 2 if self.problems else 1 if self.engine_error else 0
+        """2 for config problems; else up's own code for what it would refuse; 1 for an engine that does not answer."""
+        return 2 if self.problems else self.refused[0].exit_code if self.refused else 1 if self.engine_error else 0
 
 
 def run_check(opts: CheckOptions, out: Output) -> int:
@@ -55,7 +57,9 @@ def run_check(opts: CheckOptions, out: Output) -> int:
         found.warnings += list(plan.notices)
         if prepared.planned.unset:
             found.warnings.append(unset_notice(prepared.planned.unset))
-        _check_devices(plan, prepared.config, found)
+        if plan.gpu != "none" and engine.gpu_mode == "host":  # the GPUs a launch here chooses from
+            _check_gpus(plan, found)
+        found.problems += engine.refusals(plan, prepared.config)  # what up refuses on this host, as up says it
         if engine.runs_in_container:  # a container's tracker outputs, refused as the launch would refuse them
             from runner.runs.outputs import refusals
 
@@ -65,6 +69,8 @@ def run_check(opts: CheckOptions, out: Output) -> int:
     # here (a plan with problems has no image to ask for).
     if plan is not None and engine.local_images and not prepared.planned.problems:
         _check_registry_and_builder(prepared, found)
+        if found.engine_error is None:
+            _check_image(prepared, opts.online, found)
     if opts.online and plan is not None:
         _check_online(plan, opts.timeout, found)
     _print(opts, found, out)
@@ -91,29 +97,6 @@ def _check_refs(opts: CheckOptions, loaded: tuple, found: Findings) -> dict:
         if not item["found"]:
             found.problems.append(Problem(f"secret {item['name']} ({item['source']}): {item['error']}", where=where.get(item["name"])))
     return values
-
-
-def _check_devices(plan, config, found: Findings) -> None:
-    """A missing device, blamed on what asked for it: the GPU flavor, or a --device / config entry."""
-    from runner.plan import flavor_devices
-
-    if plan.gpu != "none":
-        _check_gpus(plan, found)
-    listed = [str(d) for d in (config.get("container", "options", "device") or [])]
-    for device in plan.devices:
-        path = device.split(":")[0]
-        if os.path.exists(path):
-            continue
-        if device in flavor_devices(plan.gpu):
-            found.problems.append(Problem(
-                f"device {path} (needed by --gpu {plan.gpu}) does not exist on this host",
-                hint="install the GPU driver, or run with --gpu none / the other flavor"))
-            continue
-        where = config.where(("container", "options", "device", listed.index(device))) if device in listed else None
-        found.problems.append(Problem(
-            f"device {path} ({'--device' if where == 'command line' else where or 'config'}) does not exist on this host",
-            where=where if where != "command line" else None,
-            hint="fix the path or remove the entry (primus-runner plan --verbose shows where each device comes from)"))
 
 
 def _check_gpus(plan, found: Findings) -> None:
@@ -211,6 +194,23 @@ def _check_registry_and_builder(prepared, found: Findings) -> None:
     found.notes.append(f"builder: {builder['build_uses']}" + (f" (BuildKit needs: {builder['needs']})" if builder.get("needs") else ""))
 
 
+def _check_image(prepared, online: bool, found: Findings) -> None:
+    """The image as ``up`` would get it: present, or (``online``) pullable; refused with ``up``'s own
+    message and exit code (``pull_refusal``)."""
+    from runner.clients.engine_api.pull import pull_refusal
+    from runner.clients.engine_api.shared import engine_client
+    from runner.errors import RunnerError
+
+    plan = prepared.plan
+    try:
+        found.notes.append(pull_refusal(engine_client(prepared.config.get("container", "engine", default="auto")), plan.image,
+                                        policy=plan.pull, lookup=prepared.lookup, online=online))
+    except ConfigError as exc:
+        found.problems += exc.problems
+    except RunnerError as exc:
+        found.refused.append(exc)
+
+
 def _check_online(plan, timeout: float, found: Findings) -> None:
     from runner.trackers import handshake as tracker_runs
 
@@ -238,7 +238,8 @@ def _print(opts: CheckOptions, found: Findings, out: Output) -> None:
     if out.json_mode:
         report = {
             "ok": found.ok,
-            "problems": [{"message": p.message + (f" ({p.hint})" if p.hint else ""), "where": p.where} for p in found.problems],
+            "problems": [{"message": p.message + (f" ({p.hint})" if p.hint else ""), "where": p.where} for p in found.problems]
+                        + [{"message": e.message + (f" ({e.hint})" if e.hint else ""), "where": None} for e in found.refused],
             "warnings": found.warnings,
             "engine": {"name": opts.engine, "reachable": found.engine_error is None, "error": found.engine_error, **found.engine},
         }
@@ -257,6 +258,8 @@ def _print(opts: CheckOptions, found: Findings, out: Output) -> None:
     if not ci.report_problems(found.problems, out.masker):  # GitHub Actions: file/line annotations
         for problem in found.problems:
             out.error(str(problem))
+    for exc in found.refused:
+        out.error(exc.message, exc.hint)
     if found.engine_error:
         out.error(found.engine_error)
     for item in found.online:
@@ -271,5 +274,5 @@ def _print(opts: CheckOptions, found: Findings, out: Output) -> None:
 
 def summary_line(found: Findings) -> str:
     """The last line of ``check``: ``check: ok`` or how many problems (the engine counts as one)."""
-    count = len(found.problems) + (1 if found.engine_error else 0)
+    count = len(found.problems) + len(found.refused) + (1 if found.engine_error else 0)
     return "check: ok" if not count else f"check: {count} problem{'s' if count != 1 else ''}"

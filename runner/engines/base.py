@@ -198,6 +198,11 @@ class EngineBase:
     def check_engine(self, config: "Config | None") -> "dict | None":
         return None  # nothing to ask: `check` reports no engine
 
+    def refusals(self, plan: "LaunchPlan", config: "Config") -> list:
+        """The problems a launch of ``plan`` meets on this host before anything starts (``up`` stops on
+        them, ``check`` reports them, a dry run names them): none unless the engine runs here."""
+        return []
+
     def refuse_unhonoured(self, flags: "LaunchFlags") -> None:
         """One usage error (exit 2) naming every launch flag given that this engine cannot carry out:
         it never runs a job without what the command line asked for."""

@@ -23,8 +23,9 @@ from typing import Callable, Mapping
 
 from runner.engines.base import Connection, EngineBase, Launched, RunContext
 from runner.engines.output import Sink
+from runner.engines.refusals import host_program, not_installed
 from runner.engines.signals import EXIT_SIGNAL, SignalGuard
-from runner.errors import ConfigError, EngineUnavailable, Problem
+from runner.errors import ConfigError, Problem
 from runner.host_env import Withheld, host_environment
 from runner.launch_plan import LaunchPlan
 from runner.secrets import MASK
@@ -128,6 +129,10 @@ class ProcessEngine(EngineBase):
     def settings(self, config, options) -> None:
         return None  # no options of its own: the plan says everything
 
+    def refusals(self, plan: LaunchPlan, config) -> list[Problem]:
+        """The working directory and the program, as the request will find them."""
+        return host_program(ProcessRequest.of(plan, os.environ), config)
+
     def preflight(self, plan: LaunchPlan, ctx: RunContext) -> None:
         pass  # the program is resolved in the request; a missing one is a clear error at launch
 
@@ -148,9 +153,8 @@ class ProcessEngine(EngineBase):
         if not argv:
             raise ConfigError(Problem("no command given", hint="put the command after --"))
         refuse_secret_argv(argv, connection.scope.masker, argv[0])
-        if request.program is None:
-            raise EngineUnavailable(f"{argv[0]} is not installed on this host",
-                                    hint="install Primus (or set PRIMUS_PATH to its checkout), or set direct.entry")
+        if request.program is None:  # refused before the dry run (``refusals``); gone since: the same error
+            raise ConfigError(not_installed(argv[0]))
         found = request.program
         env = request.environment()
         for name, secret in request.plan.secret_env().items():

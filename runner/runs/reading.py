@@ -69,12 +69,12 @@ def run_masker(rec: dict, sources, out):
     return run_scope(rec, sources, out).masker
 
 
-def run_of_container(container_id: str, name: str) -> dict | None:
-    """The record of the run that started container ``container_id`` (named ``name``), if this user has one."""
+def running_named(name: str) -> dict | None:
+    """This user's newest running run named ``name`` (a container's name is its run's), if any."""
     store = open_store()
     if store is None:
         return None
     try:
-        return next((rec for rec in store.find(name, uid=os.getuid()) if rec.get("container_id") == container_id), None)
+        return next((rec for rec in store.find(name, uid=os.getuid()) if rec.get("state") == "running" and rec.get("container_id")), None)
     finally:
         store.close()

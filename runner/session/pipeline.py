@@ -1,7 +1,7 @@
 """One run pipeline for every engine: the steps around a launch, written once.
 
     the engine refuses a flag it cannot honour → config (dry run? decided once) → prepare (env,
-    plan, secret scope) → engine.settings → run store placement → dry run? (render the request)
+    plan, secret scope) → what the engine refuses on this host (a dry run names it) → engine.settings → run store placement → dry run? (render the request)
     → engine preflight → engine.claim → engine.request (complete, validated, built once) →
     engine.resolve (the image, the engine's facts) → tracker run begins → its run ids given to the request by
     name → engine.launch (sends the request as is) → (detached: done) →
@@ -18,7 +18,7 @@ from dataclasses import replace
 
 from runner.config.switches import launcher_switch, where_set
 from runner.engines.base import Connection, Engine, Launched, RunContext
-from runner.errors import Interrupted, LeakFound
+from runner.errors import ConfigError, Interrupted, LeakFound
 from runner.session.prepare import load_sources, prepare
 from runner.options import RunOptions
 from runner.runs.paths import new_run_id
@@ -42,6 +42,7 @@ def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None 
     run_id = new_run_id()  # the launch's id: its record, its default name, its container's label
     prepared = _prepare(options, engine, out, loaded, dry_run, run_id)
     plan = prepared.plan
+    _refuse(engine.refusals(plan, prepared.config), dry_run, out)  # what check refuses on this host
     if options.debug or launcher_switch(prepared.config, "debug"):  # the launcher's --debug / debug: true
         plan = plan.with_env({"PRIMUS_LOG_LEVEL": "DEBUG"}, "debug")
     ctx = RunContext(options, prepared.scope, out, engine.settings(prepared.config, options), lookup=prepared.lookup,
@@ -76,6 +77,15 @@ def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None 
     leaks.extend(run_record.end(code))
     _after_run(options, engine, launched, ctx, plan, code, began, handshake.links, leaks)
     return code
+
+
+def _refuse(refused: list, dry_run: bool, out: Output) -> None:
+    """What this host lacks for the launch (the problems ``check`` reports, in its words): a launch
+    stops here (exit 2); a dry run, which may be meant for another host, says what this one would refuse."""
+    if refused and not dry_run:
+        raise ConfigError(refused)
+    for problem in refused:
+        out.notice(f"on this host up would refuse it: {problem}")
 
 
 def _flags(options: RunOptions, engine: Engine):

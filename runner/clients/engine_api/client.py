@@ -515,6 +515,15 @@ class Engine:
                 return False
             raise
 
+    def distribution(self, image: str, auth: str | None) -> dict:
+        """The registry's descriptor of ``image`` as the daemon sees it, without pulling
+        (``GET /distribution/{name}/json``, ``auth`` as ``X-Registry-Auth``). Docker only."""
+        headers = {"X-Registry-Auth": auth} if auth else {}
+        status, _, raw = self._roundtrip("GET", self.path(f"/distribution/{image}/json"), None, headers, self.timeout)
+        if status >= 400:
+            raise self._api_error(status, raw)
+        return json.loads(raw) if raw else {}
+
     def stop(self, cid: str, grace: float | None = None) -> None:
         key = "timeout" if self.is_podman else "t"
         params = {key: int(grace)} if grace is not None else None

@@ -90,6 +90,27 @@ def pull_as_needed(engine: "Engine", image: str, *, policy: str, lookup, out=Non
     return pull(engine, image, policy="always", credential=credential, progress=progress, platform=platform)
 
 
+def pull_refusal(engine: "Engine", image: str, *, policy: str, lookup, online: bool) -> str:
+    """For ``check``: what ``pull_as_needed`` would refuse, raised with the same message and exit code,
+    without pulling; else the line to print. The registry is asked (``online``) as the daemon asks it
+    for a pull: Docker's distribution endpoint, with the same credential and the same mapping of its
+    answer (``_failure``). Podman has no such endpoint: the registry's login is all ``check`` asks there."""
+    if _present_enough(engine, image, policy):
+        return f"image {image}: present locally"
+    if not online:
+        return f"image {image}: not present locally; up pulls it (check --online asks the registry whether it can)"
+    if engine.is_podman:
+        return f"image {image}: not present locally; Podman cannot be asked whether a pull would work without pulling"
+    from runner.clients.registry import ENV_NAMES, auth_header, credentials_for
+
+    credential = credentials_for(image, lookup, env_names=ENV_NAMES)
+    try:
+        engine.distribution(image, auth_header(credential) if credential is not None else None)
+    except ApiError as exc:
+        raise _failure(image, credential, exc.message, exc.status if exc.status != 500 else None) from None
+    return f"image {image}: not present locally; the registry serves it ({engine.kind} asked, nothing pulled)"
+
+
 def pull(engine: "Engine", image: str, *, policy: str = "missing", credential: "RegistryCredential | None" = None,
          progress: "PullProgress | None" = None, platform: str | None = None) -> bool:
     """Make ``image`` available under ``policy``; returns True when it was pulled.

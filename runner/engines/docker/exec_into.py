@@ -4,9 +4,9 @@ Only the caller's own runner containers (by label, as ``logs`` and ``down``). Th
 gets the job's environment, secrets included, the way the job got it: the container's
 public env, and the job's secret values through the stdin shim (``shim``), written into
 the exec's stdin, so no value is on the exec's command line or in its inspect. Which
-secrets: the names the run's record lists as forwarded secrets, resolved in the run's own
-scope (its directory's config and env file, as ``logs`` masks it). The output passes
-through that scope's masker; the exit code is the command's.
+secrets: those the command found in the job's run (``Selection.job_secrets``, for the
+container ``job_container``). The output is masked for them and this directory's; the
+exit code is the command's.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from runner.engines.docker import shim
 from runner.engines.docker.verbs import NOT_FOUND
 from runner.errors import RuntimeFailure, UsageError
 from runner.options import Selection
-from runner.secrets import Secret, SecretScope
+from runner.secrets import Secret, secret_scope
 from runner.ui import Output
 
 
@@ -41,7 +41,8 @@ def verb(sel: Selection, out: Output) -> int:
         return NOT_FOUND
     if not (info.get("State") or {}).get("Running"):
         raise UsageError(f"container {name} is not running", f"primus-runner logs {name} shows its output")
-    secrets, scope = _job_secrets(info, name, sel, context.scope, out)
+    secrets = _job_secrets(info, name, sel, out)
+    scope = secret_scope(extra=[*context.scope.named, *sel.job_secrets])  # this directory's secrets and the job's
     out.use_masker(scope.masker)
     argv = [*shim.shim_entrypoint(sel.interactive, sel.tty), *command] if secrets is not None else list(command)
     try:
@@ -69,27 +70,15 @@ def verb(sel: Selection, out: Output) -> int:
     return int(code) if code is not None else 3
 
 
-def _job_secrets(info: dict, name: str, sel: Selection, scope: SecretScope, out: Output) -> tuple[dict[str, Secret] | None, SecretScope]:
-    """(the job's secrets by name, the scope that masks the output). None: the job was not started
-    through the shim (no secret, or ``secrets_via: env``: they are in its environment already)."""
-    from runner.runs.reading import run_of_container, run_scope
-
+def _job_secrets(info: dict, name: str, sel: Selection, out: Output) -> dict[str, Secret] | None:
+    """The job's secrets by name, when ``sel`` holds this container's (its run's record). None: the
+    job was not started through the shim (no secret, or ``secrets_via: env``: they are in its environment)."""
     if shim.SHIM_ARGV0 not in ((info.get("Config") or {}).get("Entrypoint") or []):
-        return None, scope
-    record = run_of_container(info["Id"], name)
-    if record is None:
+        return None
+    if sel.job_container != info["Id"]:
         out.warn(f"no run record of {name} for this user: the command runs without the job's secrets")
-        return {}, scope
-    names = {entry["name"] for entry in record.get("env") or [] if entry.get("secret")}
-    own = run_scope(record, sel.sources, out)
-    secrets: dict[str, Secret] = {}
-    for secret_name, value in own.named:
-        if secret_name in names:
-            secrets.setdefault(secret_name, value)  # the first source wins, as the job's plan read them
-    missing = sorted(names - set(secrets))
-    if missing:
-        out.warn(f"not in the run's scope now, not passed to the command: {', '.join(missing)}")
-    return secrets, own
+        return {}
+    return dict(sel.job_secrets)
 
 
 def _hand_over(sock: socket.socket, leftover: bytes, secrets: dict[str, Secret] | None, sel: Selection) -> tuple[bool, bytes]:

@@ -50,8 +50,8 @@ def test_check_under_slurm_never_reports_names_slurm_computes(tmp_path):
 
 @pytest.mark.parametrize("where", ["before", "after"])
 def test_quiet_leaves_only_errors(tmp_path, where):
-    (tmp_path / ".primus.yaml").write_text("container:\n  gpu: rocm\n  options:\n    image: busybox\n    env: [MY_UNSET]\n"
-                                          "    device: [/dev/infiniband]\n")
+    (tmp_path / ".primus.yaml").write_text("container:\n  gpu: none\n  options:\n    image: busybox\n    env: [MY_UNSET]\n"
+                                          "    device: [/dev/null]\n")  # a device this host has: up refuses a missing one first
     argv = ["-q", "plan", "--", "true"] if where == "before" else ["plan", "-q", "--", "true"]
     result = run_cli(tmp_path, *argv)
     assert result.returncode == 0 and result.stderr == "", result.stderr
