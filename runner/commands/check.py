@@ -68,9 +68,8 @@ def run_check(opts: CheckOptions, out: Output) -> int:
     # An engine that pulls and builds on this host: its registry login and builder are checked
     # here (a plan with problems has no image to ask for).
     if plan is not None and engine.local_images and not prepared.planned.problems:
-        _check_registry_and_builder(prepared, found)
-        if found.engine_error is None:
-            _check_image(prepared, opts.online, found)
+        asked = found.engine_error is None and _check_image(prepared, opts.online, found)
+        _check_registry_and_builder(prepared, found, login=not asked)
     if opts.online and plan is not None:
         _check_online(plan, opts.timeout, found)
     _print(opts, found, out)
@@ -178,14 +177,16 @@ def _check_engine(engine, prepared, found: Findings) -> None:
     found.warnings += answer.get("warnings", [])
 
 
-def _check_registry_and_builder(prepared, found: Findings) -> None:
-    """The image's registry credential, validated without pulling, and the image builder."""
+def _check_registry_and_builder(prepared, found: Findings, login: bool = True) -> None:
+    """The image's registry credential, validated without pulling (``login``: unless the engine asked the
+    registry with it already), and the image builder."""
     from runner.errors import RunnerError
     from runner.images import builder_status, planned_builder
     from runner.clients.registry import check_registry
 
     try:
-        found.notes.append(check_registry(prepared.plan.image, prepared.lookup, timeout=10))
+        if login:
+            found.notes.append(check_registry(prepared.plan.image, prepared.lookup, timeout=10))
     except RunnerError as exc:
         found.problems.append(Problem(exc.message, hint=exc.hint))
     builder = builder_status(found.engine.get("engine"))  # Podman reports its own builder
@@ -194,21 +195,25 @@ def _check_registry_and_builder(prepared, found: Findings) -> None:
     found.notes.append(f"builder: {builder['build_uses']}" + (f" (BuildKit needs: {builder['needs']})" if builder.get("needs") else ""))
 
 
-def _check_image(prepared, online: bool, found: Findings) -> None:
+def _check_image(prepared, online: bool, found: Findings) -> bool:
     """The image as ``up`` would get it: present, or (``online``) pullable; refused with ``up``'s own
-    message and exit code (``pull_refusal``)."""
+    message and exit code (``pull_refusal``). True when the engine asked the registry, with the login."""
     from runner.clients.engine_api.pull import pull_refusal
     from runner.clients.engine_api.shared import engine_client
     from runner.errors import RunnerError
 
     plan = prepared.plan
     try:
-        found.notes.append(pull_refusal(engine_client(prepared.config.get("container", "engine", default="auto")), plan.image,
-                                        policy=plan.pull, lookup=prepared.lookup, online=online))
+        note, asked = pull_refusal(engine_client(prepared.config.get("container", "engine", default="auto")), plan.image,
+                            policy=plan.pull, lookup=prepared.lookup, online=online)
     except ConfigError as exc:
         found.problems += exc.problems
+        return True
     except RunnerError as exc:
         found.refused.append(exc)
+        return True
+    found.notes.append(note)
+    return asked
 
 
 def _check_online(plan, timeout: float, found: Findings) -> None:

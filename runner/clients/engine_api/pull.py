@@ -90,17 +90,17 @@ def pull_as_needed(engine: "Engine", image: str, *, policy: str, lookup, out=Non
     return pull(engine, image, policy="always", credential=credential, progress=progress, platform=platform)
 
 
-def pull_refusal(engine: "Engine", image: str, *, policy: str, lookup, online: bool) -> str:
+def pull_refusal(engine: "Engine", image: str, *, policy: str, lookup, online: bool) -> tuple[str, bool]:
     """For ``check``: what ``pull_as_needed`` would refuse, raised with the same message and exit code,
-    without pulling; else the line to print. The registry is asked (``online``) as the daemon asks it
+    without pulling; else (the line to print, whether the registry was asked with the pull's login). The registry is asked (``online``) as the daemon asks it
     for a pull: Docker's distribution endpoint, with the same credential and the same mapping of its
     answer (``_failure``). Podman has no such endpoint: the registry's login is all ``check`` asks there."""
     if _present_enough(engine, image, policy):
-        return f"image {image}: present locally"
+        return f"image {image}: present locally", False
     if not online:
-        return f"image {image}: not present locally; up pulls it (check --online asks the registry whether it can)"
+        return f"image {image}: not present locally; up pulls it (check --online asks the registry whether it can)", False
     if engine.is_podman:
-        return f"image {image}: not present locally; Podman cannot be asked whether a pull would work without pulling"
+        return f"image {image}: not present locally; Podman cannot be asked whether a pull would work without pulling", False
     from runner.clients.registry import ENV_NAMES, auth_header, credentials_for
 
     credential = credentials_for(image, lookup, env_names=ENV_NAMES)
@@ -108,7 +108,7 @@ def pull_refusal(engine: "Engine", image: str, *, policy: str, lookup, online: b
         engine.distribution(image, auth_header(credential) if credential is not None else None)
     except ApiError as exc:
         raise _failure(image, credential, exc.message, exc.status if exc.status != 500 else None) from None
-    return f"image {image}: not present locally; the registry serves it ({engine.kind} asked, nothing pulled)"
+    return f"image {image}: not present locally; the registry serves it to {engine.kind} with the login a pull uses (nothing pulled)", True
 
 
 def pull(engine: "Engine", image: str, *, policy: str = "missing", credential: "RegistryCredential | None" = None,
@@ -201,8 +201,8 @@ def _failure(image: str, credential: "RegistryCredential | None", message: str, 
             hint="fix the credential in its source (log in again, or correct DOCKER_LOGIN_KEY), and check the image name",
         ))
     if (status == 404 or any(word in lower for word in _NOT_FOUND)) and not any(word in lower for word in ("dial tcp", "no such host")):
-        return ConfigError(Problem(
-            f"image {image} was not found in registry {registry}: {text}",
+        return ConfigError(Problem(  # the daemon's words differ between a pull and a distribution ask; they add nothing here
+            f"image {image} was not found in registry {registry}",
             hint="check the image name and tag (the registry's tags: curl its /v2/<name>/tags/list, or its web UI)",
         ))
     if "http response to https client" in lower:
