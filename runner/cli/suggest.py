@@ -13,6 +13,15 @@ import re
 
 HIDDEN_COMMANDS = ("node-agent", "__complete")  # for srun on each Slurm node, and for the completion scripts
 
+# The words of docker and Slurm users: (whose word it is, the command it means here).
+HABITS = {
+    **{word: ("docker", "up") for word in ("run", "start", "create")},
+    **{word: ("docker", "down") for word in ("stop", "rm", "kill")},
+    "ls": ("docker", "ps"), "attach": ("docker", "logs -f"), "inspect": ("docker", "runs show"),
+    "sbatch": ("Slurm", "submit"), "srun": ("Slurm", "slurm srun"), "squeue": ("Slurm", "ps --engine slurm"),
+    "scancel": ("Slurm", "cancel"), "sacct": ("Slurm", "status"),
+}
+
 _INVALID_CHOICE = re.compile(r"^argument (?P<arg>[^:]+): invalid choice: '(?P<value>.*)' \(choose from .*\)$", re.S)
 _UNRECOGNIZED = re.compile(r"^unrecognized arguments: (?P<args>.*)$", re.S)
 
@@ -48,6 +57,10 @@ def explain(message: str, parser: argparse.ArgumentParser, command_parser: argpa
         value, arg = choice["value"], choice["arg"]
         if arg == "COMMAND":
             names = visible_commands(parser)
+            if value in HABITS and HABITS[value][1].split()[0] in names:
+                tool, meant = HABITS[value]
+                return (f"unknown command '{value}': did you mean '{meant}'?",
+                        f"{tool}'s {value} is primus-runner {meant} here (primus-runner {meant.split()[0]} --help)")
             guess = closest(value, names)
             return (f"unknown command '{value}'" + (f": did you mean '{guess}'?" if guess else ""),
                     f"commands: {', '.join(names)} (primus-runner --help)")
@@ -87,6 +100,13 @@ def _engine_declaring(flag: str, command_parser: argparse.ArgumentParser | None)
 
     command = command_parser.prog.split(maxsplit=1)[-1]
     return next((name for name in ENGINES if flag in flag_strings(engine_for(name).options(), command)), None)
+
+
+def with_help(hint: str | None, prog: str) -> str:
+    """The fix of a usage error, always naming where the whole usage is (``COMMAND --help``)."""
+    if not hint:
+        return f"{prog} --help lists its usage"
+    return hint if "--help" in hint else f"{hint} ({prog} --help)"
 
 
 def _help_hint(command_parser: argparse.ArgumentParser | None) -> str:

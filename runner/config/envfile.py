@@ -39,6 +39,8 @@ def load_env_file(explicit: str | None, trust_project: bool = False) -> EnvFile:
 
     ``--env-file`` is the user's; ``./.env`` came with the directory: while it is not
     trusted it may hold values but not say where a credential is sent (exit 2)."""
+    if explicit == os.devnull:  # compose's way to read no env file, not even ./.env
+        return EnvFile(None)
     if explicit:
         path = Path(explicit)
     else:
