@@ -107,6 +107,9 @@ def _check_gpus(plan, found: Findings) -> None:
 
     try:
         gpus = discover(plan.gpu, plan.host_root)
+    except ConfigError as exc:  # the same problems the plan met, once each
+        found.problems += exc.problems
+        return
     except RunnerError as exc:
         found.problems.append(Problem(exc.message, hint=exc.hint))
         return

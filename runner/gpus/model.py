@@ -93,6 +93,8 @@ def driver_file(path: str, what: str = "", hint: str | None = None) -> str:
             return fh.read()
     except OSError as exc:
         raise GpuError(f"cannot read {what}{path}: {exc.strerror}", hint=hint) from None
+    except UnicodeDecodeError as exc:  # a damaged sysfs or a tree that is not the driver's
+        raise GpuError(f"{what}{path} is not text (byte {exc.start} is not UTF-8)", hint=hint) from None
 
 
 def numa_node(root: str, pci: str) -> int | None:

@@ -17,9 +17,10 @@ from runner.gpus.model import Gpu, GpuError, driver_entries, driver_file, numa_n
 TOPOLOGY = "/sys/class/kfd/kfd/topology/nodes"
 
 
-def _properties(path: str) -> dict[str, int]:
-    text = driver_file(path, "the KFD topology file ",
-                       hint="run where the amdgpu driver's sysfs is readable, or set PRIMUS_RUNNER_HOST_ROOT")
+def _properties(path: str, node: str = "") -> dict[str, int]:
+    text = driver_file(path, f"the KFD topology file of node {node}, " if node else "the KFD topology file ",
+                       hint="run where the amdgpu driver's sysfs is readable (reload the amdgpu driver if it is damaged), "
+                            "set PRIMUS_RUNNER_HOST_ROOT to a good tree, or run with --gpu none")
     props = {}
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -61,7 +62,7 @@ def discover(root: str) -> list[Gpu]:
         raise GpuError(f"malformed KFD topology {top}: unexpected entries {', '.join(sorted(odd))} (nodes are numbered)")
     gpus: list[Gpu] = []
     for node in sorted(entries, key=int):
-        props = _properties(os.path.join(top, node, "properties"))
+        props = _properties(os.path.join(top, node, "properties"), node)
         if props["simd_count"] == 0 or props["drm_render_minor"] == 0:
             continue  # a CPU node
         minor = props["drm_render_minor"]

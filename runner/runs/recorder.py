@@ -50,6 +50,7 @@ class Run:
         self._lock: int | None = None
         self._ended = False
         self._warned = False
+        self.reason = None  # the RunnerError that stopped the launch before the job started
 
     # ---------------------------------------------------------------- writes that never stop a launch
     def _warn_once(self, problem) -> None:
@@ -159,6 +160,10 @@ class Run:
             return f"{said}, run {self.id} (primus-runner runs show {self.id}; primus-runner logs {self.id})"
         return f"{said} (not recorded)"
 
+    def failed(self, exc) -> None:
+        """The launch stopped before the job started, for this reason (kept at exit: ``_at_exit``)."""
+        self.reason = exc
+
     def _audit(self) -> list:
         from runner.secrets.scan import audit_paths
 
@@ -171,11 +176,13 @@ class Run:
             return
         from runner.runs import record
 
+        said = _as_said(self.reason, self.masker) if self.launched is None and self.reason is not None else ""
         if self.log is not None:
+            self.log.add(said.encode())  # `logs RUN` prints the error the user saw
             self.log.close()
         if self.launched is None:
             record.finish(self.record, None, time.time(), "error")
-            self.record["note"] = "the runner stopped before the job started"
+            self.record["note"] = "the runner stopped before the job started" + (f": {said.splitlines()[0]}" if said else "")
         elif getattr(self.launched, "still_running", False):
             self.record["detached"] = True  # the runner stopped following; the job goes on
         else:
@@ -184,6 +191,12 @@ class Run:
         self._save()
         self._flush()
         liveness.release(self._lock)
+
+
+def _as_said(exc, masker) -> str:
+    """A runner error as the CLI printed it (``error: …``, ``  fix: …``), masked."""
+    text = f"error: {exc.message}\n" + (f"  fix: {exc.hint}\n" if exc.hint else "")
+    return masker.mask(text) if masker is not None else text
 
 
 def _image_digest(host: str | None, image: str) -> str | None:

@@ -18,7 +18,7 @@ from dataclasses import replace
 
 from runner.config.switches import launcher_switch, where_set
 from runner.engines.base import Connection, Engine, Launched, RunContext
-from runner.errors import ConfigError, Interrupted, LeakFound
+from runner.errors import ConfigError, Interrupted, LeakFound, RunnerError
 from runner.session.prepare import load_sources, prepare
 from runner.options import RunOptions
 from runner.runs.paths import new_run_id
@@ -54,18 +54,12 @@ def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None 
             out.notice(f"dry run: dry_run is set at {where_set(prepared.config, 'dry_run')}; nothing is launched")
         engine.dry_run(engine.resolve(engine.request(plan, ctx), ctx, dry_run=True), ctx)
         return 0
-    from runner.trackers import handshake as tracker_runs  # a launch's only: a dry run starts no tracker run
-
-    request = _ready(engine, plan, ctx)
-    handshake = tracker_runs.begin(plan, out)  # tracker runs exist before the job: every rank logs to the same run
-    request = request.with_run_env(handshake.env)  # the run ids, by name
-    plan = request.plan
-    began = time.time()
     try:
-        launched = engine.launch(request, Connection(out, ctx.scope))  # the request and where to speak: nothing else
-    except BaseException as exc:
-        handshake.finish(exc.exit_code if isinstance(exc, Interrupted) else 3)  # never leave a run RUNNING
+        request, handshake, launched, began = _start(engine, plan, ctx)
+    except RunnerError as exc:
+        run_record.failed(exc)  # `runs show` and `logs` say why, as the user saw it
         raise
+    plan = request.plan
     engine.announce(launched, ctx, detached=options.detach)
     run_record.started(launched, handshake, detached=options.detach)
     if options.detach:  # the job's own tracker client closes the run (MLFLOW_RUN_ID / WANDB_RUN_ID)
@@ -77,6 +71,23 @@ def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None 
     leaks.extend(run_record.end(code))
     _after_run(options, engine, launched, ctx, plan, code, began, handshake.links, leaks)
     return code
+
+
+def _start(engine: Engine, plan, ctx: RunContext):
+    """From the checked plan to the started job: the preflight, the request, the image, the tracker
+    runs and their ids, the launch. (the request launched, the tracker handshake, the job, when it began)."""
+    from runner.trackers import handshake as tracker_runs  # a launch's only: a dry run starts no tracker run
+
+    request = _ready(engine, plan, ctx)
+    handshake = tracker_runs.begin(plan, ctx.out)  # tracker runs exist before the job: every rank logs to the same run
+    request = request.with_run_env(handshake.env)  # the run ids, by name
+    began = time.time()
+    try:
+        launched = engine.launch(request, Connection(ctx.out, ctx.scope))  # the request and where to speak: nothing else
+    except BaseException as exc:
+        handshake.finish(exc.exit_code if isinstance(exc, Interrupted) else 3)  # never leave a run RUNNING
+        raise
+    return request, handshake, launched, began
 
 
 def _refuse(refused: list, dry_run: bool, out: Output) -> None:
