@@ -16,6 +16,8 @@ BAD = {
     "ulimit-no-equals": (BASE + "    ulimit:\n      - nofile\n", "nofile"),
     "ulimit-soft-above-hard": (BASE + "    ulimit: [\"nofile=10:5\"]\n", "nofile=10:5"),
     "device-relative-target": (BASE + "    device: [\"/dev/null:dev/x\"]\n", "/dev/null:dev/x"),
+    "device-relative-source": (BASE + "    device: [dev/null]\n", "dev/null"),
+    "network-with-a-space": (BASE + "    network: 'bad net'\n", "bad net"),
     "shm-size": (BASE + "    shm-size: lots\n", "lots"),
     "memory": (BASE + "    memory: 12x\n", "12x"),
     "cpus": (BASE + "    cpus: many\n", "many"),
