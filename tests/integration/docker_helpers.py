@@ -105,6 +105,17 @@ class Workspace:
         return found
 
 
+def dotenv_workspace(root: Path, token: str, engine_host) -> Workspace:
+    """A Workspace on ``engine_host`` whose one canary, HF_TOKEN=``token``, is in the project's .env only:
+    not in the runner's environment, not in any argument (``ws.canary``; ``ws.cli`` inspects the engine)."""
+    ws = Workspace(root)
+    ws.env.update(engine_host.env)
+    ws.canary = {"HF_TOKEN": token}
+    (ws.cwd / ".env").write_text(f"HF_TOKEN={token}\n")
+    ws.cli = engine_host.cli
+    return ws
+
+
 def container_pids(cid: str) -> set[int]:
     """The host pids of the container's processes (its id is in their cgroup path, Docker's and Podman's)."""
     pids = set()

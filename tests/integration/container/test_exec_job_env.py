@@ -9,11 +9,12 @@ no command line, no inspect, no file the runner writes, not the container's logs
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 
 import pytest
 
-from docker_helpers import RUNNER, Workspace, read_until, unique
+from docker_helpers import RUNNER, dotenv_workspace, read_until, unique
 from engine_fixtures import assert_no_leak
 from pty_session import PtySession
 
@@ -23,11 +24,7 @@ PROMPT = (r"# ", r"\$ ")
 
 @pytest.fixture
 def job(tmp_path, canary, busybox_image, engine_host):
-    ws = Workspace(tmp_path)  # no canary in the runner's environment
-    ws.env.update(engine_host.env)
-    ws.canary = {"HF_TOKEN": canary["HF_TOKEN"]}
-    (ws.cwd / ".env").write_text(f"HF_TOKEN={canary['HF_TOKEN']}\n")
-    ws.cli = engine_host.cli
+    ws = dotenv_workspace(tmp_path, canary["HF_TOKEN"], engine_host)
     ws.name = unique("exec-env")
     started = ws.run("up", "-d", "--name", ws.name, "--", "sleep", "120")
     assert started.returncode == 0, started.stderr.decode()
@@ -37,8 +34,6 @@ def job(tmp_path, canary, busybox_image, engine_host):
 
 def _command_lines() -> bytes:
     seen = bytearray()
-    import os
-
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:

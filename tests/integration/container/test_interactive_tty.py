@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from docker_helpers import RUNNER, Workspace, container_pids, unique
+from docker_helpers import RUNNER, container_pids, dotenv_workspace, unique
 from engine_fixtures import PYTHON_IMAGE, assert_no_leak
 from pty_session import PtySession
 
@@ -34,11 +34,7 @@ def _shim_forms(value: str) -> list[str]:
 
 @pytest.fixture
 def ws(tmp_path, canary, busybox_image, engine_host):
-    ws = Workspace(tmp_path)  # no canary in the runner's environment
-    ws.env.update(engine_host.env)
-    ws.canary = {"HF_TOKEN": canary["HF_TOKEN"]}
-    (ws.cwd / ".env").write_text(f"HF_TOKEN={canary['HF_TOKEN']}\n")
-    ws.cli = engine_host.cli
+    ws = dotenv_workspace(tmp_path, canary["HF_TOKEN"], engine_host)
     ws.names, ws.sessions = [], []
     yield ws
     for session in ws.sessions:
