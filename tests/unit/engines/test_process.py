@@ -26,4 +26,4 @@ def test_the_dry_run_names_the_program_the_launch_execs(cli):
     rc, out, err = cli("--json", "up", "--dry-run", "--engine", "process", "--", "no-such-program-7f3a")
     assert rc == 0 and json.loads(out)["program"] is None  # shown as not found; the launch refuses it
     rc, out, err = cli("up", "--engine", "process", "--", "no-such-program-7f3a")
-    assert rc == 1 and "no-such-program-7f3a is not installed on this host" in err
+    assert rc == 2 and "no-such-program-7f3a is not installed on this host" in err  # refused before launch, as check refuses it
