@@ -23,7 +23,6 @@ from typing import Callable, Mapping
 
 from runner.engines.base import Connection, EngineBase, Launched, RunContext
 from runner.engines.output import Sink
-from runner.engines.refusals import host_program, not_installed
 from runner.engines.signals import EXIT_SIGNAL, SignalGuard
 from runner.errors import ConfigError, Problem
 from runner.host_env import Withheld, host_environment
@@ -131,6 +130,8 @@ class ProcessEngine(EngineBase):
 
     def refusals(self, plan: LaunchPlan, config) -> list[Problem]:
         """The working directory and the program, as the request will find them."""
+        from runner.engines.refusals import host_program  # the submitting side's: a node agent never asks
+
         return host_program(ProcessRequest.of(plan, os.environ), config)
 
     def preflight(self, plan: LaunchPlan, ctx: RunContext) -> None:
@@ -154,6 +155,8 @@ class ProcessEngine(EngineBase):
             raise ConfigError(Problem("no command given", hint="put the command after --"))
         refuse_secret_argv(argv, connection.scope.masker, argv[0])
         if request.program is None:  # refused before the dry run (``refusals``); gone since: the same error
+            from runner.engines.refusals import not_installed
+
             raise ConfigError(not_installed(argv[0]))
         found = request.program
         env = request.environment()
