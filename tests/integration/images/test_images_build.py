@@ -215,7 +215,7 @@ def test_staged_ca_lets_pip_through_the_intercepting_proxy(python_image, docker_
 
 def test_up_build_follows_config_gpu_and_env_file(tmp_path, busybox_image, docker_client):
     """`up --build` builds the recipe of the caller's --config (images.dir) and --gpu flavor, with the
-    --env-file's secrets in scope (issue 11: they were dropped, so the shipped rocm recipe was built)."""
+    --env-file's secrets in scope (they were once dropped, so the shipped rocm recipe was built)."""
     from docker.errors import ImageNotFound
 
     recipes = tmp_path / "recipes"

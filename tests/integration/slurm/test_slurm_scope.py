@@ -1,5 +1,5 @@
 """The one secret scope on a Slurm node: a password inside a URL of an allowlisted public
-variable never reaches the job's output file (issue 11's drifted scopes: the node agent
+variable never reaches the job's output file (drifted scopes: the node agent
 built its own masker from the named secrets only)."""
 
 from __future__ import annotations

@@ -3,8 +3,11 @@ setup-engines.sh before it writes one)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
 GUARD = ROOT / ".ci" / "slurm-conf-owned.sh"
@@ -35,5 +38,8 @@ def test_setup_engines_asks_the_guard_before_writing():
 
 def test_this_machines_slurm_conf_is_the_scripts_own():
     conf = Path("/etc/slurm/slurm.conf")
-    if conf.exists():
-        assert owned(conf).returncode == 0, "setup-engines.sh wrote this machine's slurm.conf: it must stay rewritable"
+    if not conf.exists():
+        # CI always runs setup-engines.sh first, which writes it: its absence there is a failure.
+        assert os.environ.get("CI") != "true", "CI ran setup-engines.sh, yet /etc/slurm/slurm.conf is missing"
+        pytest.skip("no /etc/slurm/slurm.conf on this machine (bash .ci/setup-engines.sh writes one)")
+    assert owned(conf).returncode == 0, "setup-engines.sh wrote this machine's slurm.conf: it must stay rewritable"

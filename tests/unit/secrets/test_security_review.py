@@ -1,4 +1,4 @@
-"""Security review (issue 12), the pure modules: one test per leak or robustness item.
+"""Security review, the pure modules: one test per leak or robustness item.
 
 Every canary here is a value only the path under test could print: a YAML or env-file
 literal that is NOT in the environment, or a value given to the masker alone. Resource

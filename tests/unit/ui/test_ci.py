@@ -1,4 +1,4 @@
-"""CI integration (issue 8): masks first, annotations with file:line, groups, step summary.
+"""CI integration: masks first, annotations with file:line, groups, step summary.
 
 Every check runs the real CLI (``python -m runner``) or the real module with a
 canary secret, and asserts the canary appears nowhere but the ``::add-mask::`` lines.

@@ -240,7 +240,7 @@ def test_check_warns_when_slurm_stores_job_environments():
     assert jobs.accounting_warnings("AccountingStoreFlags    = (null)\n") == []
 
 
-# --------------------------------------------------------------------------- cluster options (issue 16)
+# --------------------------------------------------------------------------- cluster options
 def _dry_run(work, capsys, *flags: str) -> tuple[int, str, str]:
     from runner import cli
 
@@ -361,7 +361,7 @@ def test_a_secret_inside_a_forwarded_value_reaches_the_node_masker_not_the_conta
     assert all(not n.startswith(slurm_script.MASK_PREFIX) for n in node_plan.secret_env())  # never the container's
 
 
-# --------------------------------------------------------------------------- progress, back-off, ranked lines (issue 16)
+# --------------------------------------------------------------------------- progress, back-off, ranked lines
 def test_backoff_doubles_to_the_cap_and_resets_on_a_change():
     b = jobs.Backoff(1.5, 30.0)
     assert [b.next(False) for _ in range(6)] == [3.0, 6.0, 12.0, 24.0, 30.0, 30.0]
