@@ -12,13 +12,13 @@ import argparse
 import sys
 from typing import Sequence
 
-from runner import __version__
+from runner import VERSION_TEXT
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv == ["--version"]:  # the fast path: no parser, no imports
-        print(f"primus-runner {__version__}")
+        print(VERSION_TEXT)
         return 0
     from runner.options import Sources
     from runner.ui import Output
@@ -77,7 +77,7 @@ def _parse(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.Namespace
 
     split = launcher_args.split_mode(argv)
     if split is None:
-        return parser, parser.parse_args(launcher_args.default_launcher(argv))
+        return parser, launcher_args.parse_mode_help(parser, launcher_args.default_launcher(argv))
     head, mode, rest = split
     args = parser.parse_args(head + [mode] + (["srun"] if mode == "slurm" else []))
     try:

@@ -22,10 +22,13 @@ The runner's global options (``--json``, ``--config``, ``--env-file``, ``--no-co
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
+from runner.cli import launcher_text
 from runner.engines.docker import run_options
 from runner.errors import UsageError
 
@@ -88,6 +91,30 @@ def split_mode(argv: list[str]) -> tuple[list[str], str, list[str]] | None:
     if any(t in ("-h", "--help") for t in before):
         return None
     return argv[:i], argv[i], rest
+
+
+def parse_mode_help(parser, argv: list[str]):
+    """A launcher mode's ``--help``, answered as the launcher answers it: a ``--config`` file that
+    is not there is an error first (the launcher loads its config before anything), and the
+    ``--debug``/``--dry-run`` given are acknowledged after the help, in the launcher's words."""
+    before = argv[:argv.index("--")] if "--" in argv else argv
+    found: dict = {}
+    try:
+        for i in range(len(before)):
+            _take_global(before, i, found)
+    except UsageError:
+        pass  # a --config without its file: argparse says so below
+    config = found.get("config")
+    if config and not os.path.isfile(os.path.expanduser(config)):
+        parser.error(f"config file not found: {config} (check the path, or leave --config out)")
+    try:
+        return parser.parse_args(argv)
+    except SystemExit as exc:
+        if exc.code == 0:  # the help was printed
+            for given, line in (("--debug", launcher_text.DEBUG_LINE), ("--dry-run", launcher_text.DRY_RUN_LINE)):
+                if given in before:
+                    print(line, file=sys.stderr)
+        raise
 
 
 def default_launcher(argv: list[str]) -> list[str]:

@@ -26,7 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from runner.cli import launcher_direct
+from runner.cli import launcher_direct, launcher_text
 from runner.errors import UsageError
 from runner.options import LaunchFlags, ModeOptions, RunOptions
 from runner.ui import Output
@@ -114,7 +114,14 @@ def run_mode(opts: ModeOptions, out: Output) -> int:
     if opts.clean:
         _clean(opts, out, dry_run, found["engine"])
     engine = {"container": "docker", "slurm": "slurm", "direct": "process"}[opts.mode]
-    return pipeline.run(run, engine_for(engine), out)
+    if debug:
+        out.info(launcher_text.DEBUG_LINE)
+    if not dry_run:
+        return pipeline.run(run, engine_for(engine), out)
+    out.info(launcher_text.would_execute(command))
+    code = pipeline.run(run, engine_for(engine), out)
+    out.info(launcher_text.DRY_RUN_LINE)
+    return code
 
 
 def _flags(opts: ModeOptions, checkout: str | None, workdir: str | None, debug: bool, on_host: bool) -> LaunchFlags:

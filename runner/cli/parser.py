@@ -14,7 +14,7 @@ import argparse
 import sys
 from dataclasses import dataclass
 
-from runner import __version__
+from runner import VERSION_TEXT
 
 EPILOG = """exit codes: 0 ok; 1 engine unavailable; 2 invalid usage/config/missing secret (nothing launched);
 3 run-time failure; 4 leak found (audit); a job's own code once it has started; 130/143 interrupted.
@@ -45,6 +45,15 @@ class _Parser(argparse.ArgumentParser):
         print(f"error: {mask(message)}", file=sys.stderr)
         print(f"  fix: {mask(hint)}", file=sys.stderr)
         raise SystemExit(2)
+
+    def format_help(self) -> str:
+        from runner.cli import launcher_text  # the launcher's own help words, loaded only when a help is shown
+
+        plain, self.description = self.description, launcher_text.help_description(self.prog, self.description)
+        try:
+            return super().format_help()
+        finally:
+            self.description = plain
 
 
 @dataclass(frozen=True)
@@ -463,7 +472,7 @@ def build_parser(scouted: Scouted | None = None) -> argparse.ArgumentParser:
     )
     _global_options(parser, None)
     _top_switches(parser)
-    parser.add_argument("--version", action="version", version=f"primus-runner {__version__}")
+    parser.add_argument("--version", action="version", version=VERSION_TEXT)
     sub = parser.add_subparsers(dest="cmd", metavar="COMMAND", parser_class=_Parser)
     _Parser.root, _Parser.scouted = parser, scouted
     for name, shown in COMMANDS.items():

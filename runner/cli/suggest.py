@@ -11,6 +11,8 @@ import argparse
 import difflib
 import re
 
+from runner.cli import launcher_text
+
 HIDDEN_COMMANDS = ("node-agent", "__complete")  # for srun on each Slurm node, and for the completion scripts
 
 # The words of docker and Slurm users: (whose word it is, the command it means here).
@@ -62,7 +64,7 @@ def explain(message: str, parser: argparse.ArgumentParser, command_parser: argpa
                 return (f"unknown command '{value}': did you mean '{meant}'?",
                         f"{tool}'s {value} is primus-runner {meant} here (primus-runner {meant.split()[0]} --help)")
             guess = closest(value, names)
-            return (f"unknown command '{value}'" + (f": did you mean '{guess}'?" if guess else ""),
+            return (launcher_text.unknown_mode(value) + (f": did you mean '{guess}'?" if guess else ""),
                     f"commands: {', '.join(names)} (primus-runner --help)")
         choices = _choices_of(command_parser or parser, arg)
         guess = closest(value, choices)
