@@ -40,7 +40,7 @@ def load_context(sources: Sources, extra: Sequence[tuple[str, Secret]] = (), out
     is_secret = Classifier.from_config(config).is_secret
     refs = secret_refs(config) if out is not None else {}
     if refs:
-        from runner.secrets.refs import resolve_and_report
+        from runner.secrets.refs.resolve import resolve_and_report
 
         resolved, report = resolve_and_report(list(refs.values()), env_lookup(env_file))
         for item in report:
@@ -57,7 +57,7 @@ def secret_refs(config: Config) -> dict:
     if not config.get("secrets"):
         return {}
     from runner.errors import ConfigError
-    from runner.secrets.refs import parse_refs
+    from runner.secrets.refs.grammar import parse_refs
 
     refs, problems = parse_refs(config)
     if problems:

@@ -1,13 +1,14 @@
-"""What the secret-reference tests build their cases from (unit: tests/unit/secrets/test_secret_refs.py;
+"""What the secret-reference tests build their cases from (unit: tests/unit/secrets/refs/;
 real stores: tests/integration/secrets/test_secret_refs_stores.py): fresh canary values, parsed
 references, the files and programs a source reads, the text of a refusal."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from pathlib import Path
 
-from runner.secrets.refs import SecretRef, parse_ref
+from runner.secrets.refs.grammar import SecretRef, parse_ref
 
 
 def canary(tag: str) -> str:
@@ -53,3 +54,16 @@ def file_ref_config(root: Path, name: str, tag: str) -> tuple[str, Path]:
     config = root / "mine.yaml"
     config.write_text(f"secrets:\n  {name}: file:{token}\n")
     return value, config
+
+
+def gone(pid: int) -> bool:
+    """Dead or a zombie (killed, not yet reaped by init), polled for a while."""
+    for _ in range(100):
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return True
+        if state in ("Z", "X"):
+            return True
+        time.sleep(0.05)
+    return False

@@ -84,7 +84,8 @@ def _check_refs(opts: CheckOptions, loaded: tuple, found: Findings) -> dict:
     env_file, config = loaded
     if not config.get("secrets"):
         return {}
-    from runner.secrets.refs import parse_refs, resolve_and_report
+    from runner.secrets.refs.grammar import parse_refs
+    from runner.secrets.refs.resolve import resolve_and_report
 
     refs, problems = parse_refs(config)
     found.problems += problems

@@ -76,7 +76,7 @@ def _references(refs: dict, host_env: dict, env_file: EnvFile, resolved: "dict |
     where it would come from; a dict is values a caller resolved itself (``check``)."""
 
     def references(considered: set[str]) -> tuple[dict, list, dict]:
-        from runner.secrets.refs import resolve
+        from runner.secrets.refs.resolve import resolve
 
         needed = [ref for name, ref in refs.items() if name in considered]
         if not needed:

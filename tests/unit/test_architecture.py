@@ -21,8 +21,9 @@ ROOT = Path(runner.__file__).parent
 
 # Bottom first; each row may import only the rows above it in this list (and itself, inside one entry).
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("runner", "runner.errors", "runner.options", "runner.resources", "runner.git"),  # the version; typed errors and options; data files; the one git query
-    ("runner.secrets",),          # Secret, Masker, the one scope, the leak scanner, secret references
+    ("runner", "runner.errors", "runner.options", "runner.resources"),  # the version; typed errors and options; data files
+    ("runner.subprocesses", "runner.git"),  # the one runner of a short-lived program; the one git query
+    ("runner.secrets",),          # Secret, Masker, the one scope, the leak scanner, secret references (refs/: grammar, resolve, a module per store)
     ("runner.config",),           # layers, YAML with lines, schema, env file
     ("runner.policy",),           # the one classifier of variables
     ("runner.host_env",),         # what a host process (direct) inherits from the user's environment

@@ -18,7 +18,8 @@ import pytest
 
 from engine_fixtures import assert_no_leak, free_port, sha
 from runner.errors import ConfigError, EngineUnavailable
-from runner.secrets.refs import SecretRef, check_refs, resolve
+from runner.secrets.refs.grammar import SecretRef
+from runner.secrets.refs.resolve import check_refs, resolve
 from secret_ref_helpers import canary, error_text, no_env, ref, script, secret_file
 from secret_stores import isolated_aws_env, make_pass_store, remove_pass_store, start_moto_server
 
