@@ -12,8 +12,10 @@ config and never starts a pager. Provenance only: never a failure of its own.
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
+
+from runner import subprocesses
+from runner.errors import RunnerError
 
 # Command-line settings outrank the repository's config; safe.bareRepository is honoured only there.
 HARDENED = (
@@ -38,11 +40,10 @@ def git(cwd: str | Path, *args: str) -> str | None:
     """``git ARGS`` run in ``cwd``: its stripped output ("" when it printed nothing), or None
     outside a repository, without git, or when it does not answer within 5 s."""
     try:
-        result = subprocess.run(git_argv(cwd, *args), capture_output=True, text=True, timeout=5,
-                                stdin=subprocess.DEVNULL, env=git_env())
-    except (OSError, subprocess.SubprocessError):
+        result = subprocesses.run(git_argv(cwd, *args), timeout=5, env=git_env())
+    except RunnerError:
         return None
-    return result.stdout.strip() if result.returncode == 0 else None
+    return result.stdout_text.strip() if result.returncode == 0 else None
 
 
 def is_tracked(path: Path) -> bool:

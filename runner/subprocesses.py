@@ -58,6 +58,14 @@ class Completed:
     stdout: bytes
     stderr: bytes  # its last lines only (``STDERR_KEEP_BYTES``), cut at a line start
 
+    @property
+    def stdout_text(self) -> str:
+        return self.stdout.decode(errors="replace")
+
+    @property
+    def stderr_text(self) -> str:
+        return self.stderr.decode(errors="replace")
+
 
 def run(
     argv: Sequence[str],

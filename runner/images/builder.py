@@ -19,12 +19,12 @@ import functools
 import os
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from runner.errors import EngineUnavailable
+from runner import subprocesses
+from runner.errors import EngineUnavailable, RunnerError
 from runner.images.recipe import BuildSpec
 from runner.images.spec import PROXY_ARGS
 from runner.secrets import Secret
@@ -77,10 +77,10 @@ class Builder:
         return env
 
 
-def _run(argv: list[str]) -> subprocess.CompletedProcess | None:
+def _run(argv: list[str]) -> subprocesses.Completed | None:
     try:
-        return subprocess.run(argv, capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.SubprocessError):
+        return subprocesses.run(argv, timeout=10)
+    except RunnerError:
         return None
 
 
@@ -98,12 +98,12 @@ def _probe(cli: str) -> Builder | None:
     """Can this CLI drive BuildKit? A CLI older than 23 builds with BuildKit itself under
     ``DOCKER_BUILDKIT=1``; a newer one only through its buildx plugin."""
     version = _run([cli, "--version"])
-    match = re.search(r"version (\d+)\.(\d+)", version.stdout if version is not None else "")
+    match = re.search(r"version (\d+)\.(\d+)", version.stdout_text if version is not None else "")
     if match and int(match.group(1)) < 23:
         return Builder("buildkit", cli, f"docker CLI {match.group(1)}.{match.group(2)}, DOCKER_BUILDKIT=1")
     buildx = _run([cli, "buildx", "version"])
     if buildx is not None and buildx.returncode == 0:
-        parts = buildx.stdout.split()
+        parts = buildx.stdout_text.split()
         return Builder("buildkit", cli, f"buildx {parts[1]}" if len(parts) > 1 else "buildx")
     return None
 

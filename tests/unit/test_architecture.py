@@ -22,7 +22,8 @@ ROOT = Path(runner.__file__).parent
 # Bottom first; each row may import only the rows above it in this list (and itself, inside one entry).
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("runner", "runner.errors", "runner.options", "runner.resources"),  # the version; typed errors and options; data files
-    ("runner.subprocesses", "runner.git"),  # the one runner of a short-lived program; the one git query
+    ("runner.subprocesses",),     # the one runner of a short-lived program (bounded, no shell)
+    ("runner.git",),              # the one git query
     ("runner.secrets",),          # Secret, Masker, the one scope, the leak scanner, secret references (refs/: grammar, resolve, a module per store)
     ("runner.config",),           # layers, YAML with lines, schema, env file
     ("runner.policy",),           # the one classifier of variables

@@ -31,6 +31,8 @@ CARRIED_PREFIX = "PRIMUS_RUNNER_ENV_"
 # Computed by each node's agent (``computed``); never taken from the submitting host.
 COMPUTED = ("NNODES", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT", "GPUS_PER_NODE")
 
+# A Slurm query answers in lines per node or job: generous for a large cluster, still a bound.
+SLURM_OUTPUT_BYTES = 64 << 20
 _JOB_ID = re.compile(r"^\d+(_\d+)?$")
 
 
@@ -59,13 +61,13 @@ def run(cmd: list[str], timeout: float = 30, env: dict | None = None, umask: int
     """A Slurm command's output (``stdin``: bytes it reads); ``EngineUnavailable`` when it does not answer in time."""
     import subprocess
 
+    from runner import subprocesses
+
     try:
-        if stdin is not None:
-            done = subprocess.run(cmd, capture_output=True, input=stdin, timeout=timeout, env=env, umask=umask)
-            return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace"))
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, umask=umask)
-    except subprocess.TimeoutExpired as exc:
+        done = subprocesses.run(cmd, timeout=timeout, env=env, umask=umask, stdin=stdin, max_output=SLURM_OUTPUT_BYTES)
+    except subprocesses.ProgramTimedOut as exc:
         raise EngineUnavailable(f"{cmd[0]} did not answer within {timeout:.0f} s", "check that slurmctld is running (scontrol ping)") from exc
+    return subprocess.CompletedProcess(list(done.argv), done.returncode, done.stdout_text, done.stderr_text)
 
 
 def parse_job(text: str) -> dict[str, str]:

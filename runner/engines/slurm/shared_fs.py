@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
 from pathlib import Path
+
+from runner import subprocesses
+from runner.engines.slurm.node import SLURM_OUTPUT_BYTES
+from runner.errors import RunnerError
 
 NETWORK_FS = {
     "nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "gpfs", "beegfs", "ceph", "fuse.ceph", "fuse.cephfs",
@@ -46,13 +49,13 @@ def fs_type(path: Path) -> str | None:
 def node_hosts() -> dict[str, str] | None:
     """Each node's slurmd host (``NodeHostName``), or None when ``scontrol`` cannot tell."""
     try:
-        done = subprocess.run(["scontrol", "show", "node", "-o"], capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired):
+        done = subprocesses.run(["scontrol", "show", "node", "-o"], timeout=20, max_output=SLURM_OUTPUT_BYTES)
+    except RunnerError:
         return None
     if done.returncode != 0:
         return None
     hosts = {}
-    for line in done.stdout.splitlines():
+    for line in done.stdout_text.splitlines():
         fields = dict(item.split("=", 1) for item in line.split() if "=" in item)
         if fields.get("NodeName"):
             hosts[fields["NodeName"]] = fields.get("NodeHostName") or fields["NodeName"]
