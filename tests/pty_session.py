@@ -4,6 +4,8 @@
 stderr and a fixed window size; ``expect`` waits for a pattern in what the terminal
 shows, ``send``/``sendline``/``sendcontrol`` type, ``finish`` reads to the end and
 returns the exit code (128 + N for a signal). ``transcript`` is every byte shown.
+As a context manager it kills what is still running when the block ends. Every
+test that drives a terminal uses it.
 A failure message never quotes the transcript: it may hold what a test looks for.
 """
 
@@ -83,6 +85,12 @@ class PtySession:
         os.close(self.fd)
         self.code = os.waitstatus_to_exitcode(status)
         return self.code if self.code >= 0 else 128 - self.code
+
+    def __enter__(self) -> "PtySession":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def close(self) -> None:
         """Kill what is still running (a failed test): never leave a process behind."""

@@ -4,21 +4,16 @@ descriptions with their apostrophes and colons intact; FORCE_COLOR honoured."""
 
 from __future__ import annotations
 
-import fcntl
-import os
-import pty
-import select
+import re
 import shutil
-import struct
 import subprocess
 import sys
-import termios
-import time
 from pathlib import Path
 
 import pytest
 
 from engine_fixtures import engine_missing
+from pty_session import PtySession
 from cli_runner import run_cli, user_env
 from ux_helpers import NO_DOCKER
 
@@ -88,34 +83,15 @@ def zsh(home: Path, keys: str, timeout: float = 60, inline: str | None = None) -
     (ending in a TAB), return what the terminal shows: up to the prompt zsh draws again under a
     listing, or up to ``inline`` when the one candidate is completed in the line (no new prompt)."""
     need("zsh")
-    pid, fd = pty.fork()
-    if pid == 0:  # pragma: no cover - the child
-        os.chdir(home)
-        os.execvpe("zsh", ["zsh", "-f", "-i"], {**env_for(home), "TERM": "dumb", "PS1": "READY> "})
-    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 250, 0, 0))
-
-    def read(until: bytes | None, seconds: float, alternative: bytes | None = None) -> bytes:
-        buf, end = b"", time.monotonic() + seconds
-        while time.monotonic() < end:
-            ready, _, _ = select.select([fd], [], [], 0.2)
-            if ready:
-                try:
-                    buf += os.read(fd, 65536)
-                except OSError:
-                    break
-                if until is not None and until in buf or alternative is not None and alternative in buf:
-                    break
-        return buf
-
-    try:
-        os.write(fd, f"autoload -U compinit; compinit -u -D; source {home / 'completion.zsh'}; print LOADED$((1+1))\n".encode())
-        assert b"LOADED2" in read(b"LOADED2", timeout), "zsh did not load the completion script"
-        read(b"READY> ", 10)
-        os.write(fd, keys.encode())
-        return read(b"\nREADY> ", timeout, inline.encode() if inline else None).decode(errors="replace")
-    finally:
-        os.kill(pid, 9)
-        os.waitpid(pid, 0)
+    env = {**env_for(home), "TERM": "dumb", "PS1": "READY> "}
+    with PtySession(["zsh", "-f", "-i"], home, env, rows=50, cols=250, timeout=timeout) as session:
+        session.send(f"autoload -U compinit; compinit -u -D; source {home / 'completion.zsh'}; print LOADED$((1+1))\n".encode())
+        session.expect("LOADED2")
+        session.expect("READY> ")
+        start = len(session.transcript)
+        session.send(keys.encode())
+        end = session.expect(*(["\nREADY> "] + ([re.escape(inline)] if inline else []))).end()
+        return session.transcript[start:end].decode(errors="replace")
 
 
 def test_bash_slurm_launchers_and_flags(home):

@@ -8,17 +8,14 @@ from __future__ import annotations
 
 import json
 import re
-import os
-import pty
-import select
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from cli_runner import run_cli, user_env
+from pty_session import PtySession
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "primus-runner.primus.yaml"
 CANARY = "canary-contract-5e1f0a9c77d2"
@@ -44,28 +41,6 @@ def plan_json(cwd: Path, *args: str, env: dict | None = None) -> dict:
     result = run(cwd, "--json", "plan", *args, "--", "true", env=env)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
-
-
-def run_pty(cwd: Path, argv: list[str], env: dict, timeout: float = 60) -> tuple[int, bytes]:
-    """Run with stdin/stdout/stderr on a pseudo-terminal, as a person at a terminal would."""
-    pid, fd = pty.fork()
-    if pid == 0:  # pragma: no cover - the child
-        os.chdir(cwd)
-        os.execvpe(argv[0], argv, env)
-    output, deadline = b"", time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], 1)
-        if ready:
-            try:
-                chunk = os.read(fd, 65536)
-            except OSError:  # the child closed the terminal
-                break
-            if not chunk:
-                break
-            output += chunk
-    _, status = os.waitpid(pid, 0)
-    os.close(fd)
-    return os.waitstatus_to_exitcode(status), output
 
 
 @pytest.fixture
@@ -170,7 +145,9 @@ def test_check_json_shape_and_exit_codes(project):
 def test_colour_on_a_terminal_unless_asked_off(project, how):
     env = clean_env(project, color=how != "NO_COLOR")
     argv = [sys.executable, "-m", "runner", *(["--no-color"] if how == "--no-color" else []), "up", "--dry-run", "--", "true"]
-    code, output = run_pty(project, argv, env)
+    with PtySession(argv, project, env, timeout=60) as session:
+        code = session.finish()
+    output = bytes(session.transcript)
     assert code == 0, output
     assert b"primus-test/busybox:latest" in output
     if how == "default":
