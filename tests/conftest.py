@@ -209,8 +209,8 @@ def canary() -> dict[str, str]:
 @pytest.fixture
 def servers():
     """``servers(answer, tls=None, host_name="127.0.0.1")``: a new hostile server
-    (``hostile_servers.Server``), each closed after the test."""
-    from hostile_servers import Server
+    (``loopback_servers.Server``), each closed after the test."""
+    from loopback_servers import Server
 
     made: list[Server] = []
 

@@ -1,7 +1,7 @@
 """What the engine really received is the dry run's request, byte for byte.
 
 Docker and Podman: ``up`` runs through a recording proxy in front of the real engine socket
-(``socket_recorder``), and the create body it sent is compared, as bytes, with the dry run's
+(``loopback_servers``), and the create body it sent is compared, as bytes, with the dry run's
 ``--json`` request (``create``; Podman: ``libpod_create``, its own API's body) serialised as the
 client serialises it. The only difference allowed is an id the dry run names as such
 (``request.ids``: the run id, which each launch draws anew), replaced by the launch's own id
@@ -20,7 +20,7 @@ import pytest
 
 from docker_helpers import Workspace, force_remove, unique
 from engine_fixtures import PODMAN_SOCKET, assert_no_leak
-from socket_recorder import RecordingProxy
+from loopback_servers import RecordingProxy
 
 DOCKER_SOCKET = "/var/run/docker.sock"
 

@@ -20,7 +20,7 @@ import pytest
 
 from docker_helpers import Workspace
 from engine_fixtures import assert_no_leak, sha
-from hostile_servers import Loopback
+from loopback_servers import Server
 
 pytestmark = pytest.mark.docker
 
@@ -178,7 +178,6 @@ def _wheel(path: Path) -> None:
 def private_index(tmp_path):
     """A package index on the docker bridge that wants Basic credentials; records what it was sent."""
     import base64
-    import http.server
 
     wheel = tmp_path / "tinypkg-1.0-py3-none-any.whl"
     _wheel(wheel)
@@ -186,33 +185,19 @@ def private_index(tmp_path):
     expected = "Basic " + base64.b64encode(f"builder:{password}".encode()).decode()
     seen: list[bool] = []
 
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            ok = self.headers.get("Authorization") == expected
-            seen.append(ok)
-            if not ok:
-                self.send_response(401)
-                self.send_header("WWW-Authenticate", 'Basic realm="index"')
-                self.end_headers()
-                return
-            if self.path.rstrip("/").endswith("/simple/tinypkg"):
-                body = f'<html><body><a href="/files/{wheel.name}">{wheel.name}</a></body></html>'.encode()
-            elif self.path.endswith(wheel.name):
-                body = wheel.read_bytes()
-            else:
-                self.send_response(404)
-                self.end_headers()
-                return
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html" if body.startswith(b"<html>") else "application/octet-stream")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def answer(_server, request):
+        ok = request["headers"].get("Authorization") == expected
+        seen.append(ok)
+        if not ok:
+            return 401, {"WWW-Authenticate": 'Basic realm="index"'}, b""
+        if request["path"].rstrip("/").endswith("/simple/tinypkg"):
+            page = f'<html><body><a href="/files/{wheel.name}">{wheel.name}</a></body></html>'.encode()
+            return 200, {"Content-Type": "text/html"}, page
+        if request["path"].endswith(wheel.name):
+            return 200, {"Content-Type": "application/octet-stream"}, wheel.read_bytes()
+        return 404, {}, b""
 
-        def log_message(self, *args):
-            pass
-
-    server = Loopback(Handler, host_name="172.17.0.1", address="172.17.0.1")  # the build step reaches the bridge
+    server = Server(answer, host_name="172.17.0.1", address="172.17.0.1")  # the build step reaches the bridge
     yield f"http://builder:{password}@{server.netloc}/simple", password, seen
     server.close()
 

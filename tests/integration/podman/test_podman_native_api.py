@@ -1,7 +1,7 @@
 """On Podman a launch speaks Podman's own API (``/v4.0.0/libpod/…``), counted request by request.
 
 Every request the runner makes goes through a recording proxy in front of rootful Podman's
-socket (``socket_recorder``): the test counts the calls and reads their paths and bodies.
+socket (``loopback_servers``): the test counts the calls and reads their paths and bodies.
 Podman's Docker-compatible layer waits by polling without pause until the exit is recorded
 (a core of its service meanwhile) and removes by stopping with the StopTimeout first (the
 runner killed before it); its own endpoints do neither. What that saves the service in CPU time
@@ -17,7 +17,7 @@ import pytest
 
 from docker_helpers import Workspace, force_remove, unique
 from engine_fixtures import PODMAN_SOCKET, assert_no_leak
-from socket_recorder import RecordingProxy
+from loopback_servers import RecordingProxy
 
 pytestmark = [pytest.mark.docker, pytest.mark.podman, pytest.mark.engines("podman")]
 

@@ -9,7 +9,6 @@ for them (engines.assert_no_leak names the secret, never the value).
 from __future__ import annotations
 
 import json
-import socket
 import sys
 import uuid
 from pathlib import Path
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from engine_fixtures import assert_no_leak, free_port, sha
+from loopback_servers import silent_listener
 from runner.errors import ConfigError, EngineUnavailable
 from runner.secrets.refs.grammar import SecretRef
 from runner.secrets.refs.resolve import check_refs, resolve
@@ -187,22 +187,16 @@ def test_aws_sm_with_the_store_stopped_is_exit_1_naming_the_reference(tmp_path, 
 
 
 def test_aws_sm_endpoint_that_never_answers_times_out_exit_1(tmp_path, monkeypatch):
-    silent = socket.socket()
-    silent.bind(("127.0.0.1", 0))
-    silent.listen(8)  # connections complete in the kernel; nothing ever answers
-    port = silent.getsockname()[1]
-    env = {
-        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing", "AWS_REGION": "us-east-1", **isolated_aws_env(tmp_path),
-    }
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
-    try:
+    with silent_listener() as port:
+        env = {
+            "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing", "AWS_REGION": "us-east-1", **isolated_aws_env(tmp_path),
+        }
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
         _require_boto3()
         with pytest.raises(EngineUnavailable) as info:
             resolve([ref("WANDB_API_KEY", "aws-sm:prod/wandb#api_key")], no_env, timeout=1.0)
-    finally:
-        silent.close()
     assert "WANDB_API_KEY (aws-sm:prod/wandb#api_key)" in info.value.message
 
 

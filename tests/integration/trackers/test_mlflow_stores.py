@@ -21,6 +21,7 @@ import os
 import re
 import subprocess
 import time
+import urllib.error
 import urllib.request
 import uuid
 from pathlib import Path
@@ -30,7 +31,7 @@ import pytest
 from docker_helpers import Workspace, force_remove, tracker_config, unique
 from plan_factory import plan_from
 from engine_fixtures import assert_no_leak, engine_missing, free_port, start_mlflow_server, stop_process_group
-from hostile_servers import Loopback
+from loopback_servers import Server
 
 SETUP = "bash .ci/setup-mlflow-stores.sh"
 BUCKET = "primus-runner-artifacts"
@@ -317,66 +318,61 @@ def test_without_the_extra_the_proxied_server_still_gets_the_log(home, mlflow_se
     assert log == b"token ***\n"
 
 
-class _DatabricksFront(Loopback):
+class _DatabricksFront(Server):
     """A Databricks workspace stand-in on loopback: its OAuth endpoints (OIDC discovery, client-credentials
     token), and /api/ forwarded to a real MLflow server; records what each request carried."""
 
     ACCESS_TOKEN = "oauth-access-" + uuid.uuid4().hex
 
     def __init__(self, backend: str, dbfs: bool = False):
-        from http.server import BaseHTTPRequestHandler
+        self.backend, self.dbfs = backend, dbfs
+        super().__init__(type(self)._answer)
 
-        self.requests: list[tuple[str, str, str, bytes]] = []  # (method, path, Authorization, body)
-        self.signed: list[tuple[str, dict, bytes]] = []  # (path, headers, body) of uploads to a signed URL
-        outer = self
+    @property
+    def signed(self) -> list[dict]:
+        """The uploads to a signed URL (the cloud store's side: it takes what the signature allows)."""
+        return [r for r in self.requests if r["path"].startswith("/signed/")]
 
-        class Handler(BaseHTTPRequestHandler):
-            def _send(self, status: int, body: bytes, ctype: str = "application/json"):
-                self.send_response(status)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+    def calls(self, prefix: str) -> list[tuple[str, bytes]]:
+        """(Authorization, body) of every request whose path starts with ``prefix``."""
+        return [(_header(r, "Authorization"), r["body"]) for r in self.requests if r["path"].startswith(prefix)]
 
-            def _any(self):
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else b""
-                outer.requests.append((self.command, self.path, self.headers.get("Authorization") or "", body))
-                if self.path.startswith("/.well-known/databricks-config"):  # host metadata: where OIDC lives
-                    return self._send(200, json.dumps({"oidc_endpoint": outer.url + "/oidc", "workspace_id": "1"}).encode())
-                if self.path.startswith("/oidc/.well-known/oauth-authorization-server"):
-                    return self._send(200, json.dumps({"authorization_endpoint": outer.url + "/oidc/v1/authorize",
-                                                       "token_endpoint": outer.url + "/oidc/v1/token"}).encode())
-                if self.path.startswith("/oidc/v1/token"):
-                    return self._send(200, json.dumps({"access_token": outer.ACCESS_TOKEN, "token_type": "Bearer", "expires_in": 3600}).encode())
-                if self.path.startswith("/signed/"):  # the cloud store's side: takes what the signature allows
-                    outer.signed.append((self.path, dict(self.headers), body))
-                    return self._send(200, b"", "text/plain")
-                if dbfs and self.path.startswith("/api/2.0/mlflow/artifacts/credentials-for-write"):
-                    paths = json.loads(body)["path"]
-                    return self._send(200, json.dumps({"credential_infos": [
-                        {"path": p, "signed_uri": f"{outer.url}/signed/{p}?X-Amz-Signature=stand-in", "type": "AWS_PRESIGNED_URL",
-                         "headers": [{"name": "x-amz-server-side-encryption", "value": "AES256"}]} for p in paths]}).encode())
-                if not self.path.startswith("/api/"):
-                    return self._send(404, b"{}")
-                req = urllib.request.Request(backend + self.path, data=body or None, method=self.command,
-                                             headers={"Content-Type": self.headers.get("Content-Type") or "application/json"})
-                try:
-                    with urllib.request.urlopen(req, timeout=30) as r:
-                        answer = r.read()
-                        if dbfs:  # Databricks-managed runs keep their artifacts under its DBFS tracking root
-                            answer = re.sub(rb'"artifact_uri": ?"[^"]*/([0-9a-f]{32})/artifacts"',
-                                            rb'"artifact_uri": "dbfs:/databricks/mlflow-tracking/0/\1/artifacts"', answer)
-                        return self._send(r.status, answer, r.headers.get("Content-Type") or "application/json")
-                except urllib.error.HTTPError as exc:
-                    return self._send(exc.code, exc.read())
+    def _answer(self, request: dict) -> tuple[int, dict, bytes]:
+        path, body = request["path"], request["body"]
+        if path.startswith("/.well-known/databricks-config"):  # host metadata: where OIDC lives
+            return _json(200, {"oidc_endpoint": self.url + "/oidc", "workspace_id": "1"})
+        if path.startswith("/oidc/.well-known/oauth-authorization-server"):
+            return _json(200, {"authorization_endpoint": self.url + "/oidc/v1/authorize",
+                               "token_endpoint": self.url + "/oidc/v1/token"})
+        if path.startswith("/oidc/v1/token"):
+            return _json(200, {"access_token": self.ACCESS_TOKEN, "token_type": "Bearer", "expires_in": 3600})
+        if path.startswith("/signed/"):
+            return 200, {"Content-Type": "text/plain"}, b""
+        if self.dbfs and path.startswith("/api/2.0/mlflow/artifacts/credentials-for-write"):
+            return _json(200, {"credential_infos": [
+                {"path": p, "signed_uri": f"{self.url}/signed/{p}?X-Amz-Signature=stand-in", "type": "AWS_PRESIGNED_URL",
+                 "headers": [{"name": "x-amz-server-side-encryption", "value": "AES256"}]} for p in json.loads(body)["path"]]})
+        if not path.startswith("/api/"):
+            return _json(404, {})
+        req = urllib.request.Request(self.backend + path, data=body or None, method=request["method"],
+                                     headers={"Content-Type": _header(request, "Content-Type") or "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                answer = r.read()
+                if self.dbfs:  # Databricks-managed runs keep their artifacts under its DBFS tracking root
+                    answer = re.sub(rb'"artifact_uri": ?"[^"]*/([0-9a-f]{32})/artifacts"',
+                                    rb'"artifact_uri": "dbfs:/databricks/mlflow-tracking/0/\1/artifacts"', answer)
+                return r.status, {"Content-Type": r.headers.get("Content-Type") or "application/json"}, answer
+        except urllib.error.HTTPError as exc:
+            return exc.code, {"Content-Type": "application/json"}, exc.read()
 
-            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _any
 
-            def log_message(self, *args):
-                pass
+def _json(status: int, body: dict) -> tuple[int, dict, bytes]:
+    return status, {"Content-Type": "application/json"}, json.dumps(body).encode()
 
-        super().__init__(Handler)
+
+def _header(request: dict, name: str) -> str:
+    return next((v for k, v in request["headers"].items() if k.lower() == name.lower()), "")
 
 
 @pytest.fixture
@@ -385,8 +381,6 @@ def databricks(mlflow_server):
     yield front
     front.close()
 
-
-import urllib.error  # noqa: E402  (used by the stand-in)
 
 
 @pytest.mark.mlflow
@@ -417,11 +411,12 @@ def test_every_databricks_sign_in_creates_and_closes_the_run(home, databricks, m
     from mlflow.tracking import MlflowClient
 
     assert MlflowClient(tracking_uri=str(mlflow_server)).get_run(run_id).info.status == "KILLED"
-    api = [auth for method, path, auth, _ in databricks.requests if path.startswith("/api/")]
+    api = [auth for auth, _ in databricks.calls("/api/")]
     expected = "Bearer " + (token if "token" in sign_in else databricks.ACCESS_TOKEN)
     assert api and all(a == expected for a in api), "every API call carries the sign-in's token"
     if "oauth" in sign_in:  # the client secret went to the token endpoint only
-        assert all(client_secret not in auth + body.decode("latin-1") for _, path, auth, body in databricks.requests if not path.startswith("/oidc/v1/token"))
+        assert all(client_secret not in _header(r, "Authorization") + r["body"].decode("latin-1")
+                   for r in databricks.requests if not r["path"].startswith("/oidc/v1/token"))
     captured = capfd.readouterr()
     assert_no_leak(captured.out + captured.err, [token, client_secret, databricks.ACCESS_TOKEN], "the runner's output")
     assert "View run" not in captured.out
@@ -444,14 +439,15 @@ def test_databricks_token_puts_the_log_to_the_signed_url_without_the_client(home
     finally:
         front.close()
     assert "warning" not in capsys.readouterr().err.lower()
-    [(path, headers, body)] = front.signed
-    headers = {k.lower(): v for k, v in headers.items()}
+    [upload] = front.signed
+    path, body = upload["path"], upload["body"]
+    headers = {k.lower(): v for k, v in upload["headers"].items()}
     assert path.split("?")[0] == "/signed/primus-runner/job-output.log" and body == b"token ***\n"
     assert "authorization" not in headers and headers.get("x-amz-server-side-encryption") == "AES256"
     assert "content-type" not in headers  # signed without one: none is sent
-    writes = [json.loads(b) for m, p, _, b in front.requests if p.startswith("/api/2.0/mlflow/artifacts/credentials-for-write")]
+    writes = [json.loads(b) for _, b in front.calls("/api/2.0/mlflow/artifacts/credentials-for-write")]
     assert writes == [{"run_id": hs.env["MLFLOW_RUN_ID"], "path": ["primus-runner/job-output.log"]}]
-    assert all(auth == "Bearer " + token for _, p, auth, _ in front.requests if p.startswith("/api/"))
+    assert all(auth == "Bearer " + token for auth, _ in front.calls("/api/"))
     assert_no_leak(body + json.dumps(headers).encode(), canary, "the upload to the signed URL")
 
 

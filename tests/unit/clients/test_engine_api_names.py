@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from cli_runner import run_cli
-from hostile_servers import Server
+from loopback_servers import Server
 
 
 def engine(server, request):

@@ -12,12 +12,11 @@ import base64
 import json
 import os
 import uuid
-from http.server import BaseHTTPRequestHandler
+from dataclasses import dataclass
 
 import pytest
 
 from engine_fixtures import assert_no_leak, free_port
-from hostile_servers import Loopback
 from registry_helpers import (HELPER_NAME, auths_entry, test_registry, write_credential_helper,  # noqa: F401 (fixture)
                               write_docker_config)
 from runner.errors import ConfigError, EngineUnavailable
@@ -187,56 +186,49 @@ def test_check_login_unreachable_registry_exit_1():
 
 # ------------------------------------------------------------------ Bearer handshake
 
-class _TokenRegistry(BaseHTTPRequestHandler):
+JSON = {"Content-Type": "application/json"}
+
+
+@dataclass(frozen=True)
+class _TokenLogin:
+    user: str
+    password: str
+    token: str
+
+
+def _token_registry(login: _TokenLogin):
     """/v2/ with a Bearer challenge, /token issuing a token for the right Basic login (as Docker Hub, GHCR)."""
 
-    user = password = token = ""
-    seen: list = []
+    def answer(server, request):
+        auth = request["headers"].get("Authorization", "")
+        if request["path"].startswith("/token"):
+            good = base64.b64encode(f"{login.user}:{login.password}".encode()).decode()
+            if auth == f"Basic {good}" and "service=test-registry" in request["path"]:
+                return 200, JSON, {"token": login.token}
+            return 401, JSON, {"errors": [{"code": "UNAUTHORIZED"}]}
+        if auth == f"Bearer {login.token}":
+            return 200, JSON, {}
+        return 401, {**JSON, "WWW-Authenticate": f'Bearer realm="{server.url}/token",service="test-registry"'}, {}
 
-    def log_message(self, *args):
-        pass
-
-    def _send(self, code: int, body: dict, headers: dict | None = None):
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        for key, value in (headers or {}).items():
-            self.send_header(key, value)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def do_GET(self):
-        type(self).seen.append(self.path)
-        auth = self.headers.get("Authorization", "")
-        if self.path.startswith("/token"):
-            good = base64.b64encode(f"{self.user}:{self.password}".encode()).decode()
-            if auth == f"Basic {good}" and "service=test-registry" in self.path:
-                return self._send(200, {"token": self.token})
-            return self._send(401, {"errors": [{"code": "UNAUTHORIZED"}]})
-        if auth == f"Bearer {self.token}":
-            return self._send(200, {})
-        port = self.server.server_address[1]
-        return self._send(401, {}, {"WWW-Authenticate": f'Bearer realm="http://127.0.0.1:{port}/token",service="test-registry"'})
+    return answer
 
 
 @pytest.fixture
-def token_registry():
-    handler = type("H", (_TokenRegistry,), {"user": "dave", "password": canary(), "token": uuid.uuid4().hex, "seen": []})
-    server = Loopback(handler)
-    yield server.netloc, handler
-    server.close()
+def token_registry(servers):
+    login = _TokenLogin("dave", canary(), uuid.uuid4().hex)
+    return servers(_token_registry(login)), login
 
 
 def test_check_login_bearer_handshake(token_registry):
-    addr, handler = token_registry
-    check_login(RegistryCredential(addr, handler.user, Secret(handler.password), "test"), timeout=10)
-    assert any(p.startswith("/token") and "account=dave" in p for p in handler.seen)
+    server, login = token_registry
+    addr = server.netloc
+    check_login(RegistryCredential(addr, login.user, Secret(login.password), "test"), timeout=10)
+    assert any(p.startswith("/token") and "account=dave" in p for p in (r["path"] for r in server.requests))
     wrong = canary()
     with pytest.raises(ConfigError) as info:
-        check_login(RegistryCredential(addr, handler.user, Secret(wrong), "docker config X"), timeout=10)
+        check_login(RegistryCredential(addr, login.user, Secret(wrong), "docker config X"), timeout=10)
     assert info.value.exit_code == 2 and addr in str(info.value)
-    assert_no_leak(str(info.value), [wrong, handler.password], "the refusal")
+    assert_no_leak(str(info.value), [wrong, login.password], "the refusal")
 
 
 def test_check_registry_for_check(test_registry):

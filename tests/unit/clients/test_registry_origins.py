@@ -14,7 +14,7 @@ import uuid
 import pytest
 
 from engine_fixtures import assert_no_leak
-from hostile_servers import Server, make_cert
+from loopback_servers import Server, make_cert
 from runner.clients.registry import RegistryCredential, check_login
 from runner.errors import EngineUnavailable
 from runner.secrets import Secret

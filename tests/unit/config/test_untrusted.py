@@ -13,7 +13,7 @@ import pytest
 
 from cli_runner import run_in_clone
 from engine_fixtures import assert_no_leak
-from hostile_servers import make_cert
+from loopback_servers import make_cert
 
 from runner.config import untrusted
 

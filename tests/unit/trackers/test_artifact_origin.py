@@ -14,7 +14,7 @@ import uuid
 import pytest
 
 from engine_fixtures import assert_no_leak
-from hostile_servers import Server
+from loopback_servers import Server
 from plan_factory import plan_from
 
 from runner.secrets import Masker

@@ -11,13 +11,12 @@ from __future__ import annotations
 import base64
 import importlib
 import json
-import socket
 from pathlib import Path
 
 import pytest
 
-from engine_fixtures import assert_no_leak
-from hostile_servers import Server, json_answer, make_cert, redirect_answer
+from engine_fixtures import assert_no_leak, free_port
+from loopback_servers import Server, json_answer, make_cert, redirect_answer, silent_listener
 from plan_factory import plan_from
 
 from runner.trackers import handshake as tracker_runs
@@ -37,12 +36,6 @@ def planned_for(work: Path, trackers: str, host: dict):
                         flags=["--gpu", "none"], name="job-1")
     assert not planned.problems, planned.problems
     return planned
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]  # closed again when the block ends: connections are refused
 
 
 def test_mlflow_401_is_unauthorised_and_token_only_in_the_header(work, stand_in, canary):
@@ -68,20 +61,15 @@ def test_mlflow_basic_auth_from_username_and_password(work, stand_in, canary):
 
 
 def test_mlflow_closed_port_is_unreachable(work):
-    planned = planned_for(work, "  disable_mlflow: false\n", {"MLFLOW_TRACKING_URI": f"http://127.0.0.1:{closed_port()}"})
+    planned = planned_for(work, "  disable_mlflow: false\n", {"MLFLOW_TRACKING_URI": f"http://127.0.0.1:{free_port()}"})
     [result] = tracker_runs.online_check(planned.plan, timeout=2)
     assert result["status"] == "unreachable" and "refused" in result["detail"].lower(), result
 
 
 def test_timeout_is_honoured_when_the_server_never_answers(work):
-    silent = socket.socket()
-    silent.bind(("127.0.0.1", 0))
-    silent.listen(8)  # accepts connections (kernel backlog), never answers
-    try:
-        planned = planned_for(work, "  disable_mlflow: false\n", {"MLFLOW_TRACKING_URI": f"http://127.0.0.1:{silent.getsockname()[1]}"})
+    with silent_listener() as port:
+        planned = planned_for(work, "  disable_mlflow: false\n", {"MLFLOW_TRACKING_URI": f"http://127.0.0.1:{port}"})
         [result] = tracker_runs.online_check(planned.plan, timeout=1.0)
-    finally:
-        silent.close()
     assert result["status"] == "unreachable" and "timed out" in result["detail"].lower()
 
 

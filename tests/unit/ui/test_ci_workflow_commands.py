@@ -7,7 +7,7 @@ import re
 import subprocess
 import sys
 
-from hostile_servers import Server
+from loopback_servers import Server
 from runner.ui import ci
 
 INJECTED = "\n::set-env name=PRIMUS_PWNED::1\r::add-mask::everything\n  ::error::forged\n##[set-env name=OLD;]1\n"

@@ -1,0 +1,237 @@
+"""Every server the tests stand up: on loopback, on a free port, in a daemon thread, bounded in time.
+
+``Server(answer)`` is the one HTTP(S) server: it listens on 127.0.0.1 (plain http,
+or https with a throw-away certificate for ``127.0.0.1`` and ``localhost`` from
+:func:`make_cert`), records every request in ``server.requests`` (method, path,
+headers, body) and answers each with ``answer(server, request)`` -> ``(status,
+headers, body)``. Hostile servers, fake registries and stores, and fronts that
+forward to a real server are answer functions on it. Two servers on different
+ports (or 127.0.0.1 vs localhost) are two origins. :func:`silent_listener`
+accepts connections and never answers; :class:`RecordingProxy` records the HTTP
+requests a client sends to an engine's unix socket on their way through.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import ssl
+import subprocess
+import threading
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Callable
+
+CONNECTION_TIMEOUT = 30.0  # seconds a connection may stay silent
+
+
+@dataclass(frozen=True)
+class Cert:
+    cert: Path
+    key: Path
+
+
+def make_cert(directory: Path) -> Cert:
+    """A self-signed certificate for 127.0.0.1 and localhost (point SSL_CERT_FILE at ``cert`` to trust it)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    cert, key = directory / "cert.pem", directory / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True)
+    return Cert(cert, key)
+
+
+Answer = Callable[["Server", dict], "tuple[int, dict, bytes | dict]"]
+
+
+class Server:
+    """``answer`` served on ``address`` (127.0.0.1; the Docker bridge's only for a build step to reach it):
+    ``port``, ``netloc`` (``host_name``:port), ``url`` (``https`` with ``tls``), ``requests``, ``close()``."""
+
+    def __init__(self, answer: Answer, tls: Cert | None = None, host_name: str = "127.0.0.1",
+                 address: str = "127.0.0.1"):
+        self.requests: list[dict] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            timeout = CONNECTION_TIMEOUT  # a client that stalls cannot hold a thread past the test
+
+            def _answer(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                request = {"method": self.command, "path": self.path, "headers": dict(self.headers),
+                           "body": self.rfile.read(length)}
+                outer.requests.append(request)
+                status, headers, body = answer(outer, request)
+                data = json.dumps(body).encode() if isinstance(body, dict) else body
+                self.send_response(status)
+                for key, value in headers.items():
+                    self.send_header(key, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = _answer
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer((address, 0), Handler)
+        self.server.daemon_threads = True
+        if tls is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(tls.cert, tls.key)
+            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+        self.port = self.server.server_address[1]
+        self.netloc = f"{host_name}:{self.port}"
+        self.url = f"{'https' if tls else 'http'}://{self.netloc}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def __enter__(self) -> "Server":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def raw(self) -> str:
+        """Everything this server received, for a leak check."""
+        return json.dumps(self.requests, default=lambda b: b.decode("utf-8", "replace"))
+
+
+def json_answer(status: int = 200, body: dict | None = None) -> Answer:
+    """Every request answered with ``status`` and ``body`` as JSON."""
+    return lambda _server, _request: (status, {"Content-Type": "application/json"}, body or {})
+
+
+def redirect_answer(target: str, status: int = 302) -> Answer:
+    """Every request answered with a redirect to ``target`` + the same path."""
+    return lambda _server, request: (status, {"Location": target + request["path"]}, b"")
+
+
+@contextlib.contextmanager
+def silent_listener():
+    """The port of a listener on 127.0.0.1 that never answers: connections complete in the kernel's backlog."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(8)
+        yield sock.getsockname()[1]
+
+
+# ------------------------------------------------------------------ engine sockets
+
+@dataclass(frozen=True)
+class Recorded:
+    method: str
+    target: str  # path and query as sent
+    body: bytes
+
+    @property
+    def path(self) -> str:
+        return self.target.split("?", 1)[0]
+
+    @property
+    def query(self) -> str:
+        return self.target.partition("?")[2]
+
+    def json(self):
+        return json.loads(self.body)
+
+
+class RecordingProxy:
+    """Listens on ``path`` and forwards every connection to ``upstream`` byte for byte; on the way it parses
+    the client's requests (request line, headers, a ``Content-Length`` body) into ``requests``. After a request
+    that upgrades the connection (``attach``, ``exec start``) the rest of that connection is a raw stream and
+    is not parsed. The client under test sees the engine itself: nothing is changed."""
+
+    def __init__(self, upstream: str, path: str):
+        self.upstream, self.path = upstream, path
+        self.requests: list[Recorded] = []
+        self._lock = threading.Lock()
+        self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+
+    def __enter__(self) -> "RecordingProxy":
+        if os.path.exists(self.path):
+            os.unlink(self.path)
+        self._server.bind(self.path)
+        self._server.listen(16)
+        threading.Thread(target=self._accept, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._server.close()
+        if os.path.exists(self.path):
+            os.unlink(self.path)
+
+    @property
+    def url(self) -> str:
+        return f"unix://{self.path}"
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._server.accept()
+            except OSError:
+                return
+            upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            upstream.connect(self.upstream)
+            threading.Thread(target=self._client_side, args=(client, upstream), daemon=True).start()
+            threading.Thread(target=_pipe, args=(upstream, client), daemon=True).start()
+
+    def _client_side(self, client: socket.socket, upstream: socket.socket) -> None:
+        buffer, parsing = b"", True
+        for data in _forwarded(client, upstream):
+            if parsing:
+                buffer, parsing = self._parse(buffer + data)
+
+    def _parse(self, buffer: bytes) -> tuple[bytes, bool]:
+        """Record every complete request in ``buffer``; (what is left, still HTTP)."""
+        while b"\r\n\r\n" in buffer:
+            head, _, rest = buffer.partition(b"\r\n\r\n")
+            lines = head.decode("latin-1").split("\r\n")
+            headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+            length = int(headers.get("content-length") or 0)
+            if len(rest) < length:
+                return buffer, True
+            method, target = lines[0].split(" ")[:2]
+            with self._lock:
+                self.requests.append(Recorded(method, target, rest[:length]))
+            buffer = rest[length:]
+            if headers.get("upgrade"):
+                return b"", False
+        return buffer, True
+
+
+def _forwarded(src: socket.socket, dst: socket.socket):
+    """Copy ``src`` to ``dst`` until either closes, yielding each chunk once it is sent; at ``src``'s end,
+    half-close ``dst`` (the other direction may still carry the answer)."""
+    while True:
+        try:
+            data = src.recv(65536)
+        except OSError:
+            data = b""
+        if not data:
+            _half_close(dst)
+            return
+        try:
+            dst.sendall(data)
+        except OSError:
+            return
+        yield data
+
+
+def _pipe(src: socket.socket, dst: socket.socket) -> None:
+    for _ in _forwarded(src, dst):
+        pass
+
+
+def _half_close(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
