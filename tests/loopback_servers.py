@@ -143,14 +143,22 @@ class Recorded:
         return json.loads(self.body)
 
 
+Intercept = Callable[["Recorded"], "bytes | str | None"]
+
+
 class RecordingProxy:
     """Listens on ``path`` and forwards every connection to ``upstream`` byte for byte; on the way it parses
     the client's requests (request line, headers, a ``Content-Length`` body) into ``requests``. After a request
     that upgrades the connection (``attach``, ``exec start``) the rest of that connection is a raw stream and
-    is not parsed. The client under test sees the engine itself: nothing is changed."""
+    is not parsed. The client under test sees the engine itself: nothing is changed.
 
-    def __init__(self, upstream: str, path: str):
-        self.upstream, self.path = upstream, path
+    With ``intercept`` the proxy stands in for another engine: each request is first given to it, which
+    returns the raw answer to send without asking ``upstream`` (bytes), the target to forward it to instead
+    (str), or None to forward it as sent. A forwarded request then has the connection to itself (its
+    ``Connection`` header says close, or Upgrade), so a local answer is never interleaved with the engine's."""
+
+    def __init__(self, upstream: str, path: str, intercept: Intercept | None = None):
+        self.upstream, self.path, self.intercept = upstream, path, intercept
         self.requests: list[Recorded] = []
         self._lock = threading.Lock()
         self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -159,7 +167,7 @@ class RecordingProxy:
         if os.path.exists(self.path):
             os.unlink(self.path)
         self._server.bind(self.path)
-        self._server.listen(16)
+        self._server.listen(64)
         threading.Thread(target=self._accept, daemon=True).start()
         return self
 
@@ -172,39 +180,88 @@ class RecordingProxy:
     def url(self) -> str:
         return f"unix://{self.path}"
 
+    def _connect_upstream(self) -> socket.socket:
+        upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        upstream.connect(self.upstream)
+        return upstream
+
     def _accept(self) -> None:
         while True:
             try:
                 client, _ = self._server.accept()
             except OSError:
                 return
-            upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            upstream.connect(self.upstream)
+            if self.intercept is not None:
+                threading.Thread(target=self._intercepting, args=(client,), daemon=True).start()
+                continue
+            upstream = self._connect_upstream()
             threading.Thread(target=self._client_side, args=(client, upstream), daemon=True).start()
             threading.Thread(target=_pipe, args=(upstream, client), daemon=True).start()
 
     def _client_side(self, client: socket.socket, upstream: socket.socket) -> None:
         buffer, parsing = b"", True
         for data in _forwarded(client, upstream):
-            if parsing:
-                buffer, parsing = self._parse(buffer + data)
+            buffer += data if parsing else b""
+            while parsing and (parsed := _request(buffer)) is not None:
+                request, _, buffer, upgrade = parsed
+                self._record(request)
+                parsing = not upgrade
 
-    def _parse(self, buffer: bytes) -> tuple[bytes, bool]:
-        """Record every complete request in ``buffer``; (what is left, still HTTP)."""
-        while b"\r\n\r\n" in buffer:
-            head, _, rest = buffer.partition(b"\r\n\r\n")
-            lines = head.decode("latin-1").split("\r\n")
-            headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
-            length = int(headers.get("content-length") or 0)
-            if len(rest) < length:
-                return buffer, True
-            method, target = lines[0].split(" ")[:2]
-            with self._lock:
-                self.requests.append(Recorded(method, target, rest[:length]))
-            buffer = rest[length:]
-            if headers.get("upgrade"):
-                return b"", False
-        return buffer, True
+    def _intercepting(self, client: socket.socket) -> None:
+        buffer = b""
+        try:
+            while True:
+                while (parsed := _request(buffer)) is None:
+                    piece = client.recv(65536)
+                    if not piece:
+                        return
+                    buffer += piece
+                request, head, buffer, upgrade = parsed
+                self._record(request)
+                decision = self.intercept(request)
+                if isinstance(decision, bytes):
+                    client.sendall(decision)
+                    continue
+                upstream = self._connect_upstream()
+                upstream.sendall(_rewritten(head, decision, upgrade) + request.body + buffer)
+                back = threading.Thread(target=_pipe, args=(upstream, client), daemon=True)
+                back.start()
+                _pipe(client, upstream)
+                back.join()
+                upstream.close()
+                return
+        except OSError:
+            pass
+        finally:
+            client.close()
+
+    def _record(self, request: "Recorded") -> None:
+        with self._lock:
+            self.requests.append(request)
+
+
+def _request(buffer: bytes) -> "tuple[Recorded, list[str], bytes, bool] | None":
+    """The first complete request in ``buffer``: (it, its head's lines, what follows it, whether it upgrades
+    the connection); None while it is incomplete."""
+    if b"\r\n\r\n" not in buffer:
+        return None
+    head, _, rest = buffer.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+    length = int(headers.get("content-length") or 0)
+    if len(rest) < length:
+        return None
+    method, target = lines[0].split(" ")[:2]
+    return Recorded(method, target, rest[:length]), lines, rest[length:], bool(headers.get("upgrade"))
+
+
+def _rewritten(head: list[str], target: str | None, upgrade: bool) -> bytes:
+    """The request head with ``target`` (when given) and a ``Connection`` header that ends the connection after
+    this request (or keeps the upgrade)."""
+    method, sent, protocol = head[0].split(" ", 2)
+    keep = [line for line in head[1:] if line.partition(":")[0].strip().lower() != "connection"]
+    lines = [f"{method} {target or sent} {protocol}", *keep, "Connection: Upgrade" if upgrade else "Connection: close"]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 
 def _forwarded(src: socket.socket, dst: socket.socket):

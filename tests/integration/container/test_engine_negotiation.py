@@ -1,24 +1,26 @@
 """API version negotiation against real engines: Docker 20.10 (1.41), Podman 4 (1.41), and a
 daemon that refuses anything below 1.44 the way Docker 29 does.
 
-The Docker 29 stand-in is a recording proxy on a unix socket in front of the real daemon: it
-answers ``/_ping`` and ``/version`` as Docker 29 does (API 1.52, minimum 1.44), refuses
-``/v1.40``..``/v1.43`` with HTTP 400 and Docker 29's own message, and forwards every other
-request (attach upgrades included) to the real daemon with the version rewritten to 1.41.
+The Docker 29 stand-in is a recording proxy (``loopback_servers.RecordingProxy``) on a unix socket
+in front of the real daemon: it answers ``/_ping`` and ``/version`` as Docker 29 does (API 1.52,
+minimum 1.44), refuses ``/v1.40``..``/v1.43`` with HTTP 400 and Docker 29's own message, and
+forwards every other request (attach upgrades included) to the real daemon with the version
+rewritten to 1.41.
 """
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
 import re
-import socket
-import threading
 from pathlib import Path
 
 import pytest
 
 from docker_helpers import Workspace, containers, unique
 from engine_fixtures import assert_no_leak
+from loopback_servers import Recorded, RecordingProxy
 
 pytestmark = pytest.mark.docker
 
@@ -28,124 +30,40 @@ DOCKER29_REFUSAL = ("client version {v} is too old. Minimum supported API versio
 _VERSIONED = re.compile(r"^/v(\d+)\.(\d+)(/.*)$")
 
 
-class Docker29Proxy:
+class Docker29Proxy(RecordingProxy):
     """A recording stand-in for a current Docker daemon (see the module docstring).
 
     ``api`` / ``minimum``: what ``/_ping`` and ``/version`` report; ``ping_header``:
     whether ``/_ping`` carries ``Api-Version`` (old daemons did not: ``/version`` is then asked).
-    ``requests`` records ``(method, path)`` of every request the client sent.
     """
 
     def __init__(self, path: Path, upstream: str = DOCKER_SOCKET, api: str = "1.52", minimum: str = "1.44",
                  ping_header: bool = True):
-        self.path, self.upstream = str(path), upstream
         self.api, self.minimum, self.ping_header = api, minimum, ping_header
-        self.requests: list[tuple[str, str]] = []
-        self._lock = threading.Lock()
-        self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._server.bind(self.path)
-        self._server.listen(64)
-        self._closed = False
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"unix://{self.path}"
+        super().__init__(upstream, str(path), intercept=self._docker29)
 
     def paths(self, method: str | None = None) -> list[str]:
-        with self._lock:
-            return [p for m, p in self.requests if method is None or m == method]
+        """The target (path and query) of every request the client sent, in order."""
+        return [r.target for r in list(self.requests) if method is None or r.method == method]
 
-    def close(self) -> None:
-        self._closed = True
-        self._server.close()
-
-    # -- serving -------------------------------------------------------------
-    def _accept(self) -> None:
-        while not self._closed:
-            try:
-                client, _ = self._server.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
-
-    def _serve(self, client: socket.socket) -> None:
-        buf = b""
-        try:
-            while True:
-                while b"\r\n\r\n" not in buf:
-                    piece = client.recv(65536)
-                    if not piece:
-                        return
-                    buf += piece
-                head, _, buf = buf.partition(b"\r\n\r\n")
-                lines = head.decode("latin-1").split("\r\n")
-                method, target, proto = lines[0].split(" ", 2)
-                headers = [line.split(":", 1) for line in lines[1:] if ":" in line]
-                length = next((int(v) for k, v in headers if k.strip().lower() == "content-length"), 0)
-                with self._lock:
-                    self.requests.append((method, target))
-                path = target.split("?", 1)[0]
-                match = _VERSIONED.match(path)
-                bare = match.group(3) if match else path
-                if bare in ("/_ping", "/version") or (match and (int(match.group(1)), int(match.group(2))) < (1, 44)):
-                    while len(buf) < length:
-                        piece = client.recv(65536)
-                        if not piece:
-                            return
-                        buf += piece
-                    buf = buf[length:]
-                    client.sendall(self._local(method, bare, match))
-                    continue
-                # Forward with the version the real daemon speaks, then relay bytes both ways.
-                rewritten = "/v1.41" + target[match.end(2):] if match else target
-                keep = [f"{k}:{v}" for k, v in headers if k.strip().lower() != "connection"]
-                upgrade = any(k.strip().lower() == "upgrade" for k, _ in headers)
-                keep.append("Connection: Upgrade" if upgrade else "Connection: close")
-                upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                upstream.connect(self.upstream)
-                upstream.sendall(("\r\n".join([f"{method} {rewritten} {proto}", *keep]) + "\r\n\r\n").encode("latin-1") + buf)
-                self._relay(client, upstream)
-                return
-        except OSError:
-            pass
-        finally:
-            client.close()
-
-    def _local(self, method: str, bare: str, match) -> bytes:
+    def _docker29(self, request: Recorded) -> bytes | str:
+        """Docker 29's own answer to ``/_ping``, ``/version`` and a version below 1.44; anything else is
+        forwarded to the real daemon in the version it speaks."""
+        match = _VERSIONED.match(request.path)
+        bare = match.group(3) if match else request.path
         if match and (int(match.group(1)), int(match.group(2))) < (1, 44):
             used = f"{match.group(1)}.{match.group(2)}"
             return _response(400, "Bad Request", json.dumps({"message": DOCKER29_REFUSAL.format(v=used)}) + "\n", "application/json")
         if bare == "/_ping":
             extra = {"Api-Version": self.api} if self.ping_header else {}
-            return _response(200, "OK", "OK" if method != "HEAD" else "", "text/plain; charset=utf-8", {
+            return _response(200, "OK", "OK" if request.method != "HEAD" else "", "text/plain; charset=utf-8", {
                 **extra, "Server": "Docker/29.0.0 (linux)", "Ostype": "linux", "Docker-Experimental": "false"})
-        body = {"Platform": {"Name": "Docker Engine - Community"},
-                "Components": [{"Name": "Engine", "Version": "29.0.0", "Details": {"ApiVersion": self.api, "MinAPIVersion": self.minimum}}],
-                "Version": "29.0.0", "ApiVersion": self.api, "MinAPIVersion": self.minimum, "Os": "linux", "Arch": "amd64"}
-        return _response(200, "OK", json.dumps(body) + "\n", "application/json")
-
-    @staticmethod
-    def _relay(client: socket.socket, upstream: socket.socket) -> None:
-        def pipe(src: socket.socket, dst: socket.socket) -> None:
-            try:
-                while True:
-                    data = src.recv(65536)
-                    if not data:
-                        break
-                    dst.sendall(data)
-            except OSError:
-                pass
-            try:
-                dst.shutdown(socket.SHUT_WR)  # half-close passes through: the job's stdin EOF
-            except OSError:
-                pass
-
-        back = threading.Thread(target=pipe, args=(upstream, client), daemon=True)
-        back.start()
-        pipe(client, upstream)
-        back.join()
-        upstream.close()
+        if bare == "/version":
+            body = {"Platform": {"Name": "Docker Engine - Community"},
+                    "Components": [{"Name": "Engine", "Version": "29.0.0", "Details": {"ApiVersion": self.api, "MinAPIVersion": self.minimum}}],
+                    "Version": "29.0.0", "ApiVersion": self.api, "MinAPIVersion": self.minimum, "Os": "linux", "Arch": "amd64"}
+            return _response(200, "OK", json.dumps(body) + "\n", "application/json")
+        return "/v1.41" + request.target[match.end(2):] if match else request.target
 
 
 def _response(status: int, reason: str, body: str, ctype: str, headers: dict | None = None) -> bytes:
@@ -157,16 +75,9 @@ def _response(status: int, reason: str, body: str, ctype: str, headers: dict | N
 
 @pytest.fixture
 def proxy_factory(tmp_path, docker_client):
-    made: list[Docker29Proxy] = []
-
-    def make(**kw) -> Docker29Proxy:
-        p = Docker29Proxy(tmp_path / f"docker29-{len(made)}.sock", **kw)
-        made.append(p)
-        return p
-
-    yield make
-    for p in made:
-        p.close()
+    numbers = itertools.count()  # a short socket path: unix sockets allow 108 bytes
+    with contextlib.ExitStack() as made:
+        yield lambda **kw: made.enter_context(Docker29Proxy(tmp_path / f"docker29-{next(numbers)}.sock", **kw))
 
 
 @pytest.fixture
