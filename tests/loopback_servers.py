@@ -7,8 +7,10 @@ headers, body) and answers each with ``answer(server, request)`` -> ``(status,
 headers, body)``. Hostile servers, fake registries and stores, and fronts that
 forward to a real server are answer functions on it. Two servers on different
 ports (or 127.0.0.1 vs localhost) are two origins. :func:`silent_listener`
-accepts connections and never answers; :class:`RecordingProxy` records the HTTP
-requests a client sends to an engine's unix socket on their way through.
+accepts connections and never answers; :class:`ByteRecorder` keeps what a client
+sends to a non-HTTP service; :class:`RecordingProxy` records the HTTP requests a
+client sends to an engine's unix socket on their way through (or stands in for
+another engine).
 """
 
 from __future__ import annotations
@@ -122,6 +124,46 @@ def silent_listener():
         sock.listen(8)
         yield sock.getsockname()[1]
 
+
+
+class ByteRecorder:
+    """A TCP listener on 127.0.0.1 that answers nothing and keeps every byte each connection sent, in
+    ``received`` (one entry a connection): a stand-in for a non-HTTP service, such as an attacker's
+    slurmctld. A connection that stays silent for ``idle`` seconds is closed."""
+
+    def __init__(self, idle: float = 2.0):
+        self.idle = idle
+        self.received: list[bytes] = []
+        self._sock = socket.socket()
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen()
+        self.port = self._sock.getsockname()[1]
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def __enter__(self) -> "ByteRecorder":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._sock.close()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(self.idle)
+                data = b""
+                try:
+                    while chunk := conn.recv(65536):
+                        data += chunk
+                except OSError:
+                    pass
+                self.received.append(data)
 
 # ------------------------------------------------------------------ engine sockets
 

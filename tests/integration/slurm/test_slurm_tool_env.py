@@ -9,52 +9,20 @@ byte it is sent.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 
 from engine_fixtures import slurm_project_yaml
+from loopback_servers import ByteRecorder
 
 CARRIED_PREFIX = "PRIMUS_RUNNER_ENV_"  # the job variables' names in the job's environment
 
 pytestmark = [pytest.mark.slurm, pytest.mark.docker]
 
 TOOLS = ("sbatch", "srun", "scontrol")
-
-
-class Recorder:
-    """A TCP listener on 127.0.0.1 that keeps every byte sent to it (the attacker's slurmctld)."""
-
-    def __init__(self):
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen()
-        self.port = self.sock.getsockname()[1]
-        self.received: list[bytes] = []
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self):
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            conn.settimeout(2)
-            data = b""
-            try:
-                while chunk := conn.recv(65536):
-                    data += chunk
-            except OSError:
-                pass
-            self.received.append(data)
-            conn.close()
-
-    def close(self):
-        self.sock.close()
 
 
 def wrap_tools(directory: Path, records: Path) -> None:
@@ -76,7 +44,7 @@ def recorded(records: Path) -> dict[str, list[dict[str, str]]]:
 
 
 def test_a_forwarded_slurm_conf_reaches_the_job_and_configures_no_slurm_tool(tmp_path_factory, slurm_cluster, busybox_image, canary):
-    attacker = Recorder()
+    attacker = ByteRecorder()  # the attacker's slurmctld
     work = tmp_path_factory.mktemp("slurm-tool-env")
     records = work / "records"
     records.mkdir()
