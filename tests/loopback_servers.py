@@ -6,8 +6,8 @@ or https with a throw-away certificate for ``127.0.0.1`` and ``localhost`` from
 headers, body) and answers each with ``answer(server, request)`` -> ``(status,
 headers, body)``. Hostile servers, fake registries and stores, and fronts that
 forward to a real server are answer functions on it. Two servers on different
-ports (or 127.0.0.1 vs localhost) are two origins. :func:`silent_listener`
-accepts connections and never answers; :class:`ByteRecorder` keeps what a client
+ports (or 127.0.0.1 vs localhost) are two origins. :func:`silent_listener` (and
+:func:`silent_unix_listener`) accept connections and never answer; :class:`ByteRecorder` keeps what a client
 sends to a non-HTTP service; :class:`RecordingProxy` records the HTTP requests a
 client sends to an engine's unix socket on their way through (or stands in for
 another engine).
@@ -123,6 +123,16 @@ def silent_listener():
         sock.bind(("127.0.0.1", 0))
         sock.listen(8)
         yield sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def silent_unix_listener(path: Path):
+    """A unix socket listening on ``path`` that never answers (an engine's socket, alive)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.bind(str(path))
+        sock.listen(8)
+        yield path
 
 
 

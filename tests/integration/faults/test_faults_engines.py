@@ -14,7 +14,6 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -23,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from docker_helpers import BUSYBOX, LABEL_JOB, Workspace, read_until, unique
-from engine_fixtures import assert_no_leak, engine_missing
+from engine_fixtures import assert_no_leak, engine_missing, free_port
 from runs_helpers import slurm_job_dirs
 
 MARKER = re.compile(r"^[0-9a-f]{64}$")  # config-validity cache markers (empty files named by a hash)
@@ -253,12 +252,6 @@ slurm:
 """
 
 
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("0.0.0.0", 0))
-        return s.getsockname()[1]  # nothing listens once the socket closes
-
-
 @pytest.fixture
 def controller_down(tmp_path, slurm_cluster, canary) -> Workspace:
     """A workspace whose Slurm clients read a slurm.conf with the controller on a closed port."""
@@ -266,7 +259,7 @@ def controller_down(tmp_path, slurm_cluster, canary) -> Workspace:
     keep = [line for line in source.read_text().splitlines()
             if not re.match(r"\s*(SlurmctldPort|TCPTimeout|MessageTimeout)\s*=", line, re.I)]
     # Short timeouts only make the clients give up in ~1 s instead of ~9 s; the failure is the same.
-    keep += [f"SlurmctldPort={closed_port()}", "TCPTimeout=1", "MessageTimeout=2"]
+    keep += [f"SlurmctldPort={free_port()}", "TCPTimeout=1", "MessageTimeout=2"]
     conf = tmp_path / "slurm.conf"
     conf.write_text("\n".join(keep) + "\n")
     ws = Workspace(tmp_path / "ws", canary, SLURM_CONFIG)

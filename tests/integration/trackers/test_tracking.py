@@ -7,7 +7,6 @@ built once and cached by a tag derived from its Dockerfile.
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import urllib.request
 from pathlib import Path
@@ -15,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from docker_helpers import LABEL_JOB, Workspace, containers, force_remove, tracker_config, unique
-from engine_fixtures import assert_no_leak, mlflow_api
+from engine_fixtures import assert_no_leak, free_port, mlflow_api
 from job_images import job_image  # noqa: F401 - a fixture
 
 
@@ -151,9 +150,7 @@ def test_missing_tracker_settings_exit_2_and_create_nothing(tmp_path, canary, do
 
 @pytest.mark.docker
 def test_unreachable_server_stops_the_launch_with_exit_1(tmp_path, canary, busybox_image):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()  # nothing listens there
     ws = workspace(tmp_path, canary, "  disable_mlflow: false\n")
     name = unique("unr")
     done = ws.run("up", "--image", busybox_image, "--name", name, "--", "true", env={"MLFLOW_TRACKING_URI": f"http://127.0.0.1:{port}"})
@@ -169,9 +166,7 @@ def test_check_online_reachable_and_unreachable(tmp_path, canary, mlflow_server)
     report = json.loads(ok.stdout)
     assert report["trackers"] == [{"tracker": "mlflow", "status": "reachable", "detail": report["trackers"][0]["detail"]}]
     assert not report["problems"]
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()  # nothing listens there
     bad = ws.run("--json", "check", "--online", "--timeout", "3", "--gpu", "none", "--image", "x",
                  env={"MLFLOW_TRACKING_URI": f"http://127.0.0.1:{port}"})
     assert bad.returncode == 2

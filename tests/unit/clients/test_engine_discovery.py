@@ -7,6 +7,7 @@ paths are pointed at them.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import socket
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from loopback_servers import silent_unix_listener
 from runner.clients.engine_api import discovery
 from runner.clients.engine_api.discovery import EngineLocation, discover, unreachable
 from runner.errors import ConfigError, EngineUnavailable
@@ -26,15 +28,10 @@ def sockets(tmp_path, monkeypatch):
     rootful = tmp_path / "podman-root" / "podman.sock"
     monkeypatch.setattr(discovery, "DOCKER_SOCKET", str(docker))
     monkeypatch.setattr(discovery, "PODMAN_ROOTFUL_SOCKET", str(rootful))
-    opened = []
+    opened = contextlib.ExitStack()
 
     def listen(path: Path) -> Path:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.bind(str(path))
-        s.listen(4)
-        opened.append(s)
-        return path
+        return opened.enter_context(silent_unix_listener(path))
 
     def stale(path: Path) -> Path:
         """A socket file nobody listens on (a daemon that died)."""
@@ -52,9 +49,8 @@ def sockets(tmp_path, monkeypatch):
     ns.runtime = tmp_path / "xdg"
     ns.rootless = ns.runtime / "podman" / "podman.sock"
     ns.env = {"HOME": str(tmp_path / "home"), "XDG_RUNTIME_DIR": str(ns.runtime)}
-    yield ns
-    for s in opened:
-        s.close()
+    with opened:
+        yield ns
 
 
 def _context(config_dir: Path, name: str, host: str, tls: bool = False, skip_verify: bool = False) -> None:
