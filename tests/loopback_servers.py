@@ -49,7 +49,17 @@ def make_cert(directory: Path) -> Cert:
 Answer = Callable[["Server", dict], "tuple[int, dict, bytes | dict]"]
 
 
-class Server:
+class _Closing:
+    """``with server:`` closes it at the end of the block."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class Server(_Closing):
     """``answer`` served on ``address`` (127.0.0.1; the Docker bridge's only for a build step to reach it):
     ``port``, ``netloc`` (``host_name``:port), ``url`` (``https`` with ``tls``), ``requests``, ``close()``."""
 
@@ -91,12 +101,6 @@ class Server:
         self.url = f"{'https' if tls else 'http'}://{self.netloc}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
-    def __enter__(self) -> "Server":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
@@ -136,7 +140,7 @@ def silent_unix_listener(path: Path):
 
 
 
-class ByteRecorder:
+class ByteRecorder(_Closing):
     """A TCP listener on 127.0.0.1 that answers nothing and keeps every byte each connection sent, in
     ``received`` (one entry a connection): a stand-in for a non-HTTP service, such as an attacker's
     slurmctld. A connection that stays silent for ``idle`` seconds is closed."""
@@ -150,21 +154,11 @@ class ByteRecorder:
         self.port = self._sock.getsockname()[1]
         threading.Thread(target=self._serve, daemon=True).start()
 
-    def __enter__(self) -> "ByteRecorder":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
     def close(self) -> None:
         self._sock.close()
 
     def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self._sock.accept()
-            except OSError:
-                return
+        for conn in _accepted(self._sock):
             with conn:
                 conn.settimeout(self.idle)
                 data = b""
@@ -174,6 +168,7 @@ class ByteRecorder:
                 except OSError:
                     pass
                 self.received.append(data)
+
 
 # ------------------------------------------------------------------ engine sockets
 
@@ -238,11 +233,7 @@ class RecordingProxy:
         return upstream
 
     def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self._server.accept()
-            except OSError:
-                return
+        for client in _accepted(self._server):
             if self.intercept is not None:
                 threading.Thread(target=self._intercepting, args=(client,), daemon=True).start()
                 continue
@@ -314,6 +305,16 @@ def _rewritten(head: list[str], target: str | None, upgrade: bool) -> bytes:
     keep = [line for line in head[1:] if line.partition(":")[0].strip().lower() != "connection"]
     lines = [f"{method} {target or sent} {protocol}", *keep, "Connection: Upgrade" if upgrade else "Connection: close"]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+def _accepted(listener: socket.socket):
+    """Each connection ``listener`` accepts, until it is closed."""
+    while True:
+        try:
+            conn, _ = listener.accept()
+        except OSError:
+            return
+        yield conn
 
 
 def _forwarded(src: socket.socket, dst: socket.socket):
