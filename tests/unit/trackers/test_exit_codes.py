@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from engine_fixtures import free_port
 from runner.errors import CredentialRefused, EngineUnavailable
 from runner.secrets import Masker
 from runner.trackers import handshake as tracker_runs
 from runner.ui import Output
-from test_trackers_online import closed_port, planned_for, stand_in  # noqa: F401  (the loopback stand-in server)
+from test_trackers_online import planned_for, stand_in  # noqa: F401  (the loopback stand-in server)
 
 
 def test_mlflow_refusing_the_credentials_is_exit_2_like_a_registry(work, stand_in, canary):  # noqa: F811
@@ -21,7 +22,7 @@ def test_mlflow_refusing_the_credentials_is_exit_2_like_a_registry(work, stand_i
 
 
 def test_an_unreachable_mlflow_server_is_exit_1(work):
-    planned = planned_for(work, "  disable_mlflow: false\n", {"MLFLOW_TRACKING_URI": f"http://127.0.0.1:{closed_port()}"})
+    planned = planned_for(work, "  disable_mlflow: false\n", {"MLFLOW_TRACKING_URI": f"http://127.0.0.1:{free_port()}"})
     with pytest.raises(EngineUnavailable) as info:
         tracker_runs.begin(planned.plan, Output(masker=Masker()))
     assert info.value.exit_code == 1
