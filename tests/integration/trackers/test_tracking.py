@@ -160,14 +160,15 @@ def test_unreachable_server_stops_the_launch_with_exit_1(tmp_path, canary, busyb
 
 
 @pytest.mark.mlflow
-def test_check_online_reachable_and_unreachable(tmp_path, canary, mlflow_server):
+def test_check_online_reachable_and_unreachable(tmp_path, canary, mlflow_server, busybox_image):
+    # A local image: `check --online` also asks whether the image could be pulled, and only MLflow is under test.
     ws = workspace(tmp_path, canary, "  disable_mlflow: false\n")
-    ok = ws.run("--json", "check", "--online", "--gpu", "none", "--image", "x", env={"MLFLOW_TRACKING_URI": mlflow_server})
+    ok = ws.run("--json", "check", "--online", "--gpu", "none", "--image", busybox_image, env={"MLFLOW_TRACKING_URI": mlflow_server})
     report = json.loads(ok.stdout)
     assert report["trackers"] == [{"tracker": "mlflow", "status": "reachable", "detail": report["trackers"][0]["detail"]}]
     assert not report["problems"]
     port = free_port()  # nothing listens there
-    bad = ws.run("--json", "check", "--online", "--timeout", "3", "--gpu", "none", "--image", "x",
+    bad = ws.run("--json", "check", "--online", "--timeout", "3", "--gpu", "none", "--image", busybox_image,
                  env={"MLFLOW_TRACKING_URI": f"http://127.0.0.1:{port}"})
     assert bad.returncode == 2
     report = json.loads(bad.stdout)
