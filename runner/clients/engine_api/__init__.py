@@ -1,4 +1,7 @@
-"""The Docker Engine API client (Docker and Podman): discovery, version negotiation, requests, streams.
+"""The Docker Engine API client (Docker and Podman), in docker-py's shape: ``transport`` (connections,
+streams, hijacked sockets) under ``negotiation`` (the API version, the engine's kind) under ``api``
+(the calls: ``Engine``); ``types`` holds the pure request parts (paths, versions, GPU fields);
+``discovery`` says where the engine is, ``chunks`` reads streamed answers.
 
 Imported by the engines and by image building; it imports neither, so every
 arrow points down into this package.
@@ -13,8 +16,8 @@ from __future__ import annotations
 import importlib
 
 _HOME = {
-    "MAX_API_VERSION": "client", "MIN_API_VERSION": "client", "START_HINT": "client", "ApiError": "client",
-    "Demux": "client", "Engine": "client", "Negotiated": "client", "docker_host": "client",
+    "MAX_API_VERSION": "types", "MIN_API_VERSION": "types", "ApiError": "transport",
+    "Demux": "chunks", "Engine": "api", "Negotiated": "negotiation",
     "EngineLocation": "discovery", "discover": "discovery", "unreachable": "discovery",
 }
 

@@ -1,4 +1,5 @@
-"""Streamed answers: read as one file, front to back (``docker save``), or as JSON messages (pull, build)."""
+"""Streamed answers: read as one file, front to back (``docker save``), as JSON messages (pull, build),
+or as the frames of an attached container's multiplexed stdout and stderr (``Demux``)."""
 
 from __future__ import annotations
 
@@ -68,3 +69,49 @@ def json_messages(chunks: Iterable[bytes]) -> Iterator[dict]:
                 yield message
             pos = end
         buffer = buffer[pos:]
+
+
+class Demux:
+    """Splits Docker's multiplexed stream into (stream, bytes) pieces as bytes arrive.
+
+    Frame header: ``[stream, 0, 0, 0, size (4 bytes big-endian)]``; stream 1 is
+    stdout, 2 stderr. Payloads are passed on without waiting for a whole frame, so
+    output is real-time; adjacent pieces of one stream are joined to keep the
+    per-piece cost (masking, write syscalls) per read, not per frame.
+    """
+
+    __slots__ = ("_header", "_left", "_stream")
+
+    def __init__(self) -> None:
+        self._header = b""
+        self._left = 0
+        self._stream = 1
+
+    def feed(self, data) -> list[tuple[int, bytes]]:
+        out: list[tuple[int, list]] = []
+        pos, n = 0, len(data)
+        left, stream = self._left, self._stream
+        while pos < n:
+            if left:
+                take = left if left <= n - pos else n - pos
+                if out and out[-1][0] == stream:
+                    out[-1][1].append(data[pos:pos + take])
+                else:
+                    out.append((stream, [data[pos:pos + take]]))
+                pos += take
+                left -= take
+                continue
+            need = 8 - len(self._header)
+            if self._header or n - pos < 8:
+                self._header += bytes(data[pos:pos + need])
+                pos += min(need, n - pos)
+                if len(self._header) < 8:
+                    break
+                header, self._header = self._header, b""
+            else:
+                header = bytes(data[pos:pos + 8])
+                pos += 8
+            stream = 2 if header[0] != 1 else 1
+            left = int.from_bytes(header[4:8], "big")
+        self._left, self._stream = left, stream
+        return [(s, b"".join(parts)) for s, parts in out]

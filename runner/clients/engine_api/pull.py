@@ -13,11 +13,11 @@ import math
 from typing import TYPE_CHECKING
 
 from runner.clients.engine_api.chunks import json_messages
-from runner.clients.engine_api.client import ApiError
+from runner.clients.engine_api.transport import ApiError
 from runner.errors import ConfigError, EngineUnavailable, Problem, RuntimeFailure, UsageError
 
 if TYPE_CHECKING:
-    from runner.clients.engine_api.client import Engine
+    from runner.clients.engine_api.api import Engine
     from runner.ui.pull_progress import PullProgress
     from runner.clients.registry import RegistryCredential
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-from runner.clients.engine_api.client import ApiError
+from runner.clients.engine_api.transport import ApiError
 from runner.clients.engine_api.chunks import json_messages
 from runner.clients.engine_api.pull import _failure, split_reference
 

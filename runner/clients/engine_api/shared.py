@@ -7,7 +7,7 @@ command asks with its config's preference before anything else does.
 
 from __future__ import annotations
 
-from runner.clients.engine_api.client import Engine
+from runner.clients.engine_api.api import Engine
 
 _client: Engine | None = None
 

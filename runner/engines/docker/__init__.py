@@ -49,7 +49,7 @@ class DockerSettings:
 
 def _check_cdi_spec(plan: LaunchPlan) -> None:
     """CUDA on Podman: the CDI devices the request names must be in a spec, else nothing starts."""
-    from runner.clients.engine_api.client import gpu_host_config
+    from runner.clients.engine_api.types import gpu_host_config
     from runner.gpus import cdi
 
     ids = [g.device_id for g in plan.gpus] or None

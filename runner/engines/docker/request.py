@@ -70,7 +70,7 @@ def resolve(request: DockerRequest, eng: Engine | None, image_config: dict | Non
         kind = eng.kind
         decisions = [d for d in decisions if not d.startswith("engine:")] + [f"engine: {kind} at {eng.host}, API {eng.api_version}"]
         if request.plan.gpu_request and "the engine's GPU request form" in pending:
-            from runner.clients.engine_api.client import gpu_host_config
+            from runner.clients.engine_api.types import gpu_host_config
 
             ids = [g.device_id for g in request.plan.gpus] or None  # exactly the chosen GPUs, else all
             config["HostConfig"].update(gpu_host_config(request.plan.gpu_request, kind, eng.api_version, device_ids=ids))

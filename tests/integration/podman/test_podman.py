@@ -134,7 +134,7 @@ def test_cuda_is_rendered_as_cdi_for_podman(eng):
     GPUs), so a body with CDI devices goes through Podman's own create, where the CDI name
     ``nvidia.com/gpu=all`` resolves (no spec here names ``all``: it says so at start)."""
     from runner.clients.engine_api import ApiError
-    from runner.clients.engine_api.client import gpu_host_config
+    from runner.clients.engine_api.types import gpu_host_config
 
     cid = eng.create(unique("gpus"), {"Image": "primus-test/busybox:latest", "Cmd": ["true"],
                                       "HostConfig": gpu_host_config("nvidia", "docker")})

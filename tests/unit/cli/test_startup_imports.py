@@ -22,7 +22,8 @@ REPO = Path(__file__).resolve().parents[3]
 # modules themselves load (a plan reads each one's declared settings); what they talk with
 # (urllib.request, http.client, ssl, the mlflow client, MLflow's store modules) loads only when they talk.
 NOT_IN_PLAN = (
-    "http.client", "ssl", "email.parser", "runner.clients.engine_api.client",
+    "http.client", "ssl", "email.parser", "runner.clients.engine_api.transport",
+    "runner.clients.engine_api.negotiation", "runner.clients.engine_api.api",
     "docker", "rich", "mlflow", "wandb", "boto3", "sqlite3", "urllib.request", "concurrent.futures",
     "runner.trackers.handshake", "runner.runs.store",
     "runner.trackers.mlflow.stores", "runner.trackers.mlflow.client", "runner.trackers.mlflow.filestore", "runner.trackers.mlflow.artifacts",

@@ -254,7 +254,7 @@ def test_sdk_kwargs_reach_the_same_engine():
 
 
 def test_gpu_rendering_per_engine():
-    from runner.clients.engine_api.client import capabilities, gpu_host_config
+    from runner.clients.engine_api.types import capabilities, gpu_host_config
 
     assert gpu_host_config(None, "docker") == {} and gpu_host_config("rocm", "podman") == {}
     assert gpu_host_config("nvidia", "docker") == {"DeviceRequests": [{"Driver": "", "Count": -1, "Capabilities": [["gpu"]]}]}
