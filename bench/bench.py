@@ -967,7 +967,7 @@ def bench_follow_lines() -> None:
     """The Slurm log follower (`logs JOB -f`, `submit --wait`) on one line of 16, 64 and 256 MiB fed in 1 MiB
     pieces, masking on, against a plain join of the same pieces: linear when the per-MiB figure stays flat."""
     sys.path.insert(0, str(REPO))
-    from runner.engines.slurm.jobs import RankLines
+    from runner.engines.slurm.job_output import RankLines
     from runner.secrets import Masker
 
     piece = b"#" * (1 << 20)

@@ -17,7 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runner.engines.base import EngineBase, Launched, RunContext, delegate
-from runner.engines.slurm import flags, jobs
+from runner.engines.slurm import flags
+from runner.engines.slurm.controller import check_engine, kill_wait_of, refuse_archived_secrets, show_config, tool
+from runner.engines.slurm.job_directory import job_dir_for, make_job_dir
+from runner.engines.slurm.job_output import output_tail
+from runner.engines.slurm.job_state import final_exit_code, lost_agents
+from runner.engines.slurm.job_wait import wait_for
+from runner.engines.slurm.submit import follow_step, link_output, sbatch, start_step
 from runner.engines.slurm.script import (COMPUTED, LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, SlurmRequest, SlurmSettings, export_names,
                                          node_cache_dir, node_plan, plan_document, render_script, settings_from)
 from runner.launch_plan import LaunchPlan
@@ -64,7 +70,7 @@ class SlurmOptions:
 
     @property
     def kill_wait(self) -> int | None:
-        return jobs.kill_wait_of(self.cluster_config)
+        return kill_wait_of(self.cluster_config)
 
 
 class SlurmEngine(EngineBase):
@@ -84,7 +90,7 @@ class SlurmEngine(EngineBase):
     def settings(config, options) -> SlurmOptions:
         """``ConfigError`` (exit 2) for a refused value, before a tracker run, a file or ``sbatch``."""
         return SlurmOptions(settings_from(config, flags.of(options)),
-                            bool(config.get("slurm", "allow_env_in_accounting", default=False)), jobs.show_config())
+                            bool(config.get("slurm", "allow_env_in_accounting", default=False)), show_config())
 
     def preflight(self, plan: LaunchPlan, ctx: RunContext) -> None:
         """Everything that can refuse the job, before a tracker run, a file or ``sbatch``."""
@@ -97,9 +103,9 @@ class SlurmEngine(EngineBase):
 
                 raise ConfigError(Problem("a Slurm flag holds a secret value: it would be on sbatch's command line (visible in ps)",
                                           hint="pass secrets by name (container.options.env), never as a flag's value"))
-        jobs.tool("sbatch")
-        jobs.tool("srun")
-        jobs.refuse_archived_secrets(ctx.settings.cluster_config, self.travelling_secrets(plan, ctx), ctx.settings.allow_env_in_accounting)
+        tool("sbatch")
+        tool("srun")
+        refuse_archived_secrets(ctx.settings.cluster_config, self.travelling_secrets(plan, ctx), ctx.settings.allow_env_in_accounting)
         if plan.pull != "never":  # a refused login fails here (exit 2), not on every node after queueing
             cred = registry.credentials_for(plan.image, self._lookup(ctx))
             if cred is not None:
@@ -136,7 +142,7 @@ class SlurmEngine(EngineBase):
         from runner.trackers.handshake import run_env_names
 
         settings = ctx.settings.settings
-        job_dir = getattr(ctx.run, "job_dir", None) or jobs.job_dir_for(settings, plan.name)  # the run's (runner.runs)
+        job_dir = getattr(ctx.run, "job_dir", None) or job_dir_for(settings, plan.name)  # the run's (runner.runs)
         cache = getattr(ctx.run, "node_cache", None)
         node = node_plan(plan, settings, ctx.settings.kill_wait, cache)
         agent_env = self._agent_env(ctx, plan)
@@ -172,14 +178,14 @@ class SlurmEngine(EngineBase):
             ctx.out.result(request.render())
 
     def launch(self, request: SlurmRequest, ctx: RunContext) -> Launched:
-        jobs.make_job_dir(request.job_dir)  # exactly the directory the script names
+        make_job_dir(request.job_dir)  # exactly the directory the script names
         agent_values = self._agent_values(request, ctx)
         if request.as_step:
-            step = jobs.start_step(request, ctx.scope.masker, agent_values)
+            step = start_step(request, ctx.scope.masker, agent_values)
             return Launched(request.allocation, request.plan.name, {"request": request, "final": None, "step": step})
         self._new_job_notice(request, ctx)
-        job_id = jobs.sbatch(request, ctx.scope.masker, agent_values)
-        jobs.link_output(request, job_id)
+        job_id = sbatch(request, ctx.scope.masker, agent_values)
+        link_output(request, job_id)
         return Launched(job_id, request.plan.name, {"request": request, "final": None})
 
     def announce(self, launched: Launched, ctx: RunContext, detached: bool) -> None:
@@ -205,20 +211,20 @@ class SlurmEngine(EngineBase):
     def watch(self, launched: Launched, ctx: RunContext, on_running=None) -> int:
         request: SlurmRequest = launched.state["request"]
         if request.as_step:
-            code = jobs.follow_step(launched.state["step"], request.job_dir / f"slurm-{launched.id}.out", ctx.out)
-            ctx.tail.add(jobs.output_tail(request.job_dir / f"slurm-{launched.id}.out"))
+            code = follow_step(launched.state["step"], request.job_dir / f"slurm-{launched.id}.out", ctx.out)
+            ctx.tail.add(output_tail(request.job_dir / f"slurm-{launched.id}.out"))
             return code
         try:
-            final = jobs.wait_for(launched.id, request.job_dir, ctx.out, request.settings.nodes)
+            final = wait_for(launched.id, request.job_dir, ctx.out, request.settings.nodes)
         except KeyboardInterrupt:
             ctx.out.warn(f"stopped following job {launched.id}; it keeps running (primus-runner cancel {launched.id} stops it)")
             launched.still_running = True
             return 130
         launched.state["final"] = final
-        for message in jobs.lost_agents(final, request.job_dir, launched.id):
+        for message in lost_agents(final, request.job_dir, launched.id):
             ctx.out.error(message)
-        ctx.tail.add(jobs.output_tail(request.job_dir / f"slurm-{launched.id}.out"))
-        return jobs.final_exit_code(final, request.job_dir, launched.id)
+        ctx.tail.add(output_tail(request.job_dir / f"slurm-{launched.id}.out"))
+        return final_exit_code(final, request.job_dir, launched.id)
 
     def audit(self, launched: Launched, ctx: RunContext) -> list:
         from runner.secrets.scan import audit_paths
@@ -239,7 +245,7 @@ class SlurmEngine(EngineBase):
     @staticmethod
     def check_engine(config) -> dict:
         """``check --engine slurm``: the cluster's tools and controller answer (warnings: accounting)."""
-        return {"warnings": jobs.check_engine()}
+        return {"warnings": check_engine()}
 
     # The verbs (runner.engines.base.Verbs): the runner's jobs in Slurm's queue, by job id.
     claims = delegate("runner.engines.slurm.verbs")

@@ -42,25 +42,25 @@ def started(launched, job_dir: Path | None) -> dict:
 def ended(rec: dict) -> tuple[int | None, str | None] | None:
     """A detached job's end, asked once (``scontrol``, the nodes' exit files): (exit code, note), or
     None while it runs or when Slurm cannot be asked."""
-    from runner.engines.slurm import jobs
+    from runner.engines.slurm import job_state
     from runner.errors import EngineUnavailable
 
     if not rec.get("job_id") or not shutil.which("scontrol"):
         return None
     job_dir = paths.resolved(rec.get("job_dir"))
     try:
-        state = jobs.job_state(rec["job_id"])
+        state = job_state.job_state(rec["job_id"])
     except EngineUnavailable:
         return None
     if state is not None and not state.done:
         return None
-    code = jobs.final_exit_code(state, job_dir, rec["job_id"]) if job_dir is not None else (state.exit_code if state else None)
+    code = job_state.final_exit_code(state, job_dir, rec["job_id"]) if job_dir is not None else (state.exit_code if state else None)
     return code, None if state is not None else "Slurm no longer knows the job; the exit code is from its nodes' exit files"
 
 
 def logs(rec: dict, out, *, follow: bool, tail: int | None, node: str | None) -> int:
     """``logs RUN`` of a recorded Slurm run: the job's output files, rank by rank."""
-    from runner.engines.slurm import jobs
+    from runner.engines.slurm import job_output
 
     job_dir = paths.resolved(rec.get("job_dir"))
-    return jobs.job_logs(rec["job_id"], out, follow=follow, node=node, tail=tail, output_dir=str(job_dir.parent) if job_dir else None)
+    return job_output.job_logs(rec["job_id"], out, follow=follow, node=node, tail=tail, output_dir=str(job_dir.parent) if job_dir else None)

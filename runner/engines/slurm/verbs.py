@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from runner.engines.slurm import jobs
+from runner.engines.slurm import job_cancel, controller, job_output, job_state, node
 from runner.engines.slurm.script import SCRIPT_FILE
 from runner.errors import UsageError
 from runner.options import Selection
@@ -32,11 +32,11 @@ def _job(sel: Selection, verb: str) -> str:
 
 
 def status(sel: Selection, out: Output) -> int:
-    return jobs.cmd_status(_job(sel, "status"), out)
+    return job_state.cmd_status(_job(sel, "status"), out)
 
 
 def cancel(sel: Selection, out: Output) -> int:
-    return jobs.cmd_cancel(_job(sel, "cancel"), out, dry_run=sel.dry_run)
+    return job_cancel.cmd_cancel(_job(sel, "cancel"), out, dry_run=sel.dry_run)
 
 
 def logs(sel: Selection, out: Output) -> int:
@@ -44,15 +44,15 @@ def logs(sel: Selection, out: Output) -> int:
 
     context = load_context(sel.sources, out=out)
     out.use_masker(context.scope.masker)  # secret references too: values a job printed from a store
-    return jobs.job_logs(_job(sel, "logs"), out, follow=sel.follow, node=sel.node, tail=sel.tail,
+    return job_output.job_logs(_job(sel, "logs"), out, follow=sel.follow, node=sel.node, tail=sel.tail,
                          output_dir=context.config.get("slurm", "output_dir"))
 
 
 def queued(all_users: bool = False) -> list[dict]:
     """The runner's jobs Slurm still knows (the invoking user's, unless ``all_users``): those whose
     batch script is a runner job directory's ``job.sbatch``."""
-    command = [jobs.tool("squeue"), "-h", "-o", _FORMAT] + ([] if all_users else ["-u", str(os.getuid())])
-    result = jobs._run(command, timeout=20)
+    command = [controller.tool("squeue"), "-h", "-o", _FORMAT] + ([] if all_users else ["-u", str(os.getuid())])
+    result = node.run(command, timeout=20)
     if result.returncode != 0:
         from runner.errors import EngineUnavailable
 
@@ -61,7 +61,7 @@ def queued(all_users: bool = False) -> list[dict]:
     for line in result.stdout.splitlines():
         row = dict(zip(_KEYS, line.split("|", len(_KEYS) - 1)))
         if len(row) == len(_KEYS) and Path(row["script"]).name == SCRIPT_FILE:
-            row["state"] = jobs.STATES.get(row["slurm_state"], "running")
+            row["state"] = job_state.STATES.get(row["slurm_state"], "running")
             rows.append(row)
     return rows
 

@@ -15,7 +15,7 @@ from plan_factory import plan_from
 
 from runner.config import load_config
 from runner.engines.base import RunContext
-from runner.engines.slurm import SlurmEngine, jobs
+from runner.engines.slurm import SlurmEngine, controller
 from runner.errors import ConfigError
 from runner.options import RunOptions
 from runner.plan import LaunchFlags
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.slurm
 
 
 def archiving_config() -> tuple[str, str]:
-    shown = jobs.show_config()
+    shown = controller.show_config()
     assert "SlurmctldHost" in shown, "the real cluster's configuration"
     archiving = re.sub(r"^AccountingStoreFlags\s*=.*$", "", shown, flags=re.M) + "\nAccountingStoreFlags   = job_comment,job_env\n"
     return shown, archiving
@@ -36,11 +36,11 @@ def test_submit_refuses_a_cluster_that_archives_job_environments(slurm_cluster):
     """slurmdbd would store the forwarded secrets' values; refused (exit 2) unless the project accepts it."""
     shown, archiving = archiving_config()
     with pytest.raises(ConfigError) as refused:
-        jobs.refuse_archived_secrets(archiving, ["HF_TOKEN"], allowed=False)
+        controller.refuse_archived_secrets(archiving, ["HF_TOKEN"], allowed=False)
     assert "HF_TOKEN" in refused.value.message and "allow_env_in_accounting" in str(refused.value.problems[0])
-    jobs.refuse_archived_secrets(archiving, ["HF_TOKEN"], allowed=True)  # the explicit opt-in
-    jobs.refuse_archived_secrets(archiving, [], allowed=False)  # no secret forwarded: nothing to archive
-    jobs.refuse_archived_secrets(shown, ["HF_TOKEN"], allowed=False)  # this cluster does not archive them
+    controller.refuse_archived_secrets(archiving, ["HF_TOKEN"], allowed=True)  # the explicit opt-in
+    controller.refuse_archived_secrets(archiving, [], allowed=False)  # no secret forwarded: nothing to archive
+    controller.refuse_archived_secrets(shown, ["HF_TOKEN"], allowed=False)  # this cluster does not archive them
 
 
 def test_the_registry_key_alone_is_refused_too(slurm_cluster, tmp_path, monkeypatch):
@@ -54,7 +54,7 @@ def test_the_registry_key_alone_is_refused_too(slurm_cluster, tmp_path, monkeypa
     login = {"DOCKER_LOGIN_USER": "alice", "DOCKER_LOGIN_KEY": "canary-archived-login-key-5d1f0e"}
     options = RunOptions(command=("true",), pull="never")
     _, archiving = archiving_config()
-    monkeypatch.setattr(jobs, "show_config", lambda: archiving)  # the cluster's answer (read once, into the settings)
+    monkeypatch.setattr("runner.engines.slurm.engine.show_config", lambda: archiving)  # the cluster's answer (read once, into the settings)
     ctx = RunContext(options, secret_scope(), Output(), SlurmEngine.settings(config, options), lookup=login.get)
     with pytest.raises(ConfigError) as refused:
         SlurmEngine().preflight(plan, ctx)

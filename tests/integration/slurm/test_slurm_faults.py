@@ -46,9 +46,9 @@ def _steps(job_id: str) -> list[str]:
 
 
 def _nothing_left(docker_client, job_id: str) -> None:
-    from runner.engines.slurm import jobs
+    from runner.engines.slurm import job_state
 
-    wait_until(lambda: (s := jobs.job_state(job_id)) is not None and s.done and s.slurm_state != "COMPLETING", 60, "Slurm to finish the job")
+    wait_until(lambda: (s := job_state.job_state(job_id)) is not None and s.done and s.slurm_state != "COMPLETING", 60, "Slurm to finish the job")
     assert job_containers(docker_client, job_id) == [], "no container of the job on any node"
     assert _steps(job_id) == [], "no job step left"
 

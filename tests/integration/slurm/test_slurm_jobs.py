@@ -17,7 +17,7 @@ import pytest
 
 from engine_fixtures import assert_no_leak, process_cmdlines
 from runs_helpers import slurm_job_dirs, slurm_job_files
-from runner.engines.slurm import jobs
+from runner.engines.slurm import job_cancel, controller, job_state
 from runner.engines.slurm import script as slurm_script
 
 pytestmark = [pytest.mark.slurm, pytest.mark.docker]
@@ -217,7 +217,7 @@ def test_killing_the_step_hard_leaves_no_container(project, docker_client):
     assert len(agents) == 2, "one agent per node"
     for pid in agents:
         os.kill(pid, 9)  # no chance to clean up: the batch script's cleanup step must do it
-    wait_until(lambda: (s := jobs.job_state(job_id)) is not None and s.done and s.slurm_state != "COMPLETING", 90, "the job to end")
+    wait_until(lambda: (s := job_state.job_state(job_id)) is not None and s.done and s.slurm_state != "COMPLETING", 90, "the job to end")
     assert job_containers(docker_client, job_id) == []
 
 
@@ -228,7 +228,7 @@ def test_cleanup_step_on_named_nodes_removes_a_jobs_containers(slurm_cluster, do
     for rank in (0, 1):
         docker_client.containers.run(busybox_image, ["sleep", "300"], detach=True, stop_signal="SIGKILL", labels={**labels, slurm_script.LABEL_NODE_RANK: str(rank)}, name=f"primus-{fake_job}-{rank}")
     try:
-        assert jobs.cleanup_on_nodes(fake_job, list(slurm_cluster.nodes), wait=True, timeout=240) == 0
+        assert job_cancel.cleanup_on_nodes(fake_job, list(slurm_cluster.nodes), wait=True, timeout=240) == 0
         assert job_containers(docker_client, fake_job) == []
     finally:
         for c in job_containers(docker_client, fake_job):
@@ -241,4 +241,4 @@ def test_status_of_an_unknown_job_is_exit_2(slurm_cluster, tmp_path):
 
 
 def test_check_engine_slurm_answers(slurm_cluster):
-    assert isinstance(jobs.check_engine(), list)
+    assert isinstance(controller.check_engine(), list)

@@ -27,7 +27,10 @@ NOT_IN_PLAN = (
     "docker", "rich", "mlflow", "wandb", "boto3", "sqlite3", "urllib.request", "concurrent.futures",
     "runner.trackers.handshake", "runner.runs.store",
     "runner.trackers.mlflow.stores", "runner.trackers.mlflow.client", "runner.trackers.mlflow.filestore", "runner.trackers.mlflow.artifacts",
-    "runner.engines.slurm.engine", "runner.engines.slurm.jobs", "runner.engines.docker.run",
+    "runner.engines.slurm.engine", "runner.engines.docker.run",
+    "runner.engines.slurm.submit", "runner.engines.slurm.job_wait", "runner.engines.slurm.job_output",
+    "runner.engines.slurm.job_state", "runner.engines.slurm.job_cancel", "runner.engines.slurm.controller",
+    "runner.engines.slurm.job_directory",
     # A plan reads the trackers' declared settings (each tracker's SETTINGS), not their clients,
     # and what only those clients use: logging, subprocess (git), getpass, configparser (uuid loads with
     # jsonschema, which every plan imports now: nothing of a validation is kept).
@@ -45,7 +48,10 @@ AGENT_RUNNER_MODULES = 43
 # The node agent's: none of the submit side (sbatch, squeue, the batch script, the log followers),
 # no config files (the plan file is the config), no tracker client.
 NOT_IN_AGENT = (
-    "runner.engines.slurm.engine", "runner.engines.slurm.jobs", "runner.engines.slurm.script", "yaml", "jsonschema",
+    "runner.engines.slurm.engine", "runner.engines.slurm.script", "yaml", "jsonschema",
+    "runner.engines.slurm.submit", "runner.engines.slurm.job_wait", "runner.engines.slurm.job_output",
+    "runner.engines.slurm.job_state", "runner.engines.slurm.job_cancel", "runner.engines.slurm.controller",
+    "runner.engines.slurm.job_directory",
     "runner.trackers.handshake", "runner.trackers.mlflow", "runner.runs.store", "sqlite3",
     "urllib.request", "concurrent.futures", "docker",
     # a direct or container entry is not a launcher mode; nor a docker engine on a direct entry

@@ -7,7 +7,7 @@ import pytest
 from plan_factory import plan_from_layer
 
 from runner.engines.base import RunContext
-from runner.engines.slurm import SlurmEngine, jobs
+from runner.engines.slurm import SlurmEngine, submit
 from runner.errors import ConfigError
 from runner.options import LaunchFlags, RunOptions
 from runner.secrets import Secret
@@ -33,7 +33,7 @@ def entries(data: bytes) -> dict[str, str]:
 
 
 def test_every_job_variable_travels_under_the_runners_prefix_with_path_and_digest(request_):
-    given = entries(jobs.job_environment(request_, "d1g", {}, "/u/bin:/bin"))
+    given = entries(submit.job_environment(request_, "d1g", {}, "/u/bin:/bin"))
     assert given == {"PRIMUS_RUNNER_ENV_HF_TOKEN": CANARY, "PRIMUS_RUNNER_ENV_SLURM_CONF": "./slurm.conf",
                      "PRIMUS_RUNNER_ENV_SBATCH_EXPORT": "ALL", "PATH": "/u/bin:/bin", "PRIMUS_RUNNER_PLAN_SHA256": "d1g"}
     assert "--export-file=/dev/stdin" in request_.command() and "--export=PATH" in request_.command()
@@ -43,11 +43,11 @@ def test_a_value_holding_nul_is_refused(request_, monkeypatch):
     from dataclasses import replace
 
     with pytest.raises(ConfigError, match="BAD holds a NUL"):
-        jobs.job_environment(request_.with_run_env({"BAD": "a\0b"}), "d", {}, "/bin")
+        submit.job_environment(request_.with_run_env({"BAD": "a\0b"}), "d", {}, "/bin")
 
 
 def test_agent_values_keep_their_own_names(request_):
     from dataclasses import replace
 
-    given = entries(jobs.job_environment(replace(request_, agent_env=("DOCKER_LOGIN_KEY",)), "d", {"DOCKER_LOGIN_KEY": Secret("k3y")}, "/bin"))
+    given = entries(submit.job_environment(replace(request_, agent_env=("DOCKER_LOGIN_KEY",)), "d", {"DOCKER_LOGIN_KEY": Secret("k3y")}, "/bin"))
     assert given["DOCKER_LOGIN_KEY"] == "k3y"

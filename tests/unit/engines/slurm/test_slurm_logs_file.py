@@ -8,7 +8,7 @@ import sys
 
 from engine_fixtures import assert_no_leak
 from secret_ref_helpers import file_ref_config
-from runner.engines.slurm.jobs import RankLines
+from runner.engines.slurm.job_output import RankLines
 from runner.secrets import Masker
 
 JOB = "987654321"  # no such job on the cluster: logs reads the runner's job directory

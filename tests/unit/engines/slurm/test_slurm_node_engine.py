@@ -12,7 +12,9 @@ from plan_factory import plan_from_layer
 from runner.engines.base import RunContext
 from runner.engines.slurm import SlurmEngine
 from runner.engines.slurm.agent import plan_from_document
-from runner.engines.slurm.jobs import JobState, plan_file_of, planned_engine
+from runner.engines.slurm.job_cancel import plan_file_of
+from runner.engines.slurm.job_state import JobState
+from runner.engines.slurm.node import planned_engine
 from runner.engines.slurm.script import plan_document
 from runner.engines.slurm.flags import SlurmFlags
 from runner.options import LaunchFlags, RunOptions
