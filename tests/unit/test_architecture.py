@@ -30,6 +30,12 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("runner.host_env",),         # what a host process (direct) inherits from the user's environment
     ("runner.ui",),               # Output, CI output, progress
     ("runner.context",),          # a command's config, env file and secret scope, without a launch
+    # the Engine API client in docker-py's shape: pure request parts, then transport <- negotiation <- api
+    ("runner.clients.engine_api.types", "runner.clients.engine_api.libpod"),  # versions, paths, GPU fields; Podman's create body
+    ("runner.clients.engine_api.discovery",),    # which socket answers
+    ("runner.clients.engine_api.transport",),    # connections, streams, hijacked sockets
+    ("runner.clients.engine_api.negotiation",),  # the API version, the engine's kind
+    ("runner.clients.engine_api.api",),          # Engine: the calls
     ("runner.clients",),          # the one Engine API client, registry, git
     ("runner.gpus",),             # GPU discovery (sysfs/proc), selection, holders and leases, Slurm mapping
     ("runner.trackers",),         # the Tracker protocol, one module per tracker, the registry

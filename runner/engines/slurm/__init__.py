@@ -1,5 +1,6 @@
 """Slurm: the engine that submits (``engine``), the batch script (``script``), the jobs it
-follows (``jobs``), and the node agent ``srun`` starts on every node (``agent``).
+submits and follows (``controller``, ``job_directory``, ``submit``, ``job_state``, ``job_output``,
+``job_wait``, ``job_cancel``), and the node agent ``srun`` starts on every node (``agent``).
 
 This file imports nothing: the node agent starts on every node of a job, and it must not
 load the submit side to get there. ``SlurmEngine`` is looked up on first use.

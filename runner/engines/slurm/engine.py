@@ -2,7 +2,7 @@
 
 ``request`` renders the batch script and the exact ``--export`` names
 (``script``, pure); ``launch`` writes them (names only, 0600) and calls
-``sbatch``; ``watch`` follows the job's masked output files (``jobs``).
+``sbatch``; ``watch`` follows the job's masked output files (``job_wait``).
 Containers must not outlive the job: SIGTERM from ``scancel`` reaches the
 agent, whose Docker run loop removes the container; when a step is killed
 hard the batch script runs a cleanup step on every node, and ``cancel``

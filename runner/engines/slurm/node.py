@@ -1,7 +1,7 @@
 """What the node agent asks of Slurm on its node: the job id it runs in, the plan file's digest,
-the master's address (``scontrol``, run here too for ``jobs``). Small on purpose: ``srun``
-starts the agent on every node, and it must not load the submit side (``jobs``: sbatch,
-squeue, the log followers) to get these."""
+the master's address (``scontrol``, run here too for ``job_state``). Small on purpose: ``srun``
+starts the agent on every node, and it must not load the submit side (``submit``,
+``job_output``: sbatch, squeue, the log followers) to get these."""
 
 from __future__ import annotations
 
