@@ -1,9 +1,8 @@
-"""The secrets shim run by real POSIX shells on the host, the stream demultiplexer, and size parsing."""
+"""The secrets shim run by real POSIX shells on the host, and size parsing."""
 
 from __future__ import annotations
 
 import os
-import random
 import shutil
 import subprocess
 import sys
@@ -11,7 +10,6 @@ import sys
 import pytest
 
 from runner.engines.docker.container import parse_bytes
-from runner.clients.engine_api import Demux
 from runner.engines.docker.shim import SHIM, encode_payload, shim_entrypoint
 from runner.errors import ConfigError
 from runner.secrets import Secret
@@ -56,27 +54,6 @@ def test_shim_refuses_a_bad_name():
     shell = SHELLS[0]
     result = subprocess.run([*shell, "-c", SHIM, "primus-shim", "true"], input=b"1BAD=\\0101\n\n", capture_output=True, timeout=30)
     assert result.returncode == 127 and b"bad variable name" in result.stderr
-
-
-def _frames(pieces: list[tuple[int, bytes]]) -> bytes:
-    return b"".join(bytes([s, 0, 0, 0]) + len(p).to_bytes(4, "big") + p for s, p in pieces)
-
-
-@pytest.mark.parametrize("seed", range(20))
-def test_demux_reassembles_any_split(seed):
-    rng = random.Random(seed)
-    pieces = [(rng.choice((1, 2)), rng.randbytes(rng.randint(0, 3000))) for _ in range(rng.randint(1, 40))]
-    stream = _frames(pieces)
-    demux = Demux()
-    got = {1: b"", 2: b""}
-    pos = 0
-    while pos < len(stream):
-        step = rng.randint(1, 5000)
-        for s, data in demux.feed(memoryview(stream)[pos:pos + step]):
-            got[s] += data
-        pos += step
-    assert got[1] == b"".join(p for s, p in pieces if s == 1)
-    assert got[2] == b"".join(p for s, p in pieces if s == 2)
 
 
 @pytest.mark.parametrize("text,expected", [("16m", 16 << 20), ("64g", 64 << 30), ("1024", 1024), ("1.5k", 1536), ("2GB", 2 << 30)])

@@ -1,11 +1,14 @@
-"""runner.clients.engine_api.chunks: streamed answers, whatever the chunk boundaries."""
+"""runner.clients.engine_api.chunks: streamed answers and an attached container's frames, whatever the chunk boundaries."""
 
 from __future__ import annotations
 
 import io
+import random
 import tarfile
 
-from runner.clients.engine_api.chunks import json_messages, pieces_reader
+import pytest
+
+from runner.clients.engine_api.chunks import Demux, json_messages, pieces_reader
 
 
 def test_a_character_cut_between_two_chunks_arrives_whole():
@@ -35,3 +38,27 @@ def test_a_tar_stream_in_odd_pieces_reads_as_one_file():
     with tarfile.open(fileobj=pieces_reader(pieces), mode="r|") as tar:
         member = next(iter(tar))
         assert tar.extractfile(member).read() == b"hello"
+
+
+# ------------------------------------------------------------------ an attached container's frames
+
+
+def _frames(pieces: list[tuple[int, bytes]]) -> bytes:
+    return b"".join(bytes([s, 0, 0, 0]) + len(p).to_bytes(4, "big") + p for s, p in pieces)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_demux_reassembles_any_split(seed):
+    rng = random.Random(seed)
+    pieces = [(rng.choice((1, 2)), rng.randbytes(rng.randint(0, 3000))) for _ in range(rng.randint(1, 40))]
+    stream = _frames(pieces)
+    demux = Demux()
+    got = {1: b"", 2: b""}
+    pos = 0
+    while pos < len(stream):
+        step = rng.randint(1, 5000)
+        for s, data in demux.feed(memoryview(stream)[pos:pos + step]):
+            got[s] += data
+        pos += step
+    assert got[1] == b"".join(p for s, p in pieces if s == 1)
+    assert got[2] == b"".join(p for s, p in pieces if s == 2)

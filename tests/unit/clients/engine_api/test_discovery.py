@@ -248,19 +248,3 @@ def test_unreachable_docker_host_says_where_it_points():
 def test_sdk_kwargs_reach_the_same_engine():
     loc = EngineLocation("podman", "unix:///run/podman/podman.sock", "rootful Podman socket")
     assert discovery.sdk_kwargs(loc) == {"base_url": "unix:///run/podman/podman.sock", "version": "auto"}
-
-
-# ------------------------------------------------------------------ GPU rendering, capabilities
-
-
-def test_gpu_rendering_per_engine():
-    from runner.clients.engine_api.types import capabilities, gpu_host_config
-
-    assert gpu_host_config(None, "docker") == {} and gpu_host_config("rocm", "podman") == {}
-    assert gpu_host_config("nvidia", "docker") == {"DeviceRequests": [{"Driver": "", "Count": -1, "Capabilities": [["gpu"]]}]}
-    assert gpu_host_config("nvidia", "docker", "1.44", cdi=True) == {"DeviceRequests": [{"Driver": "cdi", "DeviceIDs": ["nvidia.com/gpu=all"]}]}
-    assert gpu_host_config("nvidia", "docker", "1.41", cdi=True)["DeviceRequests"][0]["Driver"] == ""  # CDI needs 1.44
-    # Podman: CDI names, which Engine.create sends through Podman's own create (its compat create drops them)
-    assert gpu_host_config("nvidia", "podman", device_ids=["1", "3"]) == {
-        "DeviceRequests": [{"Driver": "cdi", "DeviceIDs": ["nvidia.com/gpu=1", "nvidia.com/gpu=3"]}]}
-    assert capabilities("podman").reports_oom is False and capabilities("docker").reports_oom is True
