@@ -12,8 +12,6 @@ from plan_factory import plan_from_layer
 from runner.engines.base import RunContext
 from runner.engines.slurm import SlurmEngine
 from runner.engines.slurm.agent import plan_from_document
-from runner.engines.slurm.job_cancel import plan_file_of
-from runner.engines.slurm.job_state import JobState
 from runner.engines.slurm.node import planned_engine
 from runner.engines.slurm.script import plan_document
 from runner.engines.slurm.flags import SlurmFlags
@@ -58,7 +56,3 @@ def test_an_unreadable_or_old_plan_file_means_auto(work):
     assert planned_engine(work / "bad.json") == "auto"
 
 
-def test_cancel_finds_the_plan_file_next_to_the_runner_batch_script(work):
-    state = JobState("7", "running", None, "RUNNING", {"Command": str(work / "job" / "job.sbatch")})
-    assert plan_file_of(state) == work / "job" / "plan.json"
-    assert plan_file_of(JobState("8", "running", None, "RUNNING", {"Command": "/home/u/other.sh"})) is None

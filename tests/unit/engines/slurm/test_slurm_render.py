@@ -11,7 +11,7 @@ import pytest
 from plan_factory import plan_from
 
 
-from runner.engines.slurm import agent, controller, job_directory, job_output, job_state, node
+from runner.engines.slurm import agent
 from runner.engines.slurm import script as slurm_script
 from runner.config import load_config
 from runner.config.envfile import EnvFile
@@ -144,16 +144,6 @@ def test_plan_document_has_names_only_and_round_trips(work):
     assert set(missing) == {"HF_TOKEN", "MY_API_KEY", "LIT"}, "a name of its own on the node is not the job's value"
 
 
-def test_write_private_refuses_a_secret(work):
-    from runner.secrets import Masker
-
-    with pytest.raises(ConfigError):
-        job_directory.write_private(work / "f", f"echo {CANARY}", Masker([CANARY]))
-    assert not (work / "f").exists()
-    job_directory.write_private(work / "g", "names only", Masker([CANARY]))
-    assert (work / "g").stat().st_mode & 0o777 == 0o600
-
-
 @pytest.mark.parametrize("bad", [["--export=ALL"], ["--get-user-env"], ["--x\n#SBATCH --y"]])
 def test_sbatch_args_may_not_widen_the_export(work, bad):
     (work / ".primus.yaml").write_text(YAML.replace('["--exclusive"]', json.dumps(bad)))
@@ -164,47 +154,6 @@ def test_sbatch_args_may_not_widen_the_export(work, bad):
 def test_directive_injection_is_refused(work):
     with pytest.raises(ConfigError):
         slurm_script.settings_from(load_config(), args(partition="debug\n#SBATCH --export=ALL"))
-
-
-SCONTROL = (
-    "JobId=42 JobName=primus-x UserId=root(0) GroupId=root(0) MCS_label=N/A Priority=1 Nice=0 Account=(null) "
-    "QOS=(null) JobState=FAILED Reason=NonZeroExitCode Dependency=(null) Requeue=1 Restarts=0 BatchFlag=1 "
-    "Reboot=0 ExitCode=7:0 RunTime=00:00:02 TimeLimit=04:00:00 NodeList=n[1-2] BatchHost=n1 "
-    "TRES=cpu=2,mem=1M,node=2,billing=2 Socks/Node=* ReqB:S:C:T=0:0:*:* Command=/tmp/a b/job.sbatch WorkDir=/tmp/a b"
-)
-
-
-def test_parse_scontrol_job_line():
-    fields = node.parse_job(SCONTROL)
-    assert fields["JobState"] == "FAILED" and fields["NodeList"] == "n[1-2]"
-    assert fields["TRES"] == "cpu=2,mem=1M,node=2,billing=2"
-    assert fields["Command"] == "/tmp/a b/job.sbatch" and fields["WorkDir"] == "/tmp/a b"
-    assert job_state.exit_code_of(fields) == 7
-
-
-@pytest.mark.parametrize(
-    "exit_code,expected", [("0:0", 0), ("7:0", 7), ("0:15", 143), ("0:9", 137), ("", None)]
-)
-def test_exit_code_of(exit_code, expected):
-    assert job_state.exit_code_of({"ExitCode": exit_code}) == expected
-
-
-@pytest.mark.parametrize(
-    "raw,state", [("PENDING", "pending"), ("RUNNING", "running"), ("COMPLETING", "running"), ("COMPLETED", "completed"),
-                  ("FAILED", "failed"), ("NODE_FAIL", "failed"), ("CANCELLED", "cancelled"), ("TIMEOUT", "timeout")]
-)
-def test_state_names(raw, state):
-    assert job_state.STATES[raw] == state
-
-
-def test_final_exit_code_falls_back_to_the_agents_files(tmp_path):
-    (tmp_path / "exit-5-0").write_text("0\n")
-    (tmp_path / "exit-5-1").write_text("9\n")
-    assert job_state.final_exit_code(None, tmp_path, "5") == 9
-    cancelled = job_state.JobState("5", "cancelled", 0, "CANCELLED", {})
-    assert job_state.final_exit_code(cancelled, tmp_path, "5") == 143
-    failed = job_state.JobState("5", "failed", 3, "FAILED", {})
-    assert job_state.final_exit_code(failed, tmp_path, "5") == 3
 
 
 def test_dry_run_prints_no_value(work, monkeypatch):
@@ -226,18 +175,6 @@ def test_missing_required_secret_submits_nothing(work):
     result = subprocess.run([sys.executable, "-m", "runner", "submit", "--gpu", "none", "--", "true"], capture_output=True, text=True, cwd=work, env=env)
     assert result.returncode == 2 and "HF_TOKEN" in result.stderr
     assert not (work / "primus-runs").exists()
-
-
-def test_unknown_job_id_is_a_usage_error():
-    result = subprocess.run([sys.executable, "-m", "runner", "status", "not-a-job"], capture_output=True, text=True)
-    assert result.returncode == 2
-
-
-def test_check_warns_when_slurm_stores_job_environments():
-    warn = controller.accounting_warnings("KillWait                = 10 sec\nAccountingStoreFlags    = job_comment,job_env,job_script\n")
-    assert len(warn) == 1 and "job_env" in warn[0] and "job_script" in warn[0]
-    assert controller.accounting_warnings("AccountingStoreFlags    = job_script\n")[0].startswith("Slurm stores batch scripts")
-    assert controller.accounting_warnings("AccountingStoreFlags    = (null)\n") == []
 
 
 # --------------------------------------------------------------------------- cluster options
@@ -362,50 +299,6 @@ def test_a_secret_inside_a_forwarded_value_reaches_the_node_masker_not_the_conta
 
 
 # --------------------------------------------------------------------------- progress, back-off, ranked lines
-def test_backoff_doubles_to_the_cap_and_resets_on_a_change():
-    b = job_state.Backoff(1.5, 30.0)
-    assert [b.next(False) for _ in range(6)] == [3.0, 6.0, 12.0, 24.0, 30.0, 30.0]
-    assert b.next(True) == 1.5 and b.next(False) == 3.0
-
-
-def test_progress_line_has_state_reason_nodes_time_and_restarts():
-    pending = node.parse_job("JobId=7 JobState=PENDING Reason=Priority Restarts=0 SubmitTime=2026-01-01T00:00:00 RunTime=00:00:00 NodeList=(null)")
-    state = job_state.JobState("7", "pending", None, "PENDING", pending)
-    assert job_state.progress_text("7", state, elapsed=42).startswith("job 7: PENDING (Priority), for 0:42")
-    running = node.parse_job("JobId=7 JobState=RUNNING Reason=None Restarts=2 RunTime=01:02:03 NodeList=n[1-2]")
-    state = job_state.JobState("7", "running", None, "RUNNING", running)
-    assert job_state.progress_text("7", state) == "job 7: RUNNING on n[1-2], for 1:02:03, restarted 2 time(s)"
-    assert job_state.describe(state) == {"slurm_state": "RUNNING", "reason": None, "nodes": "n[1-2]", "elapsed": 3723, "restarts": 2}
-    done = job_state.JobState("7", "timeout", 143, "TIMEOUT", node.parse_job("JobId=7 JobState=TIMEOUT Reason=TimeLimit RunTime=00:01:00 NodeList=n[1-2]"))
-    assert job_state.progress_text("7", done) == "job 7: TIMEOUT (exit 143), after 1:00"
-
-
-def test_ranked_lines_text_json_filter_and_mask():
-    from runner.secrets import Masker
-
-    shown: list[str] = []
-    lines = job_output.RankLines(Masker([CANARY]), shown.append, json_lines=False)
-    lines.feed(b"0: step 1\n 1: step")  # srun pads the label to the widest rank
-    lines.feed(f" 1\n12: key {CANARY}\nbatch script line\n1: partial".encode())
-    lines.close()
-    assert shown == ["[0] step 1\n", "[1] step 1\n", "[12] key ***\n", "[job] batch script line\n", "[1] partial\n"]
-    docs: list[str] = []
-    only = job_output.RankLines(Masker([CANARY]), docs.append, json_lines=True, rank=1, nodes=["n1", "n2"])
-    only.feed(f"0: a\n1: b {CANARY}\n".encode())
-    assert [json.loads(d) for d in docs] == [{"rank": 1, "node": "n2", "line": "b ***"}]
-
-
-def test_tail_keeps_the_last_lines_of_the_selected_rank(tmp_path):
-    from runner.secrets import Masker
-
-    path = tmp_path / "slurm-1.out"
-    path.write_bytes(b"".join(f"{i % 2}: line {i}\n".encode() for i in range(10)) + b"1: still writ")
-    shown: list[str] = []
-    lines = job_output.RankLines(Masker([]), shown.append, json_lines=False, rank=1)
-    position = job_output._tail(path, lines, 2)
-    assert shown == ["[1] line 7\n", "[1] line 9\n"] and position == path.stat().st_size
-    lines.close()
-    assert shown[-1] == "[1] still writ\n"
 
 
 def test_the_plan_file_is_in_the_request_with_all_the_node_does(work):

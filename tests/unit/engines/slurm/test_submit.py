@@ -51,3 +51,13 @@ def test_agent_values_keep_their_own_names(request_):
 
     given = entries(submit.job_environment(replace(request_, agent_env=("DOCKER_LOGIN_KEY",)), "d", {"DOCKER_LOGIN_KEY": Secret("k3y")}, "/bin"))
     assert given["DOCKER_LOGIN_KEY"] == "k3y"
+
+
+def test_output_patterns_expand_as_slurm_expands_them(monkeypatch):
+    import getpass
+
+    monkeypatch.setenv("SLURMD_NODENAME", "n1")
+    user = getpass.getuser()
+    assert submit.expand_filename("logs/%x-%j.out", "42", "train") == "logs/train-42.out"
+    assert submit.expand_filename("%u/%A_%a.%N.%%", "42", "t") == f"{user}/42_4294967294.n1.%"
+    assert submit.expand_filename("job%8j.out", "42", "t") == "job00000042.out"
