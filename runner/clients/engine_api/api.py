@@ -74,8 +74,8 @@ class Engine(Negotiating):
     def stream(
         self, path: str, params: dict | None = None, method: str = "GET", body: bytes | None = None, headers: dict | None = None
     ) -> Iterator[bytes]:
-        """A streamed response body (logs, build progress), yielding pieces as they arrive."""
-        return self._stream(method, self.path(path, params), body, headers)
+        """A streamed response body (logs, build progress), yielding pieces as they arrive (asked on the first)."""
+        yield from self._stream(method, self.path(path, params), body, headers)
 
     def attach(self, container_id: str, stdin: bool) -> tuple[socket.socket, bytes]:
         """Hijack an attach connection; returns the raw socket and any stream bytes already read.
@@ -86,7 +86,7 @@ class Engine(Negotiating):
         """
         if self.is_podman:
             url = libpod_url(f"/containers/{container_ref(container_id)}/attach",
-                              {"stream": "true", "stdout": "true", "stderr": "true", "stdin": "true" if stdin else "false"})
+                             {"stream": "true", "stdout": "true", "stderr": "true", "stdin": "true" if stdin else "false"})
         else:
             url = self.path(f"/containers/{container_ref(container_id)}/attach", {"stream": 1, "stdout": 1, "stderr": 1, "stdin": 1 if stdin else 0})
         return self._hijack(url, b"", "text/plain")
