@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from hostile_servers import Server
+from loopback_servers import Server
 from runner.clients.engine_api.negotiation import Negotiating
 from runner.clients.engine_api.types import MAX_API_VERSION, MIN_API_VERSION
 from runner.errors import EngineUnavailable, UsageError
@@ -27,64 +27,46 @@ def _no_forced_version(monkeypatch):
 
 
 def test_the_daemons_version_is_used_and_asked_once_per_process():
-    server = engine({"Api-Version": "1.43", "Server": "Docker/24.0.0 (linux)"})
-    try:
+    with engine({"Api-Version": "1.43", "Server": "Docker/24.0.0 (linux)"}) as server:
         first, second = Negotiating(host=f"tcp://{server.netloc}"), Negotiating(host=f"tcp://{server.netloc}")
         assert first.path("/containers/json", {"all": 1}) == "/v1.43/containers/json?all=1"
         assert second.api_version == "1.43" and second.kind == "docker"
-    finally:
-        server.close()
     assert [r["path"] for r in server.requests] == ["/_ping"]
 
 
 def test_a_newer_daemon_is_spoken_to_at_the_newest_version_the_runner_knows_and_podman_is_named():
-    server = engine({"Api-Version": "1.99", "Libpod-Api-Version": "5.0.0", "Server": "Libpod/5.0.0 (linux)"})
-    try:
+    with engine({"Api-Version": "1.99", "Libpod-Api-Version": "5.0.0", "Server": "Libpod/5.0.0 (linux)"}) as server:
         api = Negotiating(host=f"tcp://{server.netloc}").negotiate()
-    finally:
-        server.close()
     assert (api.api_version, api.daemon_api_version, api.kind, api.source) == (MAX_API_VERSION, "1.99", "podman", "ping")
 
 
 def test_an_older_daemon_is_refused_with_what_the_runner_needs():
-    server = engine({"Api-Version": "1.30"})
-    try:
+    with engine({"Api-Version": "1.30"}) as server:
         with pytest.raises(EngineUnavailable) as refused:
             Negotiating(host=f"tcp://{server.netloc}").negotiate()
-    finally:
-        server.close()
     assert f"needs {MIN_API_VERSION} or newer" in str(refused.value)
 
 
 def test_without_a_ping_header_the_version_endpoint_answers():
-    server = engine({}, {"ApiVersion": "1.41", "MinAPIVersion": "1.12", "Components": [{"Name": "Podman Engine"}]})
-    try:
+    with engine({}, {"ApiVersion": "1.41", "MinAPIVersion": "1.12", "Components": [{"Name": "Podman Engine"}]}) as server:
         api = Negotiating(host=f"tcp://{server.netloc}").negotiate()
-    finally:
-        server.close()
     assert (api.api_version, api.kind, api.source) == ("1.41", "podman", "version")
 
 
 def test_docker_api_version_is_used_without_asking_and_a_bad_one_is_a_usage_error(monkeypatch):
-    server = engine({"Api-Version": "1.43"})
-    try:
+    with engine({"Api-Version": "1.43"}) as server:
         monkeypatch.setenv("DOCKER_API_VERSION", "1.44")
         api = Negotiating(host=f"tcp://{server.netloc}").negotiate()
         assert (api.api_version, api.source) == ("1.44", "DOCKER_API_VERSION") and server.requests == []
         monkeypatch.setenv("DOCKER_API_VERSION", "latest")
         with pytest.raises(UsageError):
             Negotiating(host=f"tcp://{server.netloc}").negotiate()
-    finally:
-        server.close()
 
 
 def test_a_daemon_that_finds_the_version_too_old_says_which_to_try():
-    server = engine({"Api-Version": "1.41"})
-    try:
+    with engine({"Api-Version": "1.41"}) as server:
         transport = Negotiating(host=f"tcp://{server.netloc}")
         status, _, raw = transport._roundtrip("GET", transport.path("/info"), None, {}, 5.0)
         error = transport._api_error(status, raw)
-    finally:
-        server.close()
     assert isinstance(error, EngineUnavailable) and "refuses API version 1.41" in str(error)
     assert "DOCKER_API_VERSION=1.44" in (error.hint or "")

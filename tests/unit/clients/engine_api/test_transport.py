@@ -3,11 +3,10 @@ streams on a connection of their own. The engine is a loopback server recording 
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 
-from hostile_servers import Server
+from engine_fixtures import free_port
+from loopback_servers import Server
 from runner.clients.engine_api.transport import ApiError, Transport
 from runner.errors import EngineUnavailable
 
@@ -22,9 +21,8 @@ def daemon():
         "/plain": (500, {"Content-Type": "text/plain"}, b"something broke\n"),
         "/logs": (200, {"Content-Type": "application/octet-stream"}, b"line one\nline two\n"),
     }
-    server = Server(lambda _s, request: answers[request["path"]])
-    yield server
-    server.close()
+    with Server(lambda _s, request: answers[request["path"]]) as server:
+        yield server
 
 
 def test_only_unix_and_tcp_engines_are_reached():
@@ -59,10 +57,7 @@ def test_a_stream_yields_the_body_and_raises_the_daemons_error(daemon):
 
 
 def test_an_engine_that_does_not_listen_is_unavailable_not_a_traceback():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]  # closed again when the block ends: nothing listens there
-    transport = Transport(host=f"tcp://127.0.0.1:{port}")
+    transport = Transport(host=f"tcp://127.0.0.1:{free_port()}")  # nothing listens there
     with pytest.raises(EngineUnavailable):
         transport._roundtrip("GET", "/_ping", None, {}, 5.0)
     with pytest.raises(EngineUnavailable):
