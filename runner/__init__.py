@@ -2,5 +2,6 @@
 
 __version__ = "0.1.0"
 LAUNCHER_VERSION = "1.0.0"  # the primus-cli command line its launcher modes take
-# `--version`: the runner's own line, then the launcher's, which scripts written for primus-cli grep for
-VERSION_TEXT = f"primus-runner {__version__}\nPrimus CLI version {LAUNCHER_VERSION} (the launcher command line it takes)"
+# `--version`: one line, the runner's name and version first; the launcher's words after it, which
+# scripts written for primus-cli grep for (as `docker --version` adds its build after its version)
+VERSION_TEXT = f"primus-runner {__version__} (takes the command line of Primus CLI version {LAUNCHER_VERSION})"

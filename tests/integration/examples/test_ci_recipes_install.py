@@ -68,4 +68,4 @@ def test_recipe_install_step_installs_from_the_repository(recipe, source, tmp_pa
     found = shutil.which("primus-runner", path=path) if added else (work / ".where").read_text().strip()
     assert found and str(tmp_path) in found, f"primus-runner not installed by the step: {found}"
     version = subprocess.run([found, "--version"], capture_output=True, text=True, timeout=60)
-    assert version.returncode == 0 and re.fullmatch(r"primus-runner \S+\n", version.stdout), version
+    assert version.returncode == 0 and re.fullmatch(r"primus-runner \S+ \(takes the command line of Primus CLI version \S+\)\n", version.stdout), version

@@ -15,10 +15,10 @@ def project(tmp_path):
     return write_project(tmp_path, "container:\n  gpu: none\n  options:\n    image: busybox\n", "")
 
 
-def test_version_is_the_runners_line_then_the_launchers(project):
+def test_version_is_one_line_the_runners_then_the_launchers_words(project):
     for argv in (["--version"], ["--no-color", "--version"]):  # the fast path and argparse's
         lines = run_cli(project, *argv).stdout.splitlines()
-        assert lines[0].startswith("primus-runner ") and lines[1].startswith("Primus CLI version 1.0.0"), argv
+        assert len(lines) == 1 and lines[0].startswith("primus-runner ") and "Primus CLI version 1.0.0" in lines[0], argv
 
 
 def test_help_shows_the_launchers_banner_beside_the_runners_usage(project):
