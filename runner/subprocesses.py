@@ -7,12 +7,12 @@ stdout bounded, stderr kept as its last lines. A failure to finish is a ``Runner
 naming the program; a non-zero exit status is the caller's to judge (``Completed.returncode``).
 
 Users: git queries, the Slurm commands (sbatch, scontrol, sacct, scancel, sinfo), the
-BuildKit probes, the secret stores that run a program (``pass:``, ``cmd:``).
+BuildKit probes, the secret stores that run a program (``pass:``, ``cmd:``), the registry
+credential helpers (``docker-credential-*``).
 
 Not users, and why: children that stream or outlive the call. The process engine's job and
 the Slurm node's job step (they run for the job's lifetime, their output goes to a log as it
-comes), the image builder (its output is streamed to the user line by line). Registry
-credential helpers are spawned by the Docker SDK's ``docker.credentials``, not by the runner.
+comes), the image builder (its output is streamed to the user line by line).
 """
 
 from __future__ import annotations

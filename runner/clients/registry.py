@@ -8,8 +8,8 @@ Where a credential comes from, first match wins:
    run, so they win over what the user's Docker config holds;
 2. the user's Docker config (``$DOCKER_CONFIG/config.json`` or
    ``~/.docker/config.json``): ``credHelpers`` / ``credsStore`` through the
-   ``docker-credential-*`` programs, then ``auths`` — resolved by the docker SDK's
-   auth module, as ``docker pull`` does (imported only here, only when pulling);
+   ``docker-credential-*`` programs (``credential_helpers``), then ``auths``
+   (``docker_config``), as ``docker pull`` resolves them;
 3. Podman's auth file (``$REGISTRY_AUTH_FILE``, ``$XDG_RUNTIME_DIR/containers/auth.json``,
    ``~/.config/containers/auth.json``), the same format, where ``podman login`` writes.
 
@@ -21,9 +21,8 @@ its stdin. Messages name the registry and the source, never a value.
 Where those files are (``DOCKER_CONFIG``, ``REGISTRY_AUTH_FILE``, ``XDG_RUNTIME_DIR``,
 ``XDG_CONFIG_HOME``, ``HOME``) comes from the user's own process environment only, never
 from an env file: a repository's ``./.env`` must not choose the config that names the
-credential helper. A helper is a plain name (``docker-credential-NAME``, looked up on
-``PATH``, found in an absolute directory of it); a name with a path in it, or one a relative
-``PATH`` entry finds, would run a program of the directory the command runs in.
+credential helper, and a helper runs only by a plain name found in an absolute ``PATH``
+directory (``credential_helpers``).
 """
 
 from __future__ import annotations
@@ -39,17 +38,18 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Callable
 
+from runner.clients import docker_config
 from runner.clients.origins import is_loopback, same_origin, show_origin, transport_refusal
 from runner.errors import ConfigError, EngineUnavailable, Problem, RuntimeFailure
 from runner.secrets import Secret
 
 Lookup = Callable[[str], "str | None"]
 
-# Docker Hub: what the SDK calls the index, where its API lives, and the key
+# Docker Hub: its index name, where its API lives, and the key
 # docker login / credential helpers store Hub credentials under.
-HUB = "docker.io"
+HUB = docker_config.INDEX_NAME
 HUB_API = "registry-1.docker.io"
-HUB_AUTH_KEY = "https://index.docker.io/v1/"
+HUB_AUTH_KEY = docker_config.INDEX_URL
 
 ENV_NAMES = ("DOCKER_LOGIN_USER", "DOCKER_LOGIN_KEY", "DOCKER_LOGIN_REGISTRY")
 
@@ -87,7 +87,7 @@ def _normalise_host(name: str) -> str:
 
 
 def registry_of(image: str) -> str:
-    """The registry an image reference names: ``host[:port]``, or ``docker.io`` (Docker Hub) as the SDK resolves it."""
+    """The registry an image reference names: ``host[:port]``, or ``docker.io`` (Docker Hub) as docker pull resolves it."""
     first, sep, _ = image.partition("/")
     if not sep or ("." not in first and ":" not in first and first != "localhost"):
         return HUB
@@ -167,103 +167,31 @@ def podman_auth_paths() -> list[str]:
 
 
 def _from_docker_config(registry: str, path: str, kind: str) -> RegistryCredential | None:
+    """The login the file at ``path`` gives: its credential helper's for the registry, else its ``auths`` entry."""
     if not os.path.isfile(path):
         return None
-    from runner.clients.docker_auths import plain_login
+    from runner.clients import credential_helpers
 
+    config = docker_config.read(path, kind)
     key = HUB_AUTH_KEY if registry == HUB else registry
-    read, found = plain_login(path, key)  # the file's own logins: no SDK to import
-    source = f"{kind} {path}"
-    if not read:
-        found, source = _sdk_login(registry, path, kind, key)
+    helper = config.helper_for(key)
+    found = credential_helpers.login(helper, key, config=path, registry=registry) if helper else None
+    source = f"credential helper {credential_helpers.PREFIX}{helper}" if found else f"{kind} {path}"
+    found = found or config.login_for(key)  # a helper that holds nothing: the file's own entry, as docker pull does
     if not found:
         return None
-    token = found.get("IdentityToken") or found.get("identitytoken")
-    if token:
-        return RegistryCredential(registry, "", Secret(token), source, identity_token=True)
-    user = found.get("username") or found.get("Username") or ""
-    password = found.get("password") or found.get("Password") or ""
+    if found.get("IdentityToken"):
+        return RegistryCredential(registry, "", Secret(found["IdentityToken"]), source, identity_token=True)
+    user, password = found.get("username") or "", found.get("password") or ""
     if not user and not password:
         return None  # an empty 'auths' entry (the login lives in a store that has nothing)
     return RegistryCredential(registry, user, Secret(password), source)
 
 
-def _sdk_login(registry: str, path: str, kind: str, key: str) -> tuple[dict | None, str]:
-    """(the login for ``key``, where it came from) through the Docker SDK: credential stores and
-    helpers, legacy and malformed files, as ``docker pull`` resolves them."""
-    import warnings
-
-    import docker.auth  # the SDK's resolution, as docker pull does it: only here, only when pulling
-    import docker.errors
-
-    try:
-        auth = docker.auth.load_config(config_path=path)
-    except docker.errors.DockerException as exc:
-        raise ConfigError(Problem(f"the {kind} {path} is not valid: {exc}", hint="fix or remove its 'auths' entries, or log in again")) from None
-    helper = auth.get_credential_store(key) if (auth.creds_store or auth.cred_helpers) else None
-    if helper is not None and not _HELPER_NAME.match(str(helper)):
-        raise ConfigError(Problem(
-            f"{path} names a credential helper for {registry} that is not a plain name (it is not run)",
-            hint="a helper is docker-credential-NAME found on PATH, NAME of letters, digits, '.', '_' and '-'; "
-                 "fix 'credsStore'/'credHelpers' in that file"))
-    if helper is not None and _found_relative(f"docker-credential-{helper}"):
-        raise ConfigError(Problem(
-            f"docker-credential-{helper} would be found through a relative PATH entry (the current directory's), "
-            "so it is not run", hint="keep only absolute directories in PATH ('.', '' and relative entries name the current directory)"))
-    try:
-        with warnings.catch_warnings():  # the SDK warns when the helper program is missing; we say it ourselves
-            warnings.simplefilter("ignore")
-            found = auth.resolve_authconfig(key)
-    except docker.errors.DockerException as exc:
-        program = f"docker-credential-{helper}"
-        if "not installed or not available in PATH" in str(exc):
-            raise EngineUnavailable(
-                f"the credential helper {program} that {path} names for {registry} is not on PATH",
-                hint=f"install {program}, or remove 'credsStore'/'credHelpers' for {registry} from {path}",
-            ) from None
-        raise ConfigError(Problem(
-            f"the credential helper {program} failed for registry {registry}: {_helper_error(exc)}",
-            hint=f"check it with: echo {key} | {program} get",
-        )) from None
-    if not found:
-        return None, ""
-    from_file = any(found is entry for entry in auth.auths.values())
-    return found, f"{kind} {path}" if from_file or not helper else f"credential helper docker-credential-{helper}"
-
-
-def _found_relative(program: str) -> bool:
-    """Would PATH lookup (the SDK's ``shutil.which``) find ``program`` through a relative entry,
-    that is in a directory of the repository the command runs in?"""
-    import shutil
-
-    absolute = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if os.path.isabs(p))
-    found = shutil.which(program)
-    return found is not None and found != shutil.which(program, path=absolute)
-
-
-# docker-credential-NAME: a plain name, so only PATH can resolve it (never a path, never the working directory).
-_HELPER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-
-
-def _helper_error(exc: BaseException) -> str:
-    """How the helper failed, never what it printed: its stdout is its answer (the ``Secret`` field
-    included), and a helper that fails after printing one would otherwise have it quoted here."""
-    import subprocess
-
-    seen: BaseException | None = exc
-    for _ in range(10):  # the SDK wraps the helper's CalledProcessError in its own errors
-        if seen is None:
-            break
-        if isinstance(seen, subprocess.CalledProcessError):
-            return f"it exited with status {seen.returncode} (its output is not shown: it may hold the credential)"
-        seen = seen.__cause__ or seen.__context__
-    return "it failed (its output is not shown: it may hold the credential)"
-
-
 # ------------------------------------------------------------------ header
 
 def auth_header(cred: RegistryCredential) -> str:
-    """The ``X-Registry-Auth`` value for the Engine API (URL-safe base64 of the auth JSON, as the SDK sends it)."""
+    """The ``X-Registry-Auth`` value for the Engine API (URL-safe base64 of the auth JSON, as the docker CLI sends it)."""
     server = HUB_AUTH_KEY if cred.registry == HUB else cred.registry
     if cred.identity_token:
         body = {"identitytoken": cred.password.reveal(), "serveraddress": server}

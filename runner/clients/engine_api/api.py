@@ -1,10 +1,9 @@
 """A thin Docker Engine API client on the standard library, for the hot path of ``up``.
 
-Why not the docker SDK here: importing it (requests, urllib3, charset_normalizer)
+Why not the docker SDK: importing it (requests, urllib3, charset_normalizer)
 costs more than the whole 100 ms overhead budget of ``up`` over ``docker run``.
 The Engine API is plain HTTP/JSON on a unix socket, and the few calls a launch
-needs (create, attach, start, wait, inspect, remove) fit in this class. The SDK
-stays available for everything else (``discovery.sdk_kwargs`` reaches the same engine).
+needs (create, attach, start, wait, inspect, remove) fit in this class.
 
 Where the engine is comes from ``discovery.discover``; the connection is ``transport``'s, the
 API version ``negotiation``'s, and what a request says (paths, GPU fields) ``types``'.

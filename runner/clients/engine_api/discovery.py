@@ -225,17 +225,3 @@ def unreachable(location: EngineLocation, reason: str | BaseException | None = N
         text += f"; also looked at: {', '.join(others)}"
     return EngineUnavailable(text, hint=start_hint(location))
 
-
-def sdk_kwargs(location: EngineLocation) -> dict:
-    """Keyword arguments for ``docker.DockerClient`` to reach the same engine (version negotiated)."""
-    kwargs: dict = {"base_url": location.url, "version": "auto"}
-    if location.tls:
-        from docker.tls import TLSConfig  # only when the SDK is already being used
-
-        cert = location.cert_path or ""
-        kwargs["tls"] = TLSConfig(
-            client_cert=(os.path.join(cert, "cert.pem"), os.path.join(cert, "key.pem")),
-            ca_cert=os.path.join(cert, "ca.pem") if location.tls_verify else None,
-            verify=location.tls_verify,
-        )
-    return kwargs

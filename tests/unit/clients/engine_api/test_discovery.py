@@ -244,7 +244,3 @@ def test_unreachable_docker_host_says_where_it_points():
     assert "not reachable at unix:///nonexistent.sock (DOCKER_HOST;" in err.message
     assert "DOCKER_HOST points at unix:///nonexistent.sock" in err.hint and "dockerd" in err.hint
 
-
-def test_sdk_kwargs_reach_the_same_engine():
-    loc = EngineLocation("podman", "unix:///run/podman/podman.sock", "rootful Podman socket")
-    assert discovery.sdk_kwargs(loc) == {"base_url": "unix:///run/podman/podman.sock", "version": "auto"}
