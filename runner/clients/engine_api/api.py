@@ -25,7 +25,7 @@ import socket
 from typing import Any, Iterator
 from urllib.parse import quote
 
-from runner.clients.engine_api.negotiation import Negotiating, kind_from_version
+from runner.clients.engine_api.negotiation import Negotiating
 from runner.clients.engine_api.transport import ApiError
 from runner.clients.engine_api.types import Capabilities, capabilities, container_ref, libpod_url
 
@@ -98,21 +98,6 @@ class Engine(Negotiating):
     def resize(self, cid: str, rows: int, cols: int, kind: str = "containers") -> None:
         """The job's terminal (``kind`` "exec": an exec's) to the user's window size."""
         self._post_aside(self.path(f"/{kind}/{container_ref(cid)}/resize", {"h": rows, "w": cols}))
-
-    def describe(self) -> dict:
-        """What ``check`` reports: ``{engine, host, source, version, api_version, daemon_api_version, min_api_version}``."""
-        info = self.request("GET", "/version") or {}
-        api = self.negotiate()
-        kind = kind_from_version(info) or api.kind or self.location.kind
-        return {
-            "engine": kind,
-            "host": self.host,
-            "source": self.location.source,
-            "version": info.get("Version"),
-            "api_version": api.api_version,
-            "daemon_api_version": info.get("ApiVersion") or api.daemon_api_version,
-            "min_api_version": info.get("MinAPIVersion"),
-        }
 
     # -- the calls a launch needs --------------------------------------------
     def ping(self) -> None:

@@ -1,4 +1,5 @@
-"""Which Engine API version to speak, and which engine answers, asked once per process and engine.
+"""Which Engine API version to speak, and which engine answers, asked once per process and engine;
+what the engine says about itself (``describe``).
 
 As the docker CLI does: ``/_ping``'s ``Api-Version`` header (one request on the connection
 the launch then keeps using), the lower of it and ``MAX_API_VERSION``; ``/version`` as the
@@ -77,6 +78,28 @@ class Negotiating(Transport):
         self._api = api
         return api
 
+    def describe(self) -> dict:
+        """What the engine says about itself, for ``check``: ``{engine, host, source, version, api_version,
+        daemon_api_version, min_api_version}`` (``GET /version`` at the negotiated version)."""
+        api = self.negotiate()
+        status, headers, raw = self._roundtrip("GET", self.path("/version"), None, {}, self.timeout)
+        if status >= 400:
+            raise self._api_error(status, raw)
+        try:
+            info = json.loads(raw) if raw else {}
+        except ValueError:
+            info = {}
+        info = info if isinstance(info, dict) else {}
+        return {
+            "engine": _kind_from_version(info) or api.kind or self.location.kind,
+            "host": self.host,
+            "source": self.location.source,
+            "version": info.get("Version"),
+            "api_version": api.api_version,
+            "daemon_api_version": info.get("ApiVersion") or api.daemon_api_version,
+            "min_api_version": info.get("MinAPIVersion"),
+        }
+
     def _negotiate(self, forced: str) -> Negotiated:
         if forced and forced.lower() != "auto":
             if not API_VERSION.match(forced):
@@ -94,7 +117,7 @@ class Negotiating(Transport):
             except ValueError:
                 info = {}
             daemon, minimum, source = info.get("ApiVersion"), info.get("MinAPIVersion"), "version"
-            kind = kind or kind_from_version(info)
+            kind = kind or _kind_from_version(info)
             if not daemon or not API_VERSION.match(str(daemon)):
                 raise EngineUnavailable(
                     f"the engine at {self.host} did not say which API version it speaks (/_ping and /version: HTTP {status})",
@@ -128,7 +151,7 @@ def _kind_from_headers(headers: dict) -> str | None:
     return None
 
 
-def kind_from_version(info: dict) -> str | None:
+def _kind_from_version(info: dict) -> str | None:
     names = [str(c.get("Name", "")) for c in info.get("Components") or [] if isinstance(c, dict)]
     names.append(str((info.get("Platform") or {}).get("Name", "")))
     text = " ".join(names).lower()

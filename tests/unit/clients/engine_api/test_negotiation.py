@@ -70,3 +70,21 @@ def test_a_daemon_that_finds_the_version_too_old_says_which_to_try():
         error = transport._api_error(status, raw)
     assert isinstance(error, EngineUnavailable) and "refuses API version 1.41" in str(error)
     assert "DOCKER_API_VERSION=1.44" in (error.hint or "")
+
+
+def test_describe_is_what_the_engine_says_about_itself_at_the_negotiated_version():
+    version = {"Version": "5.2.1", "ApiVersion": "1.41", "MinAPIVersion": "1.24",
+               "Components": [{"Name": "Podman Engine", "Version": "5.2.1"}]}
+
+    def answer(_server, request):
+        if request["path"] == "/_ping":
+            return 200, {"Api-Version": "1.41"}, b"OK"  # no Server header: the kind comes from /version
+        if request["path"] == "/v1.41/version":
+            return 200, {"Content-Type": "application/json"}, version
+        return 404, {}, b""
+
+    with Server(answer) as server:
+        described = Negotiating(host=f"tcp://{server.netloc}").describe()
+    assert described == {"engine": "podman", "host": f"tcp://{server.netloc}", "source": "given host",
+                         "version": "5.2.1", "api_version": "1.41", "daemon_api_version": "1.41", "min_api_version": "1.24"}
+    assert [r["path"] for r in server.requests] == ["/_ping", "/v1.41/version"]
