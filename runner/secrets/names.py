@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+NAME_RE = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")  # \Z: "$" would also match before a final newline
 # Variables that configure the runner itself (PRIMUS_RUNNER_TRUST_PROJECT, …): a repository may not
 # set them and no rule forwards them into a job.
 RUNNER_PREFIX = "PRIMUS_RUNNER_"
