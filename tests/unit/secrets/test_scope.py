@@ -53,3 +53,40 @@ def test_plan_carries_both_as_secrets_and_never_shows_them(work):
                                 env={**os.environ, "HOME": str(work), "NO_COLOR": "1", **env})
         assert result.returncode == 0, result.stderr
         assert_no_leak(result.stdout + result.stderr, {"password with @": password, "token as user": token}, str(args[:2]))
+
+
+def test_the_scope_holds_secret_names_and_url_passwords_only(monkeypatch):
+    from runner.secrets import secret_scope
+
+    token, password = canary("token"), canary("pw")
+    source = {"HF_TOKEN": token, "PATH": "/usr/bin", "EMPTY_TOKEN": "",
+              "MLFLOW_TRACKING_URI": f"https://u:{password}@mlflow.example"}
+    scope = secret_scope([source], lambda name: name.endswith("TOKEN"))
+    assert scope.names() == ["HF_TOKEN", "MLFLOW_TRACKING_URI (password in URL)"]
+    assert sorted(s.reveal() for s in scope.values()) == sorted([token, password])
+    assert scope.masker.mask(f"a {token} b {password} /usr/bin") == "a *** b *** /usr/bin"
+
+
+def test_public_pairs_give_their_url_passwords_and_extra_adds_known_secrets():
+    from runner.secrets import secret_scope
+
+    password, known = canary("pw"), canary("known")
+    scope = secret_scope(public=[("HTTPS_PROXY", f"http://p:{password}@proxy:3128"), ("LR", "0.1")],
+                         extra=[("REGISTRY", Secret(known)), ("EMPTY", "")])
+    assert scope.names() == ["HTTPS_PROXY (password in URL)", "REGISTRY"]
+    assert "0.1" not in {s.reveal() for s in scope.values()}
+
+
+def test_a_percent_encoded_url_password_is_in_scope_both_ways():
+    from runner.secrets import url_passwords
+
+    assert [s.reveal() for s in url_passwords("https://u:p%40ss-canary-1@host")] == ["p%40ss-canary-1", "p@ss-canary-1"]
+
+
+def test_the_same_value_under_one_name_is_held_once_and_an_empty_scope_is_false():
+    from runner.secrets import secret_scope
+
+    value = canary("dup")
+    scope = secret_scope([{"A_TOKEN": value}, {"A_TOKEN": value}], lambda name: True)
+    assert len(scope.named) == 1 and scope
+    assert not secret_scope([{"PATH": "/bin"}], lambda name: False)
