@@ -8,7 +8,7 @@ import pytest
 
 from runner.plan import LaunchPlan, Mount
 from runner.policy import EnvDecision
-from runner.runs import cache, outputs
+from runner.runs import outputs
 from runner.trackers.config import TrackerPlan
 
 
@@ -70,36 +70,3 @@ def test_after_the_job_the_wandb_sync_path_exists(tmp_path):
     found = [outputs.TrackerOutput("wandb", "WANDB_DIR", "/tmp/wandb", str(host), "run")]
     (line,) = outputs.after(found, _plan({}, enabled=("wandb",)), {"wandb": "abc12345"})
     assert line.endswith(f"wandb sync {run}") and Path(line.rsplit(" ", 1)[1]).is_dir()
-
-
-def test_the_cache_mount_and_variables_and_a_users_own_choice_wins(tmp_path):
-    plan = _plan({}, enabled=(), env={"TRITON_CACHE_DIR": "/mine"})
-    new = cache.apply(plan, tmp_path / "c")
-    env = new.public_env()
-    assert env["TRITON_CACHE_DIR"] == "/mine"
-    assert env["TORCHINDUCTOR_CACHE_DIR"] == f"{cache.TARGET}/inductor" and env["HIPBLASLT_TUNING_FILE"].endswith(".csv")
-    assert set(cache.VARIABLES) <= set(env) and env["PRIMUS_CACHE_ROOT"] == cache.TARGET
-    assert (str(tmp_path / "c"), cache.TARGET) in {(m.source, m.target) for m in new.mounts}
-    assert cache.image_key("a/b:1") != cache.image_key("a/b:2")
-
-
-@pytest.mark.parametrize("placed_by", ["HF_HOME", "HF_HUB_CACHE", "DATA_PATH"])
-def test_the_hub_cache_is_left_to_what_places_it(tmp_path, placed_by):
-    """HF_HOME, HF_HUB_CACHE or DATA_PATH (Primus's env scripts put the hub cache under it): no HF_HUB_CACHE of the runner's."""
-    plan = cache.apply(_plan({}, enabled=(), env={placed_by: "/data/hf"}), tmp_path / "c")
-    env = plan.public_env()
-    assert env.get("HF_HUB_CACHE", "/data/hf") == "/data/hf" and env["TRITON_CACHE_DIR"] == f"{cache.TARGET}/triton"
-
-
-def test_cache_variables_the_image_sets_are_left_to_the_image(tmp_path):
-    """The image's own ENV (docker resolve reads it from the image's inspect): the runner's value does not override it."""
-    from runner.engines.docker.request import make_request, resolve
-
-    plan = cache.apply(_plan({}, enabled=(), env={}), tmp_path / "c")
-    request = make_request(plan, {})
-    image = {"Config": {"Env": ["PATH=/usr/bin", "HF_HOME=/data/hf", "TRITON_CACHE_DIR=/image/triton"]}}
-    resolved = resolve(request, None, image)
-    names = {e.partition("=")[0] for e in resolved.config["Env"]}
-    assert not {"HF_HUB_CACHE", "TRITON_CACHE_DIR"} & names and "TORCHINDUCTOR_CACHE_DIR" in names
-    assert {"HF_HUB_CACHE", "TRITON_CACHE_DIR"}.isdisjoint(resolved.plan.public_env())
-    assert any("image's ENV" in d for d in resolved.decisions)

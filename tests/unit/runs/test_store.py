@@ -9,7 +9,7 @@ import stat
 
 import pytest
 
-from runner.runs.store import Store, StoreError
+from runner.runs.store import Store, StoreError, explain
 
 
 def _record(run_id: str, started: float, **extra) -> dict:
@@ -68,3 +68,33 @@ def test_an_unwritable_state_directory_is_one_message(tmp_path):
         assert "not writable" in err.value.message
     finally:
         tmp_path.chmod(0o700)
+
+
+@pytest.mark.parametrize("exc, says, fix", [
+    (OSError(28, "No space left on device"), "is full", "free space"),
+    (sqlite3.DatabaseError("database disk image is malformed"), "is corrupt", ".broken"),
+    (sqlite3.OperationalError("attempt to write a readonly database"), "is not writable", "fix its permissions"),
+    (sqlite3.OperationalError("database is locked"), "stayed locked for 15 s", "retry"),
+    (sqlite3.OperationalError("something else"), "cannot be used (OperationalError: something else)", ".broken"),
+])
+def test_explain_says_what_is_wrong_and_the_fix(tmp_path, exc, says, fix):
+    error = explain(exc, tmp_path / "runs.db")
+    assert says in error.message and fix in error.hint
+
+
+def test_open_without_create_on_no_store_says_so(tmp_path):
+    with pytest.raises(StoreError, match="no run store yet"):
+        Store.open(tmp_path / "runs.db", create=False)
+    assert not (tmp_path / "runs.db").exists()
+
+
+def test_a_later_write_of_a_run_changes_it_in_place_and_filters_and_completion_read_the_columns(tmp_path):
+    store = Store.open(tmp_path / "runs.db")
+    store.put(_record("r1", 1.0, name="a"))
+    store.put(_record("r1", 1.0, name="a", state="failed", exit_code=1))
+    store.put(_record("r2", 2.0, name="b", engine="slurm"))
+    assert [r["id"] for r in store.list(state="failed")] == ["r1"] and store.get("r1")["exit_code"] == 1
+    assert [r["id"] for r in store.list(engine="slurm")] == ["r2"]
+    assert store.ids_and_names(os.getuid()) == [("r2", "b"), ("r1", "a")]
+    assert [r["id"] for r in store.older_than(1.5)] == ["r1"]
+    assert store.delete(["r1"]) == 1 and store.get("r1") is None
