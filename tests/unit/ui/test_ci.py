@@ -1,4 +1,4 @@
-"""CI integration: masks first, annotations with file:line, groups, step summary.
+"""CI integration: masks first, annotations with file:line, groups (the step summary: session/test_summary.py).
 
 Every check runs the real CLI (``python -m runner``) or the real module with a
 canary secret, and asserts the canary appears nowhere but the ``::add-mask::`` lines.
@@ -19,7 +19,6 @@ from cli_runner import run_cli
 from engine_fixtures import common_forms
 from plan_factory import plan_from, write_project
 
-from runner.session.summary import write_summary
 from runner.ui import ci
 
 ENV_CANARY = f"canary-ci-env-{uuid.uuid4().hex[:12]}"
@@ -187,43 +186,6 @@ def test_group_markers(monkeypatch, capfd, flavor):
         assert re.search(r"\x1b\[0Ksection_end:\d+:" + re.escape(start.group(2)) + r"\r\x1b\[0K\n$", out), repr(out)
     else:
         assert out == "job line\n"
-
-
-def _plan(tmp_path, monkeypatch, host_env):
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.chdir(tmp_path)
-    config = "container:\n  options:\n    image: primus-test/busybox:latest\n    env: [HF_TOKEN, PLAIN, WANDB_API_KEY]\n"
-    return plan_from(tmp_path, config, ["echo", "hi"], host=host_env, flags=["--gpu", "none"])
-
-
-def test_step_summary_has_names_links_exit_code_and_no_value(tmp_path, monkeypatch):
-    planned = _plan(tmp_path, monkeypatch, {"HF_TOKEN": ENV_CANARY, "PLAIN": "visible"})
-    summary = tmp_path / "summary.md"
-    summary.write_text("earlier step\n")
-    monkeypatch.setenv("GITHUB_ACTIONS", "true")
-    monkeypatch.setenv("PRIMUS_RUNNER_ADD_MASK", "1")
-    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
-    monkeypatch.setattr(ci, "_enabled", True)
-    from runner.secrets import Masker
-
-    links = {"mlflow": f"http://user:{FILE_CANARY}@127.0.0.1:5000/#/experiments/1/runs/abc", "wandb": "/tmp/wandb/run-1"}
-    assert write_summary(planned.require(), 3, links, planned.scope.masker)
-    text = summary.read_text()
-    assert text.startswith("earlier step\n")  # appended, not replaced
-    for needle in ("primus-test/busybox:latest", "`PLAIN`", "`HF_TOKEN`", "exit code | 3", "http://127.0.0.1:5000/#/experiments/1/runs/abc", "/tmp/wandb/run-1"):
-        assert needle in text, needle
-    assert "`WANDB_API_KEY`" in text  # unset: listed as not forwarded
-    assert "visible" not in text  # names only, never values
-    assert_clean(text, "step summary")
-
-
-def test_no_step_summary_outside_actions(tmp_path, monkeypatch):
-    planned = _plan(tmp_path, monkeypatch, {"HF_TOKEN": ENV_CANARY})
-    summary = tmp_path / "summary.md"
-    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
-    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
-    assert not write_summary(planned.require(), 0, {})
-    assert not summary.exists()
 
 
 def test_masks_also_lead_stdout_unless_it_is_json_or_a_file(project, tmp_path):
