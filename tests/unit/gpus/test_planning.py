@@ -1,4 +1,5 @@
-"""--gpus in the plan: the devices, the JSON, and every bad input refused (exit 2) before launch."""
+"""--gpus in the plan: the devices, the JSON, and every bad input refused (exit 2) before launch; then the
+same decisions (device entries, visible-devices conflicts, privileged) asked of the module directly."""
 
 from __future__ import annotations
 
@@ -138,3 +139,49 @@ def test_other_gpu_devices_from_config_give_way_to_the_selection(host, work):
     assert "/dev/fuse" in doc["devices"]
     assert not [d for d in doc["devices"] if "renderD140" in d or d in ("/dev/dri", "/dev/kfd")]
     assert [d.split(":")[1] for d in doc["devices"] if d != "/dev/fuse"] == ["/dev/kfd", "/dev/dri/renderD129", "/dev/dri/card2"]
+
+
+# ------------------------------------------------------------------ the same decisions, without the CLI
+
+def test_a_subset_is_kfd_and_exactly_its_nodes_under_the_host_root(host):
+    from runner.gpus import discover
+    from runner.gpus.planning import device_specs
+
+    gpus = discover("rocm", str(host))[2:4]
+    specs = device_specs("rocm", gpus, str(host))
+    assert specs == [f"{host}/dev/kfd:/dev/kfd"] + [f"{host}{p}:{p}" for g in gpus for p in g.nodes]
+    assert device_specs("rocm", gpus, "/")[0] == "/dev/kfd" and device_specs("cuda", gpus, "/") == []
+
+
+@pytest.mark.parametrize("spec, gpu", [("/dev/kfd", True), ("/dev/dri", True), ("/dev/dri/renderD128", True),
+                                       ("/srv/host/dev/dri/card1:/dev/dri/card1", True), ("/dev/nvidia0", True),
+                                       ("/dev/dri/../dri/renderD129", True), ("/srv/x:/dev/kfd:rwm", True), ("/dev/infiniband/uverbs0", False),
+                                       ("/dev/kfd-not:/dev/x", False), ("/dev/fuse", False)])
+def test_which_device_entries_are_gpus(spec, gpu):
+    from runner.gpus.planning import is_gpu_device
+
+    assert is_gpu_device(spec) is gpu
+
+
+def test_privileged_with_a_subset_is_a_problem_and_with_all_it_is_not():
+    from runner.gpus.planning import privileged_problem
+
+    gpus = ("gpu",) * 2
+    problem = privileged_problem(True, gpus, 8, ".primus.yaml:3")
+    assert problem.where == ".primus.yaml:3" and "see all 8 GPUs, not the 2 chosen" in problem.message
+    assert privileged_problem(True, ("gpu",) * 8, 8, None) is None and privileged_problem(False, gpus, 8, None) is None
+
+
+def test_a_forwarded_visible_devices_variable_is_a_conflict_unless_it_is_the_jobs_own_numbering():
+    from runner.gpus.planning import env_problems
+    from runner.policy import EnvDecision
+
+    def forwarded(name, value, reason="env"):
+        return EnvDecision(name, True, False, reason, "env", value)
+
+    assert env_problems([forwarded("HIP_VISIBLE_DEVICES", "0,1")], 2) == []  # what the job sees anyway
+    [problem] = env_problems([forwarded("HIP_VISIBLE_DEVICES", "4,5")], 2)
+    assert problem.message.startswith("HIP_VISIBLE_DEVICES is forwarded from the host (env)")
+    assert len(env_problems([forwarded("NVIDIA_VISIBLE_DEVICES", "0")], 1)) == 1  # the toolkit's choice: always
+    assert env_problems([forwarded("CUDA_VISIBLE_DEVICES", "3", reason="slurm")], None) == []  # set by the runner itself
+    assert env_problems([EnvDecision("ROCR_VISIBLE_DEVICES", False, False, "env", "env", "3")], None) == []
