@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from runner.engines.docker.container import parse_bytes
-from runner.engines.docker.shim import SHIM, encode_payload, shim_entrypoint
+from runner.engines.docker.shim import SHIM, encode_payload, env_fallback, shim_entrypoint
 from runner.errors import ConfigError
 from runner.secrets import Secret
 
@@ -64,3 +64,15 @@ def test_parse_bytes(text, expected):
 def test_parse_bytes_refuses_nonsense():
     with pytest.raises(ConfigError):
         parse_bytes("lots")
+
+
+def test_with_i_the_job_reads_the_stdin_that_follows_the_secrets():
+    payload = encode_payload({"A_TOKEN": Secret("x")}) + b"for the job\n"
+    argv = [*shim_entrypoint(interactive=True), "sh", "-c", 'printf %s "$A_TOKEN:"; cat']
+    result = subprocess.run(argv, input=payload, capture_output=True, timeout=30)
+    assert result.returncode == 0 and result.stdout == b"x:for the job\n", result.stderr
+    assert shim_entrypoint()[2] == SHIM and shim_entrypoint(tty=True)[2] != shim_entrypoint(interactive=True)[2]
+
+
+def test_the_env_fallback_is_name_equals_value():
+    assert env_fallback({"A_TOKEN": Secret("v 1"), "B_KEY": Secret("")}) == ["A_TOKEN=v 1", "B_KEY="]

@@ -1,0 +1,73 @@
+"""The Slurm engine's verbs: ``ps`` lists the runner's jobs Slurm still knows, a job id is this engine's."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from fake_slurm import prints, tools
+from runner.engines.slurm import verbs
+from runner.errors import EngineUnavailable, UsageError
+from runner.options import Selection
+from runner.ui import Output
+
+QUEUE = ("12|primus-train|RUNNING|1:02|2|n[1-2]|/home/u/runs/r1/slurm/job.sbatch|1000\n"
+         "13|someone-else|PENDING|0:00|1|(Priority)|/home/u/other.sh|1000\n"
+         "14|primus-eval|PENDING|0:00|1|(Resources)|/shared/r2-eval/job.sbatch|1001\n")
+
+
+@pytest.fixture
+def squeue(tmp_path, monkeypatch):
+    """A squeue answering QUEUE; its arguments are kept in ``args``."""
+    args = tmp_path / "args"
+    tools(tmp_path / "bin", monkeypatch, squeue=f'echo "$@" > {args}\n' + prints(QUEUE))
+    return args
+
+
+def test_only_jobs_running_a_runner_batch_script_are_listed(squeue):
+    rows = verbs.queued()
+    assert [(r["job_id"], r["state"], r["slurm_state"]) for r in rows] == [("12", "running", "RUNNING"), ("14", "pending", "PENDING")]
+    assert squeue.read_text().split() == ["-h", "-o", "%i|%j|%T|%M|%D|%R|%o|%U", "-u", str(os.getuid())]
+    verbs.queued(all_users=True)
+    assert "-u" not in squeue.read_text().split()
+
+
+def test_ps_prints_an_aligned_table_and_uids_for_all_users(squeue, capsys):
+    assert verbs.ps(Selection(), Output(color=False)) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == ["JOBID  NAME          STATE    TIME  NODES  NODELIST(REASON)",
+                     "12     primus-train  RUNNING  1:02  2      n[1-2]",
+                     "14     primus-eval   PENDING  0:00  1      (Resources)"]
+    verbs.ps(Selection(all_users=True), Output(color=False))
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].endswith("NODELIST(REASON)  UID") and out[2].endswith("(Resources)       1001")
+
+
+def test_ps_json_lists_each_job_without_its_script(squeue, capsys):
+    verbs.ps(Selection(), Output(json_mode=True, color=False))
+    doc = json.loads(capsys.readouterr().out)
+    assert doc[0] == {"job_id": "12", "name": "primus-train", "state": "running", "slurm_state": "RUNNING",
+                      "elapsed": "1:02", "nodes": "2", "where": "n[1-2]", "uid": "1000"}
+    assert len(doc) == 2 and all("script" not in row for row in doc)
+
+
+def test_an_empty_queue_says_so(tmp_path, monkeypatch, capsys):
+    tools(tmp_path / "bin", monkeypatch, squeue=prints(""))
+    assert verbs.ps(Selection(), Output(color=False)) == 0
+    assert "no primus-runner Slurm jobs in the queue of yours (--all-users lists every user's)" in capsys.readouterr().err
+
+
+def test_a_failing_squeue_is_engine_unavailable(tmp_path, monkeypatch):
+    tools(tmp_path / "bin", monkeypatch, squeue=prints("", 1, "slurm_load_jobs error: Unable to contact slurm controller"))
+    with pytest.raises(EngineUnavailable, match="squeue failed: slurm_load_jobs error"):
+        verbs.queued()
+
+
+def test_status_and_cancel_need_a_job_id_and_a_job_id_is_this_engines():
+    for verb in (verbs.status, verbs.cancel):
+        with pytest.raises(UsageError, match="needs a Slurm job id"):
+            verb(Selection(), Output(color=False))
+    assert verbs.claims("1234") and verbs.claims("1234_5")
+    assert not verbs.claims("primus-train") and not verbs.claims("12; rm")
