@@ -10,10 +10,10 @@ from runner.errors import CredentialRefused, EngineUnavailable
 from runner.secrets import Masker
 from runner.trackers import handshake as tracker_runs
 from runner.ui import Output
-from test_trackers_online import planned_for, stand_in  # noqa: F401  (the loopback stand-in server)
+from tracker_plans import planned_for
 
 
-def test_mlflow_refusing_the_credentials_is_exit_2_like_a_registry(work, stand_in, canary):  # noqa: F811
+def test_mlflow_refusing_the_credentials_is_exit_2_like_a_registry(work, stand_in, canary):
     server = stand_in(401, {"error_code": "UNAUTHENTICATED", "message": "bad token"})
     planned = planned_for(work, "  disable_mlflow: false\n", {"MLFLOW_TRACKING_URI": server.url, "MLFLOW_TRACKING_TOKEN": canary["MLFLOW_TRACKING_TOKEN"]})
     with pytest.raises(CredentialRefused) as info:

@@ -1,8 +1,7 @@
-"""``check --online`` and the W&B side of the handshake against stand-in HTTP endpoints on loopback.
+"""MLflow's ``check --online`` (and the handshake's requests) against stand-in HTTP endpoints on loopback.
 
-No tracker service can run here for W&B, and the 401/timeout cases need a
-server that misbehaves on purpose: these are small real HTTP servers on
-127.0.0.1 that record what they were sent (to prove credentials travel only
+The 401/timeout/redirect cases need a server that misbehaves on purpose: these are small real
+HTTP servers on 127.0.0.1 that record what they were sent (to prove credentials travel only
 in the Authorization header and are the forwarded ones).
 """
 
@@ -11,31 +10,16 @@ from __future__ import annotations
 import base64
 import importlib
 import json
-from pathlib import Path
 
 import pytest
 
 from engine_fixtures import assert_no_leak, free_port
-from loopback_servers import Server, json_answer, make_cert, redirect_answer, silent_listener
-from plan_factory import plan_from
+from loopback_servers import Server, make_cert, redirect_answer, silent_listener
+from tracker_plans import planned_for
 
 from runner.trackers import handshake as tracker_runs
-from runner.plan import LaunchFlags
 from runner.secrets import Masker
 from runner.ui import Output
-
-
-@pytest.fixture
-def stand_in(servers):
-    """``stand_in(status=200, body=None)``: a loopback server answering every request with ``status`` and JSON ``body``."""
-    return lambda status=200, body=None: servers(json_answer(status, body))
-
-
-def planned_for(work: Path, trackers: str, host: dict):
-    planned = plan_from(work, "container:\n  options:\n    image: busybox\ntrackers:\n" + trackers, host=host,
-                        flags=["--gpu", "none"], name="job-1")
-    assert not planned.problems, planned.problems
-    return planned
 
 
 def test_mlflow_401_is_unauthorised_and_token_only_in_the_header(work, stand_in, canary):
@@ -86,27 +70,6 @@ def test_non_http_store_is_skipped(work):
     assert result["status"] == "skipped"
 
 
-def test_wandb_key_verified_against_viewer_query(work, stand_in, canary):
-    server = stand_in(200, {"data": {"viewer": {"id": "u1", "username": "bob", "entity": "team-bob"}}})
-    host = {"WANDB_API_KEY": canary["WANDB_API_KEY"], "WANDB_BASE_URL": server.url}
-    planned = planned_for(work, "  disable_wandb: false\n", host)
-    [result] = tracker_runs.online_check(planned.plan, timeout=5)
-    assert result == {"tracker": "wandb", "status": "reachable", "detail": f"{server.url} accepted WANDB_API_KEY (entity team-bob)"}
-    [request] = server.requests
-    assert request["method"] == "POST" and request["path"] == "/graphql" and b"viewer" in request["body"]
-    assert request["headers"]["Authorization"] == "Basic " + base64.b64encode(f"api:{canary['WANDB_API_KEY']}".encode()).decode()
-    assert_no_leak(request["body"], canary, "the GraphQL body")
-
-
-@pytest.mark.parametrize("status,body", [(401, {"errors": [{"message": "unauthorized"}]}), (200, {"data": {"viewer": None}})])
-def test_wandb_wrong_key_is_unauthorised(work, stand_in, canary, status, body):
-    server = stand_in(status, body)
-    planned = planned_for(work, "  disable_wandb: false\n", {"WANDB_API_KEY": canary["WANDB_API_KEY"], "WANDB_BASE_URL": server.url})
-    [result] = tracker_runs.online_check(planned.plan, timeout=5)
-    assert result["status"] == "unauthorised"
-    assert_no_leak(json.dumps(result), canary, "the check result")
-
-
 def test_wandb_offline_is_skipped_and_both_trackers_reported(work, stand_in):
     server = stand_in(200, {"experiments": []})
     planned = planned_for(
@@ -127,26 +90,6 @@ def test_password_in_the_uri_is_used_but_never_shown(work, stand_in, canary):
     assert result["status"] == "unauthorised"
     assert_no_leak(result["detail"], canary, "the check detail")
     assert server.requests[0]["headers"]["Authorization"].startswith("Basic ")
-
-
-def test_wandb_run_id_is_pre_assigned_and_printed(work, capsys):
-    planned = planned_for(
-        work, "  disable_wandb: false\n  wandb_project: proj\n  wandb_save_dir: /out\n", {"WANDB_MODE": "offline"}
-    )
-    out = Output(masker=Masker())
-    hs = tracker_runs.begin(planned.plan, out)
-    run_id = hs.env["WANDB_RUN_ID"]
-    assert len(run_id) == 8 and run_id.isalnum() and run_id.islower()
-    assert hs.links["wandb"] == f"/out/wandb/offline-run-*-{run_id}"
-    assert run_id in capsys.readouterr().err
-    assert tracker_runs.begin(planned.plan, out).env["WANDB_RUN_ID"] != run_id  # fresh per launch
-    hs.finish(0, b"")  # no W&B finisher: a no-op
-
-
-def test_host_wandb_run_id_is_kept_for_resume(work):
-    planned = planned_for(work, "  disable_wandb: false\n", {"WANDB_MODE": "offline", "WANDB_RUN_ID": "resume12"})
-    hs = tracker_runs.begin(planned.plan, Output(masker=Masker()))
-    assert hs.env["WANDB_RUN_ID"] == "resume12"
 
 
 @pytest.fixture
@@ -219,29 +162,6 @@ def test_a_redirect_on_the_same_origin_is_followed_with_the_credentials(work):
     assert result["status"] == "reachable", result
     assert [path.split("/")[1] for path, _ in seen[:2]] == ["old", "new"]
     assert all(auth == "Bearer " + REDIRECT_TOKEN for _, auth in seen), "a same-origin request lost its credentials"
-
-
-def test_client_env_holds_the_plans_values_only_during_the_call(work, monkeypatch):
-    """The MLflow client reads credentials from os.environ: the plan's values (env file too) for one call, then the old ones."""
-    import os
-
-    from runner.config.envfile import load_env_file
-    from runner.trackers.mlflow.client import client_env
-
-    secret = "canary-client-env-3e9d0c1b7a5f"
-    (work / "job.env").write_text(f"AWS_SECRET_ACCESS_KEY={secret}\n")
-    monkeypatch.setenv("MLFLOW_TRACKING_TOKEN", "host-value-kept")
-    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY", raising=False)
-    env_file = load_env_file(str(work / "job.env"))
-    planned = plan_from(work, "container:\n  options:\n    image: busybox\ntrackers:\n  disable_mlflow: false\n",
-                        host={"MLFLOW_TRACKING_URI": "http://127.0.0.1:9"}, env_file=env_file, flags=LaunchFlags(gpu="none"), name="j")
-    assert not planned.problems, planned.problems
-    with client_env(planned.plan):
-        assert os.environ["AWS_SECRET_ACCESS_KEY"] == secret
-        assert os.environ["MLFLOW_TRACKING_URI"] == "http://127.0.0.1:9"
-        assert "MLFLOW_TRACKING_TOKEN" not in os.environ  # not the plan's: the client sees what the job sees
-    assert "AWS_SECRET_ACCESS_KEY" not in os.environ
-    assert os.environ["MLFLOW_TRACKING_TOKEN"] == "host-value-kept"
 
 
 def test_databricks_oauth_or_profile_without_the_extra_names_the_extra(work, monkeypatch):
