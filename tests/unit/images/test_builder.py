@@ -16,6 +16,7 @@ import pytest
 
 from engine_fixtures import assert_no_leak
 from runner.errors import ConfigError
+from runner.images import recipe as build_recipe
 from runner.secrets import Masker
 from runner.secrets.argv import refuse_secret_argv
 
@@ -58,3 +59,21 @@ def test_an_argv_holding_a_secret_is_refused_before_it_runs():
         refuse_secret_argv(["docker", "build", f"--label=x={secret}"], Masker([secret]), "docker")
     assert "argument 2" in str(info.value)
     assert_no_leak(str(info.value) + str(info.value.hint), [secret], "the refusal")
+
+
+def test_builder_command_holds_names_and_its_env_the_values():
+    from runner.images.builder import Builder, render_command
+    from runner.secrets import Secret
+
+    spec = build_recipe.BuildSpec(None, "/ctx", "Dockerfile", None, "me/app:1", (("A", "1"),), (), ("Dockerfile",), None, "h", secrets=("HF_TOKEN",))
+    builder = Builder("buildkit", "/usr/bin/docker")
+    argv = builder.command(spec, {"l": "v"}, "/tmp/iid")
+    assert argv[:2] == ["/usr/bin/docker", "build"] and argv[-1] == "-"
+    assert "--secret" in argv and "id=HF_TOKEN,env=HF_TOKEN" in argv and "--progress=plain" in argv
+    env = builder.env([("HF_TOKEN", Secret("canary-value-123456"))], base={"PATH": "/bin"})
+    assert env == {"PATH": "/bin", "DOCKER_BUILDKIT": "1", "HF_TOKEN": "canary-value-123456"}
+    assert "canary-value-123456" not in " ".join(argv)
+    shown = render_command(builder, argv, spec.secrets)
+    assert shown.startswith("DOCKER_BUILDKIT=1 HF_TOKEN=<from env> /usr/bin/docker build") and "canary" not in shown
+    podman = Builder("podman", "/usr/bin/podman").command(spec, {}, "/tmp/iid")
+    assert "id=HF_TOKEN,env=HF_TOKEN" in podman and "--progress=plain" not in podman
