@@ -52,6 +52,7 @@ class Config:
     lines: dict[tuple, str] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
     loaded: list[LoadedFile] = field(default_factory=list)
+    validated: tuple[str, ...] = ()  # digests of the layers the schema passed in this command (``known_valid``)
 
     def get(self, *path: str, default: Any = None) -> Any:
         node: Any = self.data
@@ -102,16 +103,16 @@ def load_config(
                 problems += trust.untrusted_problems(located.data, layer_file.path, located.where)
         layers.append(located)
         loaded.append(LoadedFile(str(layer_file.path), layer_file.kind, trusted))
-    for layer in layers:
-        problems += validate(layer)
     if cli_layer:
         cli = Located(data=cli_layer, source="command line")
         _locate_all(cli.data, (), cli.lines, "command line")
-        problems += validate(cli)
         layers.append(cli)
+    validated = []
+    for layer in layers:
+        problems += validate(layer, validated)
     if problems:
         raise ConfigError(problems)
-    merged = Config(data={}, files=[layer.source for layer in layers], loaded=loaded)
+    merged = Config(data={}, files=[layer.source for layer in layers], loaded=loaded, validated=tuple(validated))
     for layer in layers:
         merged.data = _merge(merged.data, layer.data, (), merged.lines, _Lines(layer.lines))
     return merged
@@ -231,17 +232,26 @@ def _schema_bytes() -> bytes:
     return (policies_dir() / "config.schema.json").read_bytes()
 
 
-def validate(layer: Located) -> list[Problem]:
+def validate(layer: Located, validated: list[str] | None = None) -> list[Problem]:
     """Schema problems of one layer, each with ``file:line`` and a did-you-mean.
 
-    Validated every time, nothing remembered: ``plan`` and every dry run write nothing.
+    A layer ``known_valid`` lists has none and is not validated again; one that passes has its
+    digest added to ``validated``, which only a real launch records (``plan`` writes nothing).
     """
-    import jsonschema
+    from runner.config import known_valid
 
-    schema = json.loads(_schema_bytes())
+    schema_bytes = _schema_bytes()
+    layer_digest = known_valid.digest(schema_bytes, layer.data)
+    if known_valid.is_known(layer_digest):
+        return []
+    import jsonschema  # only for a layer not seen valid before
+
+    schema = json.loads(schema_bytes)
     validator = jsonschema.Draft202012Validator(schema)
     problems = [problem for error in validator.iter_errors(layer.data) for problem in _problems(error, layer, schema)]
     problems.sort(key=lambda p: _line_of(p.where))
+    if not problems and validated is not None:
+        validated.append(layer_digest)
     return problems
 
 

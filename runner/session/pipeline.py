@@ -4,7 +4,8 @@
     plan, secret scope) → what the engine refuses on this host (a dry run names it) → engine.settings → run store placement → dry run? (render the request)
     → engine preflight → engine.claim → engine.request (complete, validated, built once) →
     engine.resolve (the image, the engine's facts) → tracker run begins → its run ids given to the request by
-    name → engine.launch (sends the request as is) → (detached: done) →
+    name → engine.launch (sends the request as is) → the config it validated is known valid
+    (``config.known_valid``) → (detached: done) →
     engine.watch, in a CI log group → tracker run finishes → CI summary →
     report → audit → the exit code
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
+from runner.config import known_valid
 from runner.config.switches import launcher_switch, where_set
 from runner.engines.base import Connection, Engine, Launched, RunContext
 from runner.errors import ConfigError, Interrupted, LeakFound, RunnerError
@@ -62,6 +64,7 @@ def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None 
     plan = request.plan
     engine.announce(launched, ctx, detached=options.detach)
     run_record.started(launched, handshake, detached=options.detach)
+    known_valid.remember(prepared.config.validated)  # a launch, never a dry run: what it validated is known valid
     if options.detach:  # the job's own tracker client closes the run (MLFLOW_RUN_ID / WANDB_RUN_ID)
         return 0
     code, leaks = _watch(options, engine, launched, ctx, request, handshake)
