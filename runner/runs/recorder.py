@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 from runner.errors import ConfigError
 from runner.runs import cache, liveness, outputs, paths
-from runner.runs.writer import Writer
 
-# The store (sqlite3, the writer thread's) and the log are imported where a launch uses them:
+# The writer (its thread, the store's sqlite3) and the log are imported where a launch uses them:
 # a dry run (`plan`) decides the run's mounts and writes nothing.
 if TYPE_CHECKING:
     from runner.runs.logdir import RunLog
+    from runner.runs.writer import Writer
 
 
 class Run:
@@ -71,9 +71,14 @@ class Run:
     def _save(self) -> None:
         """Hand the record's current state to the writer (a snapshot: the record goes on changing)."""
         if self.record is not None:
-            if self.writer is None:
-                self.writer = Writer(self._warn_once, self.masker)
-            self.writer.put(json.dumps(self.record, sort_keys=True))  # a Secret refuses to serialise, here
+            self._writer().put(json.dumps(self.record, sort_keys=True))  # a Secret refuses to serialise, here
+
+    def _writer(self) -> "Writer":
+        if self.writer is None:
+            from runner.runs.writer import Writer
+
+            self.writer = Writer(self._warn_once, self.masker)
+        return self.writer
 
     def _flush(self) -> None:
         if self.writer is not None:
@@ -118,9 +123,7 @@ class Run:
 
     def _digest_soon(self, host: str | None) -> None:
         """The image's digest, asked on the writer's thread (its own engine client) while the job runs."""
-        if self.writer is None:
-            self.writer = Writer(self._warn_once, self.masker)
-        writer, image = self.writer, self.plan.image
+        writer, image = self._writer(), self.plan.image
 
         def ask() -> None:
             digest = _image_digest(host, image)

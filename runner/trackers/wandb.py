@@ -4,12 +4,14 @@ rank logs to one run), the API key checked by ``check --online``; offline modes 
 from __future__ import annotations
 
 import secrets as _random
-import string
+from typing import TYPE_CHECKING
 
-from runner.trackers import httpapi
 from runner.trackers.base import Handshake, TrackedPlan
 from runner.trackers.wandb_settings import OFFLINE_WANDB_MODES, SETTINGS  # noqa: F401 (SETTINGS: its declaration)
 from runner.ui import Output
+
+if TYPE_CHECKING:
+    from runner.trackers import httpapi
 
 NAME = "wandb"
 RUN_ENV = ("WANDB_RUN_ID",)  # what begin() hands the job
@@ -18,7 +20,9 @@ RUN_ENV = ("WANDB_RUN_ID",)  # what begin() hands the job
 WANDB_DEFAULT_BASE = "https://api.wandb.ai"
 
 
-def _wandb_endpoint(plan: TrackedPlan) -> httpapi.Endpoint:
+def _wandb_endpoint(plan: TrackedPlan) -> "httpapi.Endpoint":
+    from runner.trackers import httpapi  # the HTTP stack: a launch's (a plan reads SETTINGS only)
+
     public = plan.public_env()
     base = (public.get("WANDB_BASE_URL") or WANDB_DEFAULT_BASE).strip().rstrip("/")
     base, _, _ = httpapi.split_userinfo(base)
@@ -31,6 +35,8 @@ def _wandb_mode(plan: TrackedPlan) -> str:
 
 
 def _check_wandb(plan: TrackedPlan, timeout: float) -> dict:
+    from runner.trackers import httpapi
+
     mode = _wandb_mode(plan)
     if mode in OFFLINE_WANDB_MODES:
         return httpapi.status("wandb", "skipped", f"WANDB_MODE={mode}: the job does not contact W&B")
@@ -49,7 +55,7 @@ def _check_wandb(plan: TrackedPlan, timeout: float) -> dict:
     return httpapi.status("wandb", "reachable", f"{ep.display} accepted WANDB_API_KEY" + (f" (entity {who})" if who else ""))
 
 
-_ID_ALPHABET = string.ascii_lowercase + string.digits
+_ID_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"  # W&B's own run ids
 
 
 def new_wandb_run_id() -> str:
