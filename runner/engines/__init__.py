@@ -15,7 +15,7 @@ import importlib
 # only its own engine.
 ENGINES: dict[str, tuple[str, ...]] = {
     "docker": ("runner.engines.docker", "DockerEngine"),
-    "slurm": ("runner.engines.slurm.engine", "SlurmEngine", "runner.engines.slurm.script"),
+    "slurm": ("runner.engines.slurm.engine", "SlurmEngine", "runner.engines.slurm.settings"),
     "process": ("runner.engines.process", "ProcessEngine"),
 }
 DEFAULT = "docker"  # what `up`, `plan`, `shell` and `check` launch on without --engine (Docker or Podman: container.engine)

@@ -24,8 +24,9 @@ from runner.engines.slurm.job_output import output_tail
 from runner.engines.slurm.job_state import final_exit_code, lost_agents
 from runner.engines.slurm.job_wait import wait_for
 from runner.engines.slurm.submit import follow_step, link_output, sbatch, start_step
-from runner.engines.slurm.script import (COMPUTED, LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, SlurmRequest, SlurmSettings, export_names,
-                                         node_cache_dir, node_plan, plan_document, render_script, settings_from)
+from runner.engines.slurm.script import (COMPUTED, LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, SlurmRequest, export_names,
+                                         node_cache_dir, node_plan, plan_document, render_script)
+from runner.engines.slurm.settings import SlurmSettings, settings_from
 from runner.launch_plan import LaunchPlan
 from runner.secrets import Secret, SecretScope
 

@@ -8,7 +8,8 @@ import stat
 from datetime import datetime
 from pathlib import Path
 
-from runner.engines.slurm.script import PLAN_FILE, SlurmSettings
+from runner.engines.slurm.script import PLAN_FILE
+from runner.engines.slurm.settings import SlurmSettings
 from runner.errors import ConfigError, Problem, RuntimeFailure
 from runner.secrets import Masker
 

@@ -31,6 +31,9 @@ NOT_IN_PLAN = (
     "runner.engines.slurm.submit", "runner.engines.slurm.job_wait", "runner.engines.slurm.job_output",
     "runner.engines.slurm.job_state", "runner.engines.slurm.job_cancel", "runner.engines.slurm.controller",
     "runner.engines.slurm.job_directory",
+    # The user's slurm: section is checked by its settings alone: not the batch script, the plan file or the node side;
+    # the run store's writer thread is a launch's, and so is W&B's HTTP stack.
+    "runner.engines.slurm.script", "runner.engines.slurm.node", "runner.runs.writer", "queue", "runner.trackers.httpapi",
     # A plan reads the trackers' declared settings (each tracker's SETTINGS), not their clients,
     # and what only those clients use: logging, subprocess (git), getpass, configparser (uuid loads with
     # jsonschema, which every plan imports now: nothing of a validation is kept).
@@ -116,13 +119,14 @@ def _plan_file(work: Path) -> str:
     from runner.config.envfile import EnvFile
     from runner.engines.slurm import script
     from runner.engines.slurm.flags import SlurmFlags
+    from runner.engines.slurm.settings import settings_from
     from runner.plan import LaunchFlags, build_plan
 
     (work / ".primus.yaml").write_text("container:\n  gpu: none\n  options:\n    image: primus-test/busybox:latest\n")
     config = load_config(project_dir=work, user_files=False)
     per_node = [(n, "(per node)") for n in script.COMPUTED]
     plan = build_plan(config, ["true"], {}, EnvFile(None), LaunchFlags(gpu="none"), extra_env=per_node).require()
-    settings = script.settings_from(config, SlurmFlags(entry="direct"))
+    settings = settings_from(config, SlurmFlags(entry="direct"))
     text = json.dumps(script.plan_document(plan, settings, work), indent=2)
     (work / "plan.json").write_text(text)
     return hashlib.sha256(text.encode()).hexdigest()  # what the batch script hands every node

@@ -46,7 +46,7 @@ def test_write_private_refuses_a_secret(tmp_path):
 
 def test_the_job_directory_named_is_a_free_one_under_output_dir(tmp_path, monkeypatch):
     from runner.config import load_config
-    from runner.engines.slurm.script import settings_from
+    from runner.engines.slurm.settings import settings_from
 
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.chdir(tmp_path)

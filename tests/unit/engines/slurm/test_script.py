@@ -13,6 +13,7 @@ from plan_factory import plan_from
 
 from runner.engines.slurm import agent
 from runner.engines.slurm import script as slurm_script
+from runner.engines.slurm.settings import settings_from
 from runner.config import load_config
 from runner.config.envfile import EnvFile
 from runner.errors import ConfigError
@@ -66,16 +67,16 @@ def assert_no_value(text: str):
 
 def test_cli_over_config(work):
     config = load_config()
-    s = slurm_script.settings_from(config, args())
+    s = settings_from(config, args())
     assert (s.nodes, s.partition, s.account, s.master_port, s.sbatch_args) == (3, "debug", "proj1", 2345, ("--exclusive",))
-    s = slurm_script.settings_from(config, args(nodes=2, partition="gpu", time="10", gpus_per_node=4))
+    s = settings_from(config, args(nodes=2, partition="gpu", time="10", gpus_per_node=4))
     assert (s.nodes, s.partition, s.time, s.gpus_per_node) == (2, "gpu", "10", 4)
 
 
 def test_script_has_names_only_and_an_explicit_export_list(work):
     planned = make_plan()
     plan = planned.require()
-    script = slurm_script.render_script(plan, slurm_script.settings_from(load_config(), args(nodes=2)), work / "job")
+    script = slurm_script.render_script(plan, settings_from(load_config(), args(nodes=2)), work / "job")
     assert_no_value(script)
     assert "set -x" not in script and "ALL" not in script
     export = next(line for line in script.splitlines() if line.startswith("#SBATCH --export="))
@@ -98,14 +99,14 @@ def test_script_has_names_only_and_an_explicit_export_list(work):
 
 def test_script_is_valid_bash(work):
     plan = make_plan().require()
-    script = slurm_script.render_script(plan, slurm_script.settings_from(load_config(), args()), work / "dir with space")
+    script = slurm_script.render_script(plan, settings_from(load_config(), args()), work / "dir with space")
     assert subprocess.run(["bash", "-n"], input=script, text=True).returncode == 0
     assert '#SBATCH --output="' in script
 
 
 def test_gpus_requested_for_a_gpu_flavor(work):
     plan = make_plan(gpu="rocm").require()
-    script = slurm_script.render_script(plan, slurm_script.settings_from(load_config(), args(gpus_per_node=8)), work)
+    script = slurm_script.render_script(plan, settings_from(load_config(), args(gpus_per_node=8)), work)
     assert "#SBATCH --gpus-per-node=8" in script
 
 
@@ -113,18 +114,18 @@ def test_gpus_are_asked_of_slurm_only_by_the_users_flags_or_files(work):
     """slurm.gpus_per_node's built-in 8 (the launcher's own default) never becomes a directive: a cluster
     without GresTypes=gpu would refuse the job; a user's file or flag asks for it."""
     plan = make_plan(gpu="rocm").require()
-    script = slurm_script.render_script(plan, slurm_script.settings_from(load_config(), args()), work)
+    script = slurm_script.render_script(plan, settings_from(load_config(), args()), work)
     assert "--gpus-per-node" not in script
     (work / ".primus.yaml").write_text(YAML + "  gpus_per_node: 4\n")
-    script = slurm_script.render_script(plan, slurm_script.settings_from(load_config(), args()), work)
+    script = slurm_script.render_script(plan, settings_from(load_config(), args()), work)
     assert "#SBATCH --gpus-per-node=4" in script
-    flagged = slurm_script.settings_from(load_config(), args(gpus_per_node=2, args=("--gpus-per-node=2",)))
+    flagged = settings_from(load_config(), args(gpus_per_node=2, args=("--gpus-per-node=2",)))
     assert "--gpus-per-node" not in slurm_script.render_script(plan, flagged, work), "on sbatch's command line already"
 
 
 def test_plan_document_has_names_only_and_round_trips(work):
     plan = make_plan().require()
-    settings = slurm_script.settings_from(load_config(), args(nodes=2))
+    settings = settings_from(load_config(), args(nodes=2))
     doc = slurm_script.plan_document(plan, settings, work / "job", kill_wait=10)
     text = json.dumps(doc)
     assert_no_value(text)
@@ -148,12 +149,12 @@ def test_plan_document_has_names_only_and_round_trips(work):
 def test_sbatch_args_may_not_widen_the_export(work, bad):
     (work / ".primus.yaml").write_text(YAML.replace('["--exclusive"]', json.dumps(bad)))
     with pytest.raises(ConfigError):
-        slurm_script.settings_from(load_config(), args())
+        settings_from(load_config(), args())
 
 
 def test_directive_injection_is_refused(work):
     with pytest.raises(ConfigError):
-        slurm_script.settings_from(load_config(), args(partition="debug\n#SBATCH --export=ALL"))
+        settings_from(load_config(), args(partition="debug\n#SBATCH --export=ALL"))
 
 
 def test_dry_run_prints_no_value(work, monkeypatch):
@@ -261,7 +262,7 @@ def test_node_scope_masks_the_password_of_a_forwarded_url_alone(work):
     url = f"https://ci:{password}@tracker.internal/api"
     planned = plan_from(work, "container:\n  options:\n    image: busybox\n    env: [DB_URL]\n", host={"DB_URL": url},
                         flags=LaunchFlags(gpu="none"), name="j")
-    settings = slurm_script.settings_from(load_config(), SlurmFlags())
+    settings = settings_from(load_config(), SlurmFlags())
     doc = slurm_script.plan_document(planned.require(), settings, Path("/x"))
     [entry] = [e for e in doc["plan"]["env"] if e["name"] == "DB_URL"]
     assert entry["secret"], "the planner carries it as a secret"
