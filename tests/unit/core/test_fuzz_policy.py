@@ -73,6 +73,8 @@ def test_policy_never_forwards_or_shows_what_it_must_not(host, env_file, allow, 
         if classifier.is_secret(d.name):
             assert d.secret and isinstance(d.value, Secret), f"secret {d.name} forwarded as plain text"
             assert not d.reason.startswith("prefix"), f"secret {d.name} forwarded by a prefix"
+        elif d.secret:  # a public name whose value holds a secret (a line of one, a URL's password) is carried as one
+            assert isinstance(d.value, Secret) and planned.scope.masker.contains_secret(d.value.reveal().encode()), d.name
         else:
             assert isinstance(d.value, str)
             if d.reason == "allowlist" and d.source == "env":
