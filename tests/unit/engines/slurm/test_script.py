@@ -65,14 +65,6 @@ def assert_no_value(text: str):
             assert form.decode() not in text
 
 
-def test_cli_over_config(work):
-    config = load_config()
-    s = settings_from(config, args())
-    assert (s.nodes, s.partition, s.account, s.master_port, s.sbatch_args) == (3, "debug", "proj1", 2345, ("--exclusive",))
-    s = settings_from(config, args(nodes=2, partition="gpu", time="10", gpus_per_node=4))
-    assert (s.nodes, s.partition, s.time, s.gpus_per_node) == (2, "gpu", "10", 4)
-
-
 def test_script_has_names_only_and_an_explicit_export_list(work):
     planned = make_plan()
     plan = planned.require()
@@ -143,18 +135,6 @@ def test_plan_document_has_names_only_and_round_trips(work):
 
     _, _, missing = agent.plan_from_document(json.loads(text), {"PRIMUS_RUNNER_ENV_FOO": "1", "HF_TOKEN": CANARY})
     assert set(missing) == {"HF_TOKEN", "MY_API_KEY", "LIT"}, "a name of its own on the node is not the job's value"
-
-
-@pytest.mark.parametrize("bad", [["--export=ALL"], ["--get-user-env"], ["--x\n#SBATCH --y"]])
-def test_sbatch_args_may_not_widen_the_export(work, bad):
-    (work / ".primus.yaml").write_text(YAML.replace('["--exclusive"]', json.dumps(bad)))
-    with pytest.raises(ConfigError):
-        settings_from(load_config(), args())
-
-
-def test_directive_injection_is_refused(work):
-    with pytest.raises(ConfigError):
-        settings_from(load_config(), args(partition="debug\n#SBATCH --export=ALL"))
 
 
 def test_dry_run_prints_no_value(work, monkeypatch):
