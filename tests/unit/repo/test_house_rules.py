@@ -1,8 +1,9 @@
 """The house rules of docs/architecture.md that are about where something is, checked on the
 source and on the doc itself: the places a secret value is revealed are the ones the doc names;
 only the modules ``runner/subprocesses.py`` names start a program; only ``runner/git.py`` runs
-git; the doc's table of layers is the architecture test's ``LAYERS``; every test a doc names
-exists; the test tree's own rules. Each checker is shown to find a planted violation."""
+git; a tracker speaks HTTP only through ``httpapi``; a secret store's client library is imported
+only when it fetches; no tracker package's module is named like a hook; the doc's table of layers
+is the architecture test's ``LAYERS``; every test a doc names exists; the test tree's own rules. Each checker is shown to find a planted violation."""
 
 from __future__ import annotations
 
@@ -113,6 +114,74 @@ def git_runners(sources: dict[str, ast.Module]) -> set[str]:
 def test_only_the_hardened_query_runs_git():
     assert git_runners(SOURCES) == {"git.py"}
     assert git_runners({**SOURCES, "images/context.py": ast.parse("argv = ['git', 'ls-files']\n")}) == {"git.py", "images/context.py"}
+
+
+# ------------------------------------------------------------------ trackers and secret stores
+
+_HTTP = ("urllib.request", "http.client", "ssl", "socket")
+
+
+def http_speakers(sources: dict[str, ast.Module], under: str = "trackers/") -> set[str]:
+    """The modules under ``under`` that import an HTTP, TLS or socket library of the standard library."""
+    def speaks(node):
+        if isinstance(node, ast.Import):
+            return any(a.name in _HTTP for a in node.names)
+        return isinstance(node, ast.ImportFrom) and (node.module in _HTTP or (node.module == "urllib" and any(a.name == "request" for a in node.names))
+                                                     or (node.module == "http" and any(a.name == "client" for a in node.names)))
+    return {path for path, tree in sources.items() if path.startswith(under) and any(speaks(n) for n in ast.walk(tree))}
+
+
+def test_a_tracker_speaks_http_only_through_httpapi():
+    """The same-origin redirects and the one credential unwrap hold for every tracker's request."""
+    assert http_speakers(SOURCES) == {"trackers/httpapi.py"}
+    planted = {**SOURCES, "trackers/wandb.py": ast.parse("def f():\n    from urllib import request\n")}
+    assert http_speakers(planted) == {"trackers/httpapi.py", "trackers/wandb.py"}
+
+
+def heavy_at_module_level(sources: dict[str, ast.Module], under: str = "secrets/refs/") -> dict[str, list[str]]:
+    """What a store module imports at module level beyond the standard library and the runner."""
+    import sys
+
+    found = {}
+    for path, tree in sources.items():
+        if not path.startswith(under):
+            continue
+        names = [a.name for n in tree.body if isinstance(n, ast.Import) for a in n.names]
+        names += [n.module for n in tree.body if isinstance(n, ast.ImportFrom) and n.module and not n.level]
+        heavy = [n for n in names if n.split(".")[0] not in sys.stdlib_module_names and n.split(".")[0] != "runner"]
+        if heavy:
+            found[path] = heavy
+    return found
+
+
+def test_a_secret_store_imports_its_client_library_only_when_it_fetches():
+    assert heavy_at_module_level(SOURCES) == {}
+    planted = {**SOURCES, "secrets/refs/aws_sm.py": ast.parse("import boto3\ndef fetch():\n    import botocore\n")}
+    assert heavy_at_module_level(planted) == {"secrets/refs/aws_sm.py": ["boto3"]}
+
+
+def hook_shadows(root: Path = ROOT / "trackers") -> list[str]:
+    """A tracker package's module named like a name its ``__init__`` defines (a hook): importing the
+    module would replace the hook on the package."""
+    found = []
+    for init in sorted(root.rglob("__init__.py")):
+        if init.parent == root:
+            continue
+        tree = ast.parse(init.read_text())
+        defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+        defined |= {t.id for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign))
+                    for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(t, ast.Name)}
+        found += [f"{p.relative_to(root)}" for p in sorted(init.parent.glob("*.py")) if p.stem in defined]
+    return found
+
+
+def test_no_module_of_a_tracker_package_is_named_like_a_hook(tmp_path):
+    assert hook_shadows() == []
+    assert (ROOT / "trackers" / "mlflow" / "__init__.py").is_file()  # a package is there to check
+    (tmp_path / "toy").mkdir()
+    (tmp_path / "toy" / "__init__.py").write_text("def check(plan, timeout):\n    from runner.trackers.toy import online\n")
+    (tmp_path / "toy" / "check.py").write_text("")
+    assert hook_shadows(tmp_path) == ["toy/check.py"]
 
 
 # ------------------------------------------------------------------ the doc's layers are the test's
@@ -232,3 +301,39 @@ def test_the_tree_check_finds_an_init_a_shared_basename_and_an_imported_test(tmp
     assert tree_problems(sorted(tmp_path.rglob("*.py")), tmp_path) == [
         "b/__init__.py: no __init__.py in tests/", "b/test_x.py and a/test_x.py share a basename",
         "c/test_y.py imports a/test_x.py, another folder's test file"]  # a/test_z.py may import its neighbour
+
+
+def unguarded_skips(files: list[Path], root: Path = TESTS) -> list[str]:
+    """An integration test's skip that does not fail under CI: a ``skipif``/``importorskip``, or a
+    ``pytest.skip`` in a function that never calls ``pytest.fail`` (``engine_missing`` does both)."""
+    found = []
+    for path in files:
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr in ("skipif", "importorskip"):
+                found.append(f"{path.relative_to(root)}:{node.lineno}: {node.attr}")
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                called = {c.func.attr for c in ast.walk(node) if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)}
+                if "skip" in called and "fail" not in called:
+                    found.append(f"{path.relative_to(root)}:{node.lineno}: {node.name} skips, and never fails under CI")
+    return sorted(found)
+
+
+def test_an_integration_test_whose_engine_is_missing_fails_under_ci():
+    files = sorted((TESTS / "integration").rglob("*.py")) + [TESTS / "engine_fixtures.py", TESTS / "conftest.py"]
+    assert unguarded_skips(files) == []
+
+
+def test_the_skip_check_finds_a_skip_that_would_pass_ci(tmp_path):
+    (tmp_path / "test_a.py").write_text("import pytest\n@pytest.mark.skipif(True, reason='x')\ndef test_a():\n    pass\n"
+                                        "def test_b():\n    pytest.skip('no engine')\n")
+    assert unguarded_skips([tmp_path / "test_a.py"], tmp_path) == ["test_a.py:2: skipif", "test_a.py:5: test_b skips, and never fails under CI"]
+
+
+@pytest.mark.parametrize("ci, outcome", [("true", pytest.fail.Exception), ("", pytest.skip.Exception)])
+def test_a_missing_engine_fails_under_ci_and_skips_elsewhere(monkeypatch, ci, outcome):
+    from engine_fixtures import engine_missing
+
+    monkeypatch.setenv("CI", ci)
+    with pytest.raises(outcome):
+        engine_missing("a toy engine")
