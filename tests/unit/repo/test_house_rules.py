@@ -337,3 +337,44 @@ def test_a_missing_engine_fails_under_ci_and_skips_elsewhere(monkeypatch, ci, ou
     monkeypatch.setenv("CI", ci)
     with pytest.raises(outcome):
         engine_missing("a toy engine")
+
+
+_OWN_SERVERS = {"loopback_servers.py", "pty_session.py", "engine_fixtures.py"}
+
+
+def own_servers_and_terminals(files: list[Path], root: Path = TESTS) -> list[str]:
+    """A test that stands up a server (a listening socket, an ``http.server``, ``mlflow server``) or
+    drives a terminal (``pty``, ``os.openpty``) itself instead of through the shared helper."""
+    found = []
+    for path in files:
+        if path.relative_to(root).as_posix() in _OWN_SERVERS:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            what = None
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                if node.func.attr == "listen" and all(isinstance(a, ast.Constant) and isinstance(a.value, int) for a in node.args):
+                    what = "a listening socket"
+                elif node.func.attr in ("openpty", "forkpty"):
+                    what = "a terminal"
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                if any(n.split(".")[0] in ("pty", "socketserver") or n == "http.server" for n in names):
+                    what = f"import {', '.join(names)}"
+            elif isinstance(node, ast.List) and tuple(getattr(e, "value", None) for e in node.elts[:2]) == ("mlflow", "server"):
+                what = "an mlflow server"
+            if what:
+                found.append(f"{path.relative_to(root)}:{node.lineno}: {what}")
+    return sorted(found)
+
+
+def test_every_server_and_terminal_of_a_test_comes_from_the_shared_helpers():
+    """``loopback_servers`` stands up every server, ``engine_fixtures.start_mlflow_server`` every MLflow
+    server, ``pty_session.PtySession`` drives every terminal."""
+    assert own_servers_and_terminals(sorted(TESTS.rglob("*.py"))) == []
+
+
+def test_the_server_check_finds_a_test_of_its_own(tmp_path):
+    (tmp_path / "test_a.py").write_text("import pty\nimport http.server\ndef test_a(sock):\n    sock.listen(1)\n"
+                                        "    argv = ['mlflow', 'server', '--port', '0']\n")
+    assert own_servers_and_terminals([tmp_path / "test_a.py"], tmp_path) == [
+        "test_a.py:1: import pty", "test_a.py:2: import http.server", "test_a.py:4: a listening socket", "test_a.py:5: an mlflow server"]
