@@ -378,3 +378,37 @@ def test_the_server_check_finds_a_test_of_its_own(tmp_path):
                                         "    argv = ['mlflow', 'server', '--port', '0']\n")
     assert own_servers_and_terminals([tmp_path / "test_a.py"], tmp_path) == [
         "test_a.py:1: import pty", "test_a.py:2: import http.server", "test_a.py:4: a listening socket", "test_a.py:5: an mlflow server"]
+
+
+# ------------------------------------------------------------------ docs/cli.md's table of exit codes
+
+CLI_DOC = REPO / "docs" / "cli.md"
+
+
+def exit_table_against_errors(doc: str) -> list[str]:
+    """Each row of cli.md's table of failures whose error class carries its code: the code the
+    class has, against the row's (``Interrupted`` carries the signal's, 130 or 143, per instance)."""
+    import runner.errors as errors
+
+    section = doc.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+    wrong, seen = [], 0
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) < 4 or not cells[1][:1].isdigit():
+            continue
+        codes = {int(c) for c in re.findall(r"\d+", cells[1])}
+        for name in re.findall(r"`(\w+)`", cells[2]):
+            seen += 1
+            code = getattr(errors, name).exit_code if name != "Interrupted" else None
+            if code is not None and code not in codes:
+                wrong.append(f"{name}: the table says {sorted(codes)}, the class exits {code}")
+    return wrong if seen else ["no error class read from the table"]
+
+
+def test_the_exit_codes_cli_md_gives_each_error_class_are_the_classes():
+    assert exit_table_against_errors(CLI_DOC.read_text()) == []
+
+
+def test_the_exit_table_check_finds_a_wrong_code():
+    doc = CLI_DOC.read_text().replace("| 3 | `RuntimeFailure` |", "| 4 | `RuntimeFailure` |")
+    assert exit_table_against_errors(doc) == ["RuntimeFailure: the table says [4], the class exits 3"]
