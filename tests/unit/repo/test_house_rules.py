@@ -240,6 +240,21 @@ def test_the_layers_check_finds_a_missing_row_and_a_row_out_of_order():
     assert planted == {"runner.nowhere: no row of the doc's table names it"}
 
 
+def commands_against_doc(doc: str, modules: set[str]) -> list[str]:
+    """The modules of ``runner/commands/`` the doc's ``runner/commands/`` row does not name, and the
+    names it gives that are no module there."""
+    row = _row(doc, "`runner/commands/`")
+    named = set(re.findall(r"`(\w+)`", row.split(" | ", 2)[1].split("|")[0]))
+    return [f"runner/commands/{m}.py: not in the doc's row" for m in sorted(modules - named)] + [
+        f"`{n}`: the doc's row names no such module" for n in sorted(named - modules)]
+
+
+def test_the_commands_row_names_every_command_module():
+    modules = {p.stem for p in (ROOT / "commands").glob("*.py") if p.stem != "__init__"}
+    assert commands_against_doc(ARCHITECTURE.read_text(), modules) == []
+    assert commands_against_doc(ARCHITECTURE.read_text(), modules | {"toy"}) == ["runner/commands/toy.py: not in the doc's row"]
+
+
 # ------------------------------------------------------------------ the tests the docs name exist
 
 def named_tests(text: str) -> list[tuple[str, str | None]]:
