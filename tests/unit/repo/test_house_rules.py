@@ -1,9 +1,6 @@
-"""The house rules of docs/architecture.md that are about where something is, checked on the
-source and on the doc itself: the places a secret value is revealed are the ones the doc names;
-only the modules ``runner/subprocesses.py`` names start a program; only ``runner/git.py`` runs
-git; a tracker speaks HTTP only through ``httpapi``; a secret store's client library is imported
-only when it fetches; no tracker package's module is named like a hook; the doc's table of layers
-is the architecture test's ``LAYERS``; every test a doc names exists; the test tree's own rules. Each checker is shown to find a planted violation."""
+"""The house rules of docs/architecture.md about where something is and who may do it (its
+"Other house rules" paragraph lists them), checked on the source, on the docs themselves and on
+the test tree. Each checker is shown to find a planted violation, so none passes by reading nothing."""
 
 from __future__ import annotations
 
@@ -114,6 +111,27 @@ def git_runners(sources: dict[str, ast.Module]) -> set[str]:
 def test_only_the_hardened_query_runs_git():
     assert git_runners(SOURCES) == {"git.py"}
     assert git_runners({**SOURCES, "images/context.py": ast.parse("argv = ['git', 'ls-files']\n")}) == {"git.py", "images/context.py"}
+
+
+# ------------------------------------------------------------------ an engine's signals
+
+def signal_catchers(sources: dict[str, ast.Module], under: str = "engines/") -> set[str]:
+    """The modules under ``under`` that install a signal handler other than for SIGWINCH (a terminal's
+    size): SIGINT and SIGTERM are caught by ``engines/signals.py``'s ``SignalGuard`` alone."""
+    found = set()
+    for path, tree in sources.items():
+        for node in ast.walk(tree):
+            if (path.startswith(under) and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "signal" and getattr(node.func.value, "id", None) == "signal" and node.args
+                    and getattr(node.args[0], "attr", None) != "SIGWINCH"):
+                found.add(path)
+    return found
+
+
+def test_an_engine_catches_interrupts_only_through_the_signal_guard():
+    assert signal_catchers(SOURCES) == {"engines/signals.py"}
+    planted = {**SOURCES, "engines/process.py": ast.parse("import signal\nsignal.signal(signal.SIGTERM, print)\n")}
+    assert signal_catchers(planted) == {"engines/signals.py", "engines/process.py"}
 
 
 # ------------------------------------------------------------------ trackers and secret stores
