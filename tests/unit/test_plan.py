@@ -1,4 +1,4 @@
-"""Planning's secret scope: a public variable whose value holds a secret is carried as a secret
+"""Planning (`build_plan`), its secret scope: a public variable whose value holds a secret is carried as a secret
 (through the stdin shim, masked), never as a public value of the container."""
 
 from __future__ import annotations
