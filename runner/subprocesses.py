@@ -10,9 +10,11 @@ Users: git queries, the Slurm commands (sbatch, scontrol, sacct, scancel, sinfo)
 BuildKit probes, the secret stores that run a program (``pass:``, ``cmd:``), the registry
 credential helpers (``docker-credential-*``).
 
-Not users, and why: children that stream or outlive the call. The process engine's job and
-the Slurm node's job step (they run for the job's lifetime, their output goes to a log as it
-comes), the image builder (its output is streamed to the user line by line).
+Not users, and why: children that stream or outlive the call. The process engine's job
+(``engines/process.py``) and the batch script run as a step of the current allocation
+(``engines/slurm/submit.py``: they run for the job's lifetime, their output goes to a log as it
+comes), the image builder's CLI (``images/stream.py``: its output is streamed to the user line by
+line). ``tests/unit/repo/test_house_rules.py`` finds no other module that starts a program.
 """
 
 from __future__ import annotations

@@ -18,7 +18,6 @@ from __future__ import annotations
 import configparser
 import os
 import re
-import subprocess
 import urllib.parse
 from pathlib import Path
 from typing import Iterable, Mapping

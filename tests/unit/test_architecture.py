@@ -226,12 +226,17 @@ def test_relative_imports_are_resolved():
     assert "runner.plan" in graph["runner.ui.pull_progress"]
 
 
-def test_argparse_only_in_the_cli():
+def argparse_users(modules) -> list[str]:
+    """The modules outside ``runner.cli`` that import argparse."""
     def uses_argparse(tree):
         return any(isinstance(n, ast.Import) and any(a.name == "argparse" for a in n.names)
                    or isinstance(n, ast.ImportFrom) and n.module == "argparse" for n in ast.walk(tree))
 
-    users = sorted(m for m, tree in MODULES.items() if uses_argparse(tree) and not (m == "runner.cli" or m.startswith("runner.cli.")))
+    return sorted(m for m, tree in modules.items() if uses_argparse(tree) and not (m == "runner.cli" or m.startswith("runner.cli.")))
+
+
+def test_argparse_only_in_the_cli():
+    users = argparse_users(MODULES)
     assert users == [], f"below the CLI nothing knows argparse: {users}"
     # completion reads the parser it is handed; it never imports the CLI
     assert not any(n.startswith("runner.cli") for n in GRAPH["runner.cli.completion"])
@@ -246,8 +251,8 @@ def test_one_place_builds_the_masker():
     assert sorted(set(builders)) == ["runner.secrets.scope"], f"a Masker is built outside secret_scope: {builders}"
 
 
-def _calls_named(name: str) -> list[str]:
-    return sorted({module for module, tree in MODULES.items() for node in ast.walk(tree)
+def _calls_named(name: str, modules=None) -> list[str]:
+    return sorted({module for module, tree in (MODULES if modules is None else modules).items() for node in ast.walk(tree)
                    if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == name})
 
 
@@ -261,3 +266,10 @@ def test_the_masker_check_itself_can_fail():
     tree = ast.parse("from runner.secrets import Masker\nm = Masker([])\n")
     calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "Masker"]
     assert calls
+
+
+def test_the_argparse_and_engine_client_checks_find_a_planted_one():
+    planted = {**MODULES, "runner.policy": ast.parse("def f():\n    import argparse\n    from runner.clients.engine_api.api import Engine\n"
+                                                     "    return argparse, Engine()\n")}
+    assert argparse_users(planted) == ["runner.policy"]
+    assert _calls_named("Engine", planted) == ["runner.clients.engine_api.shared", "runner.policy"]

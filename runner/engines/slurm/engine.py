@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.engines.base import EngineBase, Launched, RunContext, delegate
+from runner.engines.base import Connection, EngineBase, Launched, RunContext, delegate
 from runner.engines.slurm import flags
 from runner.engines.slurm.controller import check_engine, kill_wait_of, refuse_archived_secrets, show_config, tool
 from runner.engines.slurm.job_directory import job_dir_for, make_job_dir
@@ -125,12 +125,10 @@ class SlurmEngine(EngineBase):
         masks = tuple(f"{MASK_PREFIX}{i}" for i in range(len(embedded_secrets(plan, ctx.scope)))) if plan else ()
         return tuple(n for n in ENV_NAMES if lookup(n)) + masks
 
-    def _agent_values(self, request: SlurmRequest, ctx: RunContext) -> dict:
-        from runner.secrets import Secret
-
+    def _agent_values(self, agent_env: tuple[str, ...], plan: LaunchPlan, ctx: RunContext) -> dict:
         lookup = self._lookup(ctx)
-        values = {n: (Secret(lookup(n)) if n == "DOCKER_LOGIN_KEY" else lookup(n)) for n in request.agent_env if not n.startswith(MASK_PREFIX)}
-        values.update((f"{MASK_PREFIX}{i}", secret) for i, secret in enumerate(embedded_secrets(request.plan, ctx.scope)))
+        values = {n: (Secret(lookup(n)) if n == "DOCKER_LOGIN_KEY" else lookup(n)) for n in agent_env if not n.startswith(MASK_PREFIX)}
+        values.update((f"{MASK_PREFIX}{i}", secret) for i, secret in enumerate(embedded_secrets(plan, ctx.scope)))
         return values
 
     @staticmethod
@@ -158,13 +156,14 @@ class SlurmEngine(EngineBase):
                             tuple(export_names(node, later, agent_env)), agent_env=agent_env,
                             node_command=tuple(plan.command if settings.cluster.entry == "direct" else node_command(node)),
                             node_cache=cache, allocation=allocation, as_step=as_step, node_plan=node,
-                            plan_file=json.dumps(document, indent=2), run_id=getattr(ctx.run, "id", None))
+                            plan_file=json.dumps(document, indent=2), run_id=getattr(ctx.run, "id", None),
+                            agent_values=self._agent_values(agent_env, plan, ctx))
 
     def resolve(self, request: SlurmRequest, ctx: RunContext, dry_run: bool = False) -> SlurmRequest:
         return request  # each node's agent resolves its own container (engine, image) on the node
 
     @staticmethod
-    def _new_job_notice(request: SlurmRequest, ctx: RunContext) -> None:
+    def _new_job_notice(request: SlurmRequest, ctx: "RunContext | Connection") -> None:
         if request.allocation and not request.as_step:
             ctx.out.notice(f"inside Slurm allocation {request.allocation} (SLURM_JOB_ID is set): this submits a new job, "
                            "with nodes of its own; `primus-runner slurm srun …` runs a step in this allocation")
@@ -178,14 +177,13 @@ class SlurmEngine(EngineBase):
         else:
             ctx.out.result(request.render())
 
-    def launch(self, request: SlurmRequest, ctx: RunContext) -> Launched:
+    def launch(self, request: SlurmRequest, connection: Connection) -> Launched:
         make_job_dir(request.job_dir)  # exactly the directory the script names
-        agent_values = self._agent_values(request, ctx)
         if request.as_step:
-            step = start_step(request, ctx.scope.masker, agent_values)
+            step = start_step(request, connection.scope.masker, request.agent_values)
             return Launched(request.allocation, request.plan.name, {"request": request, "final": None, "step": step})
-        self._new_job_notice(request, ctx)
-        job_id = sbatch(request, ctx.scope.masker, agent_values)
+        self._new_job_notice(request, connection)
+        job_id = sbatch(request, connection.scope.masker, request.agent_values)
         link_output(request, job_id)
         return Launched(job_id, request.plan.name, {"request": request, "final": None})
 

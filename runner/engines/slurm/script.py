@@ -13,7 +13,7 @@ import os
 import re
 import shlex
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from runner import __version__
@@ -117,6 +117,9 @@ class SlurmRequest:
     script: str
     export: tuple[str, ...]
     agent_env: tuple[str, ...] = ()  # exported for the agent only (DOCKER_LOGIN_*), never the container's
+    # Their values, as the request's lookup found them (the environment, then the env file; the login
+    # key a Secret): sbatch's stdin only, never rendered, so launch reads nothing but the request.
+    agent_values: dict = field(default_factory=dict, repr=False, compare=False)
     node_cache: dict | None = None  # the job cache each node mounts from its own disk
     node_command: tuple[str, ...] = ()  # each node's container, as `docker run …` (rank and job id per node)
     # The Slurm allocation this process runs in (SLURM_JOB_ID, as after salloc), and whether the job is a

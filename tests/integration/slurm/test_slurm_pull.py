@@ -34,14 +34,21 @@ def _project(tmp_path_factory, slurm_cluster, image: str, password: str, user: s
     return work, env
 
 
-def test_both_nodes_pull_the_private_image_with_the_forwarded_login(tmp_path_factory, slurm_cluster, docker_client, test_registry):
+@pytest.mark.parametrize("given_in", ["environment", "env file"])
+def test_both_nodes_pull_the_private_image_with_the_forwarded_login(tmp_path_factory, slurm_cluster, docker_client, test_registry, given_in):
     image = test_registry.busybox
     remove_local(docker_client, image)  # only the registry has it
     work, env = _project(tmp_path_factory, slurm_cluster, image, test_registry.password, test_registry.user, test_registry.addr)
+    env_file = []
+    if given_in == "env file":  # the user's own --env-file: the request finds the login there, and launch hands it on
+        login = {name: env.pop(name) for name in ("DOCKER_LOGIN_USER", "DOCKER_LOGIN_KEY", "DOCKER_LOGIN_REGISTRY")}
+        (work / "login.env").write_text("".join(f"{name}={value}\n" for name, value in login.items()))
+        (work / "login.env").chmod(0o600)
+        env_file = ["--env-file", str(work / "login.env")]
     secret = [test_registry.password]
     try:
         with CmdlineWatch(secret) as watch:
-            proc = subprocess.Popen([sys.executable, "-m", "runner", "submit", "--gpu", "none", "--wait", "--", "sh", "-c", JOB],
+            proc = subprocess.Popen([sys.executable, "-m", "runner", *env_file, "submit", "--gpu", "none", "--wait", "--", "sh", "-c", JOB],
                                     cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             try:
                 def running():

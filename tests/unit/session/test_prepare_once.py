@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import runner.config
 import runner.session.prepare as prepare_module
 from runner.options import Sources
@@ -82,3 +84,15 @@ def test_check_loads_the_config_once_and_runs_each_reference_once(work, monkeypa
     assert ran.read_text().splitlines() == ["once"]
     shown = capsys.readouterr()
     assert "secret HF_TOKEN (cmd:" in shown.err and CANARY not in shown.out + shown.err
+
+
+def test_plan_runs_no_secret_reference_and_check_does(cli, tmp_path):
+    marker = tmp_path / "the-reference-ran"
+    (tmp_path / ".primus.yaml").write_text("container:\n  gpu: none\n  options:\n    image: busybox\n    env: [HF_TOKEN]\n"
+                                           f"secrets:\n  HF_TOKEN: 'cmd:touch {marker}'\n")
+    rc, out, err = cli("--json", "--trust-project", "plan", "--", "true")
+    assert rc == 0, err
+    assert json.loads(out)["env_sources"]["HF_TOKEN"]["source"].startswith("cmd:touch")  # where it would come from
+    assert not marker.exists()
+    cli("--trust-project", "check", "--", "true")
+    assert marker.exists()  # check asks the store: the reference runs (the test could see it)

@@ -111,6 +111,14 @@ def test_json_stdout_stays_parseable_under_actions(project):
     assert result.stderr.startswith("::add-mask::")
 
 
+def test_masks_are_opt_in_under_actions(project):
+    """Under Actions without PRIMUS_RUNNER_ADD_MASK=1 no value is printed, not even in a mask line."""
+    result = run(["plan", "--", "echo", "hi"], project, GITHUB_ACTIONS="true")
+    assert result.returncode == 0, result.stderr
+    assert "::add-mask::" not in result.stdout + result.stderr
+    assert_clean(result.stdout + result.stderr, "output under Actions without the opt-in")
+
+
 def test_no_workflow_commands_outside_actions(project):
     result = run(["plan", "--", "echo", "hi"], project, CI="true")
     assert result.returncode == 0, result.stderr

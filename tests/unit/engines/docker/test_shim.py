@@ -76,3 +76,14 @@ def test_with_i_the_job_reads_the_stdin_that_follows_the_secrets():
 
 def test_the_env_fallback_is_name_equals_value():
     assert env_fallback({"A_TOKEN": Secret("v 1"), "B_KEY": Secret("")}) == ["A_TOKEN=v 1", "B_KEY="]
+
+
+def test_the_tty_shim_without_a_working_stty_exits_127_before_it_says_ready(tmp_path):
+    """No stty (here: none on PATH, and stdin no terminal): refused before the ready marker, so the
+    runner, which writes the payload only after it, writes no secret."""
+    from runner.engines.docker.shim import READY, TTY_SHIM
+
+    result = subprocess.run(["/bin/sh", "-c", TTY_SHIM, "primus-shim", "true"], input=b"", capture_output=True, timeout=30,
+                            env={"PATH": str(tmp_path)})
+    assert result.returncode == 127 and READY not in result.stdout
+    assert b"no working stty" in result.stderr

@@ -268,7 +268,7 @@ def test_a_secret_inside_a_forwarded_value_reaches_the_node_masker_not_the_conta
     engine, options = SlurmEngine(), RunOptions(command=("true",))
     ctx = RunContext(options, planned.scope, Output(), engine.settings(config, options), lookup=host.get)
     request = engine.request(plan, ctx)
-    agent_values = engine._agent_values(request, ctx)
+    agent_values = request.agent_values
     masks = [n for n in request.export if n.startswith(slurm_script.MASK_PREFIX)]
     assert masks and set(masks) <= set(agent_values)
     assert token not in request.script + " ".join(request.command())  # names only

@@ -61,3 +61,29 @@ def test_output_patterns_expand_as_slurm_expands_them(monkeypatch):
     assert submit.expand_filename("logs/%x-%j.out", "42", "train") == "logs/train-42.out"
     assert submit.expand_filename("%u/%A_%a.%N.%%", "42", "t") == f"{user}/42_4294967294.n1.%"
     assert submit.expand_filename("job%8j.out", "42", "t") == "job00000042.out"
+
+
+def test_a_registry_login_from_the_env_file_reaches_the_nodes_as_the_request_named_it(tmp_path, monkeypatch):
+    """The request names the agent's login (found by the lookup: environment, then env file); ``launch``
+    hands sbatch exactly those values, whatever the process environment holds by then."""
+    from runner.engines import slurm as slurm_engine
+    from runner.engines.base import Connection
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for name in ("DOCKER_LOGIN_USER", "DOCKER_LOGIN_KEY", "DOCKER_LOGIN_REGISTRY"):
+        monkeypatch.delenv(name, raising=False)
+    env_file = {"DOCKER_LOGIN_USER": "robot", "DOCKER_LOGIN_KEY": CANARY, "DOCKER_LOGIN_REGISTRY": "registry.example"}
+    config, planned = plan_from_layer(LAYER, ["true"], host={}, flags=LaunchFlags(name="j"))
+    engine, options = SlurmEngine(), RunOptions(command=("true",))
+    ctx = RunContext(options, planned.scope, Output(), engine.settings(config, options), lookup=env_file.get)
+    request = engine.request(planned.require(), ctx)
+    assert set(env_file) <= set(request.agent_env)
+    given = {}
+    monkeypatch.setattr(slurm_engine.engine, "make_job_dir", lambda path: None)
+    monkeypatch.setattr(slurm_engine.engine, "link_output", lambda request, job_id: None)
+    monkeypatch.setattr(slurm_engine.engine, "sbatch", lambda request, masker, values: given.update(values) or "42")
+    engine.launch(request, Connection(ctx.out, ctx.scope))
+    shown = {name: value.reveal() if isinstance(value, Secret) else value for name, value in given.items() if name in env_file}
+    assert shown == env_file
+    assert isinstance(given["DOCKER_LOGIN_KEY"], Secret)
