@@ -20,6 +20,7 @@ from runner.errors import ConfigError, EngineUnavailable, Problem, RuntimeFailur
 from runner.secrets import Masker, Secret
 from runner.secrets.argv import refuse_secret_argv
 from runner.ui import Output
+from runner.ui.exits import interrupt_means
 
 
 def sbatch(request: SlurmRequest, masker: Masker, agent_values: dict | None = None) -> str:
@@ -98,19 +99,18 @@ def follow_step(step, output: Path, out: Output) -> int:
     import signal
 
     follower = Follower(output, RankLines(out.masker, lambda text: (sys.stdout.write(text), sys.stdout.flush()), json_lines=False))
-    try:
-        while step.poll() is None:
-            if not follower.pump():
-                time.sleep(FILE_POLL)
-    except KeyboardInterrupt:
-        os.killpg(step.pid, signal.SIGTERM)  # srun passes it to the agents, which stop their containers
-        step.wait()
-        out.warn("interrupted: the step was stopped (its agents remove their containers)")
-        return 130
-    finally:
-        while follower.pump():
-            pass
-        follower.close()
+    with interrupt_means("interrupted: the step was stopped (its agents remove their containers)"):
+        try:
+            while step.poll() is None:
+                if not follower.pump():
+                    time.sleep(FILE_POLL)
+        finally:
+            if step.poll() is None:  # Ctrl-C (or the runner failed): the step must not outlive it
+                os.killpg(step.pid, signal.SIGTERM)  # srun passes it to the agents, which stop their containers
+                step.wait()
+            while follower.pump():
+                pass
+            follower.close()
     return step.returncode
 
 
