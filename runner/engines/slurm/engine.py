@@ -214,7 +214,7 @@ class SlurmEngine(EngineBase):
     def watch(self, launched: Launched, ctx: RunContext, on_running=None) -> int:
         request: SlurmRequest = launched.state["request"]
         if request.as_step:
-            code = follow_step(launched.state["step"], request.job_dir / f"slurm-{launched.id}.out", ctx.out)
+            code = follow_step(launched.state["step"], request, ctx.out)
             ctx.tail.add(output_tail(request.job_dir / f"slurm-{launched.id}.out"))
             return code
         try:

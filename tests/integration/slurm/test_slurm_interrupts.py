@@ -1,21 +1,27 @@
 """A SIGINT (Ctrl-C) at ``submit --wait`` on the real two-node cluster: the runner stops following,
 says the job keeps running and how to stop it, and exits 130; the job and its containers run on,
 and its run record stays running, until ``cancel`` stops them. Ctrl-C typed at ``logs JOB -f`` (a
-real terminal) ends the follow with 0, as on a container, and the job runs on."""
+real terminal) ends the follow with 0, as on a container, and the job runs on. Inside an allocation
+(the launcher's ``slurm srun``: a step), SIGINT stops the step, its agents remove their containers,
+and the runner says so and exits 130."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+from primus_standin import RUNNER, Space, space, standin_image  # noqa: F401 - fixtures
 from pty_session import PtySession
 from runs_helpers import runs_json
 from runner.engines.slurm import job_state
+from runner.engines.slurm.script import LABEL_SLURM_JOB
 from test_slurm_jobs import job_containers, project, runner, wait_until  # noqa: F401 - project is a fixture
 
 pytestmark = [pytest.mark.slurm, pytest.mark.docker]
@@ -78,3 +84,34 @@ def test_ctrl_c_at_logs_follow_of_a_job_ends_it_with_0_and_the_job_keeps_running
         runner(work, env, "cancel", job_id)
         assert job_containers(docker_client, job_id) == []
 
+
+def _runner_under(salloc: subprocess.Popen) -> int:
+    """The runner salloc started (its one child)."""
+    def child():
+        try:
+            return Path(f"/proc/{salloc.pid}/task/{salloc.pid}/children").read_text().split()
+        except OSError:
+            return []
+    (pid,) = wait_until(child, 120, "salloc to start the runner")
+    return int(pid)
+
+
+def test_sigint_to_a_step_in_an_allocation_stops_it_and_leaves_no_container(space: Space, slurm_cluster, docker_client):
+    entry = "container:\n  entry: [sh, -c, 'echo ready; sleep 300', sh]\n"
+    (space.project / "entry.yaml").write_text(space.config.read_text().replace("container:\n", entry, 1))
+    salloc = subprocess.Popen(["salloc", "-N", "2", "-p", slurm_cluster.partition, "-t", "5", "-J", "primus-test-interrupt", *RUNNER,
+                               "--config", str(space.project / "entry.yaml"), "slurm", "srun", "-N", "2", "--", "x"],
+                              cwd=space.checkout, env=space.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert "ready" in salloc.stdout.readline(), "the step's first line"
+        allocation = next(m.group(1) for line in salloc.stderr if (m := re.search(r"Granted job allocation (\d+)", line)))
+        wait_until(lambda: len(job_containers(docker_client, allocation, running_only=True)) == 2, 120, "both containers to run")
+        os.kill(_runner_under(salloc), signal.SIGINT)
+        _, err = salloc.communicate(timeout=120)
+    finally:
+        if salloc.poll() is None:
+            salloc.kill()
+    assert "warning: interrupted: the step was stopped (its agents remove their containers)" in err, err
+    assert "Traceback" not in err, err
+    assert re.search(r"exit 130 after", err), err
+    assert docker_client.api.containers(all=True, filters={"label": f"{LABEL_SLURM_JOB}={allocation}"}) == []
