@@ -75,8 +75,11 @@ class LeakFound(RunnerError):
 
 
 class Interrupted(RunnerError):
-    """SIGINT/SIGTERM reached the runner; what it started is cleaned up. Exit 130/143."""
+    """SIGINT/SIGTERM reached the runner; what it started is cleaned up. Exit 130/143.
 
-    def __init__(self, exit_code: int, message: str):
+    ``warning``: the user's own Ctrl-C, said as a warning with what became of the job."""
+
+    def __init__(self, exit_code: int, message: str, *, warning: bool = False):
         super().__init__(message)
         self.exit_code = exit_code
+        self.warning = warning

@@ -179,7 +179,7 @@ class Selection:
 class ModeOptions:
     """The Primus launcher's modes (``container``, ``slurm``, ``direct``) as the command line gave them.
 
-    ``primus_args`` are the Primus CLI's arguments (after ``--``); ``runner.cli.launcher_modes``
+    ``primus_args`` are the Primus CLI's arguments (after ``--``); ``runner.commands.launcher``
     turns them into the inner command and a ``RunOptions`` for an engine."""
 
     mode: str  # container | slurm | direct

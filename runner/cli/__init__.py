@@ -22,12 +22,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     from runner.options import Sources
     from runner.ui import Output
-    from runner.ui.exits import exit_code, run_guarded
+    from runner.ui.exits import run_guarded
 
-    try:
-        parser, args = _parse(argv)
-    except KeyboardInterrupt as exc:  # Ctrl-C while still starting up (imports, parsing)
-        return exit_code(exc, Output(color=False))
+    parsed: list = []  # Ctrl-C while still starting up (imports, parsing) is 130; a bug there shows its traceback
+    code = run_guarded(lambda: parsed.extend(_parse(argv)), Output(color=False), bugs=False)
+    if not parsed:
+        return code
+    parser, args = parsed
     sources = Sources(args.config, args.env_file, args.trust_project)
     out = Output(json_mode=args.json, color=not args.no_color, verbose=args.verbose, fallback=_early_masker(args.cmd, sources),
                  quiet=args.quiet)

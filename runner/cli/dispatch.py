@@ -139,10 +139,10 @@ COMMANDS: dict[str, tuple[str, str, Callable[[Any, Any], dict]]] = {
     # The command line's own: its completion scripts, generated from its parser, and the names they complete.
     "completion": ("runner.cli.dispatch", "completion", lambda args, sources: {"shell": args.shell}),
     "__complete": ("runner.cli.complete_names", "run", lambda args, sources: {"kind": args.kind}),
-    # The Primus launcher's modes, parsed as the launcher parses them (runner.cli.launcher_args).
-    "container": ("runner.cli.launcher_modes", "run_mode", _mode),
-    "direct": ("runner.cli.launcher_modes", "run_mode", _mode),
-    "slurm": ("runner.cli.launcher_modes", "run_mode", _mode),
+    # The Primus launcher's modes, parsed as the launcher parses them (runner.cli.launcher_args), then run.
+    "container": ("runner.commands.launcher", "run", _mode),
+    "direct": ("runner.commands.launcher", "run", _mode),
+    "slurm": ("runner.commands.launcher", "run", _mode),
 }
 
 

@@ -28,7 +28,7 @@ import sys
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
-from runner.cli import launcher_text
+from runner.ui import launcher_text
 from runner.engines.docker import run_options
 from runner.errors import UsageError
 

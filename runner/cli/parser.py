@@ -47,7 +47,7 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
     def format_help(self) -> str:
-        from runner.cli import launcher_text  # the launcher's own help words, loaded only when a help is shown
+        from runner.ui import launcher_text  # the launcher's own help words, loaded only when a help is shown
 
         plain, self.description = self.description, launcher_text.help_description(self.prog, self.description)
         try:

@@ -11,7 +11,7 @@ import argparse
 import difflib
 import re
 
-from runner.cli import launcher_text
+from runner.ui import launcher_text
 
 HIDDEN_COMMANDS = ("node-agent", "__complete")  # for srun on each Slurm node, and for the completion scripts
 

@@ -11,11 +11,16 @@ if TYPE_CHECKING:
 
 
 def run(out: "Output", *, selection: "Selection") -> int:
+    """The output; with ``-f``, Ctrl-C ends the follow as its normal end (0), on every engine and
+    whenever it is typed (what was followed goes on)."""
+    from contextlib import nullcontext
+
     from runner.commands.verbs import run_verb
     from runner.runs.commands import recorded_logs
+    from runner.ui.exits import interrupt_ends_follow
 
     key = selection.names[0]
-    shown = recorded_logs(key, out, selection.sources, follow=selection.follow, tail=selection.tail, node=selection.node)
-    if shown is not None:
-        return shown
-    return run_verb("logs", selection, out, claimed=key)
+    with interrupt_ends_follow() if selection.follow else nullcontext():
+        shown = recorded_logs(key, out, selection.sources, follow=selection.follow, tail=selection.tail, node=selection.node)
+        return shown if shown is not None else run_verb("logs", selection, out, claimed=key)
+    return 0  # Ctrl-C ended the follow

@@ -23,12 +23,13 @@ from typing import Callable, Mapping
 
 from runner.engines.base import Connection, EngineBase, Launched, RunContext
 from runner.engines.output import Sink
-from runner.engines.signals import EXIT_SIGNAL, SignalGuard
+from runner.engines.signals import SignalGuard
 from runner.errors import ConfigError, Problem
 from runner.host_env import Withheld, host_environment
 from runner.launch_plan import LaunchPlan
 from runner.secrets import MASK
 from runner.secrets.argv import refuse_secret_argv
+from runner.ui.exits import EXIT_SIGNAL
 
 # What a container image's PATH usually is: the child needs one, and the host's may not be forwarded.
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

@@ -1,6 +1,6 @@
 """SIGINT/SIGTERM for the length of a launch, written once for every engine.
 
-The first signal decides the exit code (130/143); what an engine does on a signal is its
+The first signal decides the exit code (``runner.ui.exits.EXIT_SIGNAL``: 130/143); what an engine does on a signal is its
 own (``handle``): Docker defers it around calls that must complete, the process engine
 forwards it to the child's process group. Outside the main thread nothing is installed
 (the caller handles signals there).
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import signal
 
-EXIT_SIGNAL = {signal.SIGINT: 130, signal.SIGTERM: 143}
+from runner.ui.exits import EXIT_SIGNAL
 
 
 class SignalGuard:

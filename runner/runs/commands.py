@@ -321,17 +321,16 @@ def recorded_logs(key: str, out, sources, *, follow: bool = False, tail: int | N
     lines, position = read_lines(log, tail)
     stream = masker.stream()
     write = sys.stdout.buffer.write
-    for line in lines:
-        write(stream.feed(line))
-    if follow and rec.get("state") == "running":  # the runner, or a detached job's keeper, still writes it
-        run_dir = paths.resolved(rec.get("run_dir"))
-        alive = lambda: liveness.runner_alive(run_dir, rec.get("pid"), rec.get("pid_start")) is not False  # noqa: E731
-        try:
+    try:
+        for line in lines:
+            write(stream.feed(line))
+        if follow and rec.get("state") == "running":  # the runner, or a detached job's keeper, still writes it
+            run_dir = paths.resolved(rec.get("run_dir"))
+            alive = lambda: liveness.runner_alive(run_dir, rec.get("pid"), rec.get("pid_start")) is not False  # noqa: E731
             for chunk in follow_file(log, position, alive):
                 write(stream.feed(chunk))
                 sys.stdout.buffer.flush()
-        except KeyboardInterrupt:
-            pass
-    write(stream.flush())
-    sys.stdout.buffer.flush()
+    finally:  # the masked tail held back, also when Ctrl-C ends a follow (`logs -f`)
+        write(stream.flush())
+        sys.stdout.buffer.flush()
     return 0

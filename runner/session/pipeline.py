@@ -25,6 +25,7 @@ from runner.session.prepare import load_sources, prepare
 from runner.options import RunOptions
 from runner.runs.paths import new_run_id
 from runner.ui import Output
+from runner.ui.exits import exit_code
 
 
 def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None = None, user_files: bool = True) -> int:
@@ -140,6 +141,8 @@ def _watch(options: RunOptions, engine: Engine, launched: Launched, ctx: RunCont
     with ci.group(engine.group_title(launched, request)):  # a collapsible group in CI logs
         try:
             code = engine.watch(launched, ctx, on_running=on_running)
+        except Interrupted as stop:  # said in its place; the run ends with its code (or goes on: still_running)
+            code = exit_code(stop, ctx.out)
         except BaseException:
             handshake.finish(3, ctx.tail.bytes())
             raise

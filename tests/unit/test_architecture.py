@@ -273,3 +273,42 @@ def test_the_argparse_and_engine_client_checks_find_a_planted_one():
                                                      "    return argparse, Engine()\n")}
     assert argparse_users(planted) == ["runner.policy"]
     assert _calls_named("Engine", planted) == ["runner.clients.engine_api.shared", "runner.policy"]
+
+
+# Ctrl-C is mapped to an exit code and a message in one place; every other path cleans up in a
+# `finally` (or a handler of everything that raises again) and lets the interrupt go on up.
+CATCHES_INTERRUPTS = {"runner.ui.exits"}
+# A handler of everything that keeps what it caught: a thread's body (no Ctrl-C reaches a thread), which hands it to its caller.
+KEEPS_WHAT_IT_CATCHES = {"runner.trackers.background"}
+
+
+def interrupt_catches(module: str, tree: ast.Module) -> list[str]:
+    """Each ``except`` that would end a Ctrl-C here: one naming ``KeyboardInterrupt``; a bare one or
+    one of ``BaseException`` that does not end by raising."""
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ExceptHandler):
+            continue
+        names = {getattr(n, "id", getattr(n, "attr", None)) for n in ast.walk(node.type)} if node.type else {"BaseException"}
+        if "KeyboardInterrupt" in names and module not in CATCHES_INTERRUPTS:
+            found.append(f"{module}:{node.lineno} catches KeyboardInterrupt")
+        elif "BaseException" in names and not isinstance(node.body[-1], ast.Raise) and module not in KEEPS_WHAT_IT_CATCHES | CATCHES_INTERRUPTS:
+            found.append(f"{module}:{node.lineno} catches BaseException without raising it again")
+    return found
+
+
+def test_only_the_exit_mapping_catches_an_interrupt():
+    found = [line for module, tree in sorted(MODULES.items()) for line in interrupt_catches(module, tree)]
+    assert found == [], "Ctrl-C is said and given its code in runner/ui/exits.py only (interrupt_means, interrupt_ends_follow):\n" \
+        + "\n".join(found)
+
+
+def test_the_interrupt_check_finds_what_would_swallow_one():
+    planted = ast.parse("try:\n    f()\nexcept (OSError, KeyboardInterrupt):\n    pass\n"
+                        "try:\n    f()\nexcept BaseException:\n    cleanup()\n"
+                        "try:\n    f()\nexcept:\n    pass\n"
+                        "try:\n    f()\nexcept BaseException:\n    cleanup()\n    raise\n")
+    assert interrupt_catches("runner.engines.x", planted) == [
+        "runner.engines.x:3 catches KeyboardInterrupt", "runner.engines.x:7 catches BaseException without raising it again",
+        "runner.engines.x:11 catches BaseException without raising it again"]
+    assert interrupt_catches("runner.ui.exits", planted) == []

@@ -19,11 +19,12 @@ from runner.engines.docker import shim
 from runner.engines.docker.container import DockerRequest, check_clean
 from runner.engines.docker.request import inspect_local
 from runner.engines.output import Sink  # noqa: F401 (exec and logs write through it too)
-from runner.engines.signals import EXIT_SIGNAL, SignalGuard
+from runner.engines.signals import SignalGuard
 from runner.errors import ConfigError, EngineUnavailable, Interrupted, Problem, RuntimeFailure
 from runner.launch_plan import LaunchPlan
 from runner.secrets import Masker
 from runner.ui import Output
+from runner.ui.exits import EXIT_SIGNAL, exit_code
 
 READ_SIZE = 1 << 20
 
@@ -245,11 +246,11 @@ def watch(run: Attached, masker: Masker, out: Output, *, keep: bool, tail: Tail 
         _explain_137(eng, cid, plan, code, out)
     except _Interrupted as exc:
         guard.disarm()
-        code = EXIT_SIGNAL[exc.signum]
         eng.reset()  # the interrupted request may have left the connection mid-response
         _stop(eng, cid, plan)
         _drain(sock, out_sink, err_sink, raw=bool(run.request.config.get("Tty")))
-        out.error(f"interrupted ({signal.Signals(exc.signum).name}): container {plan.name} stopped and {'kept' if keep else 'removed'}")
+        said = f"interrupted ({signal.Signals(exc.signum).name}): container {plan.name} stopped and {'kept' if keep else 'removed'}"
+        code = exit_code(Interrupted(EXIT_SIGNAL[exc.signum], said), out)  # said now; the run ends with the code
     except (EngineUnavailable, ConnectionError) as exc:
         gone = True  # dockerd died or restarted under a running job: exit 1 (engine unavailable), not a traceback
         reason = exc.message if isinstance(exc, EngineUnavailable) else f"{exc.__class__.__name__}: {exc}"

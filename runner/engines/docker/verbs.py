@@ -127,8 +127,6 @@ def logs(sel: Selection, out: Output) -> int:
         for piece in eng.stream(f"/containers/{quote(info['Id'])}/logs", params):
             for stream, data in demux.feed(piece):
                 sinks[stream].write(data)
-    except KeyboardInterrupt:
-        pass
     finally:
         stdout.close()
         stderr.close()

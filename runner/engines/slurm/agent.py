@@ -259,12 +259,12 @@ def _run_container(plan: LaunchPlan, scope: SecretScope, out: Output, labels: di
     from runner.engines.docker import DockerEngine, DockerSettings
     from runner.errors import Interrupted
     from runner.options import RunOptions
+    from runner.ui.exits import exit_code
 
     engine = DockerEngine(extra_labels=labels)
     ctx = RunContext(RunOptions(command=plan.command), scope, out, DockerSettings(engine=plan.container_engine))
     try:
         launched = engine.launch(engine.resolve(engine.request(plan, ctx), ctx), Connection(ctx.out, ctx.scope))  # the request, nothing else
-    except Interrupted as exc:
-        out.error(exc.message)
-        return exc.exit_code
+    except Interrupted as exc:  # while starting: said here, so the node's other failures keep their "node N:" prefix
+        return exit_code(exc, out)
     return engine.watch(launched, ctx)

@@ -27,8 +27,10 @@ from runner.engines.slurm.submit import follow_step, link_output, sbatch, start_
 from runner.engines.slurm.script import (COMPUTED, LABEL_NODE_RANK, LABEL_SLURM_JOB, MASK_PREFIX, SlurmRequest, export_names,
                                          node_cache_dir, node_plan, plan_document, render_script)
 from runner.engines.slurm.settings import SlurmSettings, settings_from
+from runner.errors import Interrupted
 from runner.launch_plan import LaunchPlan
 from runner.secrets import Secret, SecretScope
+from runner.ui.exits import interrupt_means
 
 
 def embedded_secrets(plan: LaunchPlan, scope: SecretScope) -> list[Secret]:
@@ -210,15 +212,15 @@ class SlurmEngine(EngineBase):
     def watch(self, launched: Launched, ctx: RunContext, on_running=None) -> int:
         request: SlurmRequest = launched.state["request"]
         if request.as_step:
-            code = follow_step(launched.state["step"], request.job_dir / f"slurm-{launched.id}.out", ctx.out)
+            code = follow_step(launched.state["step"], request, ctx.out)
             ctx.tail.add(output_tail(request.job_dir / f"slurm-{launched.id}.out"))
             return code
         try:
-            final = wait_for(launched.id, request.job_dir, ctx.out, request.settings.nodes)
-        except KeyboardInterrupt:
-            ctx.out.warn(f"stopped following job {launched.id}; it keeps running (primus-runner cancel {launched.id} stops it)")
-            launched.still_running = True
-            return 130
+            with interrupt_means(f"stopped following job {launched.id}; it keeps running (primus-runner cancel {launched.id} stops it)"):
+                final = wait_for(launched.id, request.job_dir, ctx.out, request.settings.nodes)
+        except Interrupted:
+            launched.still_running = True  # Ctrl-C stops the following, not the job (nor its tracker run)
+            raise
         launched.state["final"] = final
         for message in lost_agents(final, request.job_dir, launched.id):
             ctx.out.error(message)

@@ -15,11 +15,15 @@ from runner.engines.slurm.job_directory import write_private
 from runner.engines.slurm.job_output import Follower, RankLines
 from runner.engines.slurm.job_state import FILE_POLL
 from runner.engines.slurm.node import carried, plan_digest, run as _run
-from runner.engines.slurm.script import COMPUTED, PLAN_DIGEST, PLAN_FILE, SCRIPT_FILE, SlurmRequest
+from runner.engines.slurm.script import COMPUTED, PLAN_DIGEST, PLAN_FILE, SCRIPT_FILE, SlurmRequest, agent_command
+from runner.engines.slurm.values import ScriptValue
 from runner.errors import ConfigError, EngineUnavailable, Problem, RuntimeFailure
 from runner.secrets import Masker, Secret
 from runner.secrets.argv import refuse_secret_argv
 from runner.ui import Output
+from runner.ui.exits import interrupt_means
+
+STEP_STOP_LIMIT = 120.0  # seconds a stopped step's srun, then its cleanup step, may take
 
 
 def sbatch(request: SlurmRequest, masker: Masker, agent_values: dict | None = None) -> str:
@@ -93,25 +97,48 @@ def start_step(request: SlurmRequest, masker: Masker, agent_values: dict | None 
     return step
 
 
-def follow_step(step, output: Path, out: Output) -> int:
-    """The step's output (rank-prefixed, masked again) until it ends; its exit code."""
+def follow_step(step, request: SlurmRequest, out: Output) -> int:
+    """The step's output (rank-prefixed, masked again) until it ends; its exit code. Stopped with the
+    runner (Ctrl-C, a failure): its agents are killed, so their containers are removed after it."""
     import signal
 
+    output = request.job_dir / f"slurm-{request.allocation}.out"
     follower = Follower(output, RankLines(out.masker, lambda text: (sys.stdout.write(text), sys.stdout.flush()), json_lines=False))
-    try:
-        while step.poll() is None:
-            if not follower.pump():
-                time.sleep(FILE_POLL)
-    except KeyboardInterrupt:
-        os.killpg(step.pid, signal.SIGTERM)  # srun passes it to the agents, which stop their containers
-        step.wait()
-        out.warn("interrupted: the step was stopped (its agents remove their containers)")
-        return 130
-    finally:
-        while follower.pump():
-            pass
-        follower.close()
+    with interrupt_means("interrupted: the step was stopped (its agents remove their containers)"):
+        try:
+            while step.poll() is None:
+                if not follower.pump():
+                    time.sleep(FILE_POLL)
+        finally:
+            if step.poll() is None:  # Ctrl-C (or the runner failed): the step must not outlive it
+                os.killpg(step.pid, signal.SIGTERM)  # the script and its srun, which kills the agents (SIGKILL)
+                step.wait()
+                _until_gone(step.pid, STEP_STOP_LIMIT)
+                cleanup_step(request)
+            while follower.pump():
+                pass
+            follower.close()
     return step.returncode
+
+
+def cleanup_step(request: SlurmRequest) -> None:
+    """``node-agent --cleanup`` on each node of the allocation, as the batch script runs it when its
+    step fails: nothing of the stopped step's survives on any node (with PATH alone, as ``cancel``'s)."""
+    argv = [tool("srun"), f"--nodes={request.settings.nodes}", "--ntasks-per-node=1", "--kill-on-bad-exit=0", "--export=PATH",
+            *agent_command(), "node-agent", "--cleanup", request.allocation, str(request.job_dir / PLAN_FILE)]
+    _run([ScriptValue(arg, "the cleanup step's command line") for arg in argv], timeout=STEP_STOP_LIMIT)
+
+
+def _until_gone(group: int, limit: float) -> None:
+    """Wait (at most ``limit`` seconds) until no process of the stopped step's group is left (its
+    srun ends after its agents), so the cleanup step finds the nodes free."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(FILE_POLL)
 
 
 def link_output(request: SlurmRequest, job_id: str) -> None:

@@ -1,4 +1,4 @@
-"""The launcher's `direct:` keys act as in the launcher (runner/cli/launcher_direct.py): each reaches the
+"""The launcher's `direct:` keys act as in the launcher (runner/commands/launcher_direct.py): each reaches the
 direct script as the option that means the same, a value it cannot take is exit 2 naming the key,
 and a key in the file the script reads itself is not handed over twice."""
 

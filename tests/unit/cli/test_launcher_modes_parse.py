@@ -12,7 +12,7 @@ from cli_runner import run_cli
 from plan_factory import plan_from
 
 from runner.cli.launcher_args import default_launcher, parse
-from runner.cli.launcher_modes import find_checkout, inner_command
+from runner.commands.launcher import find_checkout, inner_command
 from runner.options import LaunchFlags
 from runner.plan import LABEL_OWNER
 

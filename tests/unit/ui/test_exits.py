@@ -8,7 +8,7 @@ import pytest
 from runner.errors import ConfigError, EngineUnavailable, Interrupted, LeakFound, Problem, RuntimeFailure, UsageError
 from runner.secrets import Secret, secret_scope
 from runner.ui import Output
-from runner.ui.exits import run_guarded
+from runner.ui.exits import interrupt_ends_follow, interrupt_means, run_guarded
 
 CANARY = "exit-codes-canary-7f3a9c"
 
@@ -62,3 +62,33 @@ def test_the_node_agent_ends_through_the_same_mapping(capsys):
 
     assert agent.main(["node-agent", "--bogus", "x", "y"]) == 2
     assert capsys.readouterr().err.startswith("error: node-agent: unexpected arguments --bogus x y")
+
+
+def test_with_bugs_off_only_an_interrupt_is_mapped(capsys):
+    """The CLI's start-up (imports, parsing): Ctrl-C is 130, a bug keeps its traceback (no --verbose is known yet)."""
+    assert run_guarded(_raise(KeyboardInterrupt()), _out(), bugs=False) == 130
+    assert capsys.readouterr().err == "error: interrupted\n"
+    with pytest.raises(ValueError):
+        run_guarded(_raise(ValueError("a bug")), _out(), bugs=False)
+
+
+def test_interrupt_means_is_130_with_its_message_as_a_warning_after_the_blocks_cleanup(capsys):
+    cleaned = []
+
+    def body():
+        with interrupt_means(f"stopped following job 7; it keeps running {CANARY}"):
+            try:
+                raise KeyboardInterrupt
+            finally:
+                cleaned.append(True)
+
+    assert run_guarded(body, _out()) == 130 and cleaned == [True]
+    assert capsys.readouterr().err == "warning: stopped following job 7; it keeps running ***\n"
+
+
+def test_interrupt_ends_follow_ends_quietly_and_lets_everything_else_through(capsys):
+    with interrupt_ends_follow():
+        raise KeyboardInterrupt
+    with pytest.raises(OSError), interrupt_ends_follow():
+        raise OSError("not an interrupt")
+    assert capsys.readouterr().err == ""

@@ -7,7 +7,7 @@ key set in any other file reaches the script as the command-line option that mea
 same (``--single``, ``--script``, ``--numa``/``--no-numa``, ``--log_file``, ``--patch``),
 before the user's own options (the script keeps the last value, so those win). A value the
 script cannot take is an error naming the key. ``direct.env`` is forwarded under the env
-policy (``launcher_modes``); ``debug`` and ``dry_run`` are the runner's switches;
+policy (``runner.commands.launcher``); ``debug`` and ``dry_run`` are the runner's switches;
 ``nnodes``, ``gpus_per_node``, ``master_addr`` and ``master_port`` are the job's
 ``NNODES`` … where nothing else sets them (the script's own defaults otherwise).
 """

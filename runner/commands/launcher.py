@@ -1,8 +1,10 @@
-"""The Primus launcher's modes as commands: ``container``, ``slurm``, ``direct``.
+"""The Primus launcher's modes run: ``container``, ``slurm``, ``direct``.
 
 ``primus-cli [--config F] [--debug] [--dry-run] MODE [options] -- <Primus args>``
-works with ``primus-runner`` in place of ``primus-cli``. Each mode becomes the
-house's own launch: ``RunOptions`` and an engine, through ``pipeline.run``.
+works with ``primus-runner`` in place of ``primus-cli``: ``runner.cli.launcher_args``
+parses it as the launcher does and ``runner.cli.launcher_translate`` makes it
+``ModeOptions``; here each mode becomes the house's own launch: ``RunOptions`` and an
+engine, through ``pipeline.run``.
 
 - ``container``: one container (the Docker engine), whose command is the Primus
   direct launcher with the Primus args.
@@ -26,10 +28,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from runner.cli import launcher_direct, launcher_text
+from runner.commands import launcher_direct
 from runner.errors import UsageError
 from runner.options import LaunchFlags, ModeOptions, RunOptions
-from runner.ui import Output
+from runner.ui import Output, launcher_text
 
 DIRECT_SCRIPT = "runner/primus-cli-direct.sh"
 ENTRIES = ("container", "direct")
@@ -82,7 +84,7 @@ def mode_switches(opts: ModeOptions) -> tuple[bool, bool, dict]:
     return opts.dry_run or flag("dry_run"), opts.debug or flag("debug"), found
 
 
-def run_mode(opts: ModeOptions, out: Output) -> int:
+def run(out: Output, *, opts: ModeOptions) -> int:
     """One launcher invocation, translated and run; the job's exit code (or the runner's)."""
     from runner.session import pipeline
     from runner.engines import engine_for
