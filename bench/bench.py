@@ -381,6 +381,7 @@ _NOCHANGE_FILES = {
     "Dockerfile": f"FROM {BUSYBOX}\nCOPY app/ /app/\nRUN --mount=type=cache,target=/cache ls /app > /listing\n",
     "app/train.py": "print('train')\n",
     "app/config.yaml": "steps: 10\n",
+    ".dockerignore": ".git\n",
     ".primus.yaml": _BENCH_CONFIG,
 }
 
@@ -421,6 +422,16 @@ def bench_build_nochange() -> None:
     """A no-change `build` (BuildKit) against BuildKit's own no-change rebuild of the same context and
     Dockerfile with the runner's flags, build args and labels, and `plan -- true` in the same project,
     interleaved, median of 10 with min and max: the target is an overhead (build - raw) no more than plan's time."""
+    _build_nochange("buildkit", "BuildKit", "")
+
+
+def bench_build_nochange_podman() -> None:
+    """`build_nochange` on Podman (`container.engine: podman`): the runner's `podman build` against the same
+    command typed by hand, and `plan -- true` with the same config."""
+    _build_nochange("podman", "Podman", "container:\n  engine: podman\n")
+
+
+def _build_nochange(kind: str, label: str, config: str) -> None:
     import json
 
     runs = int(os.environ.get("BENCH_BUILD_NOCHANGE_RUNS", "10"))
@@ -429,32 +440,38 @@ def bench_build_nochange() -> None:
         project = Path(tmp, "project")
         project.mkdir()
         _nochange_project(project)
-        args = ["build", "--file", "Dockerfile", "--context", ".", "--tag", tag]
+        Path(tmp, "engine.yaml").write_text(config)  # the same layers on every side
+        top = ["--config", str(Path(tmp, "engine.yaml"))]
+        args = [*top, "build", "--file", "Dockerfile", "--context", ".", "--tag", tag]
         env = _installed_env()
         query = lambda *extra: json.loads(subprocess.run(RUNNER + ["--json", *args, *extra], env=env, cwd=project,  # noqa: E731
                                                          capture_output=True, text=True, check=True).stdout)
         built, dry = query(), query("--dry-run")  # the first build runs its steps; then the command it runs
-        if dry["builder"]["kind"] != "buildkit":
-            print(f"build no-change: not measured (the runner builds this with {dry['builder'].get('describe')}, not BuildKit)", flush=True)
+        if dry["builder"]["kind"] != kind:
+            print(f"build no-change ({label}): not measured (the runner builds this with {dry['builder'].get('describe')})", flush=True)
             return
         raw, raw_env = _raw_command(dry["builder"]["command"], built["labels"], raw_tag, str(Path(tmp, "iid")))
         env.update(raw_env)  # DOCKER_BUILDKIT=1 for the raw side; the runner sets it for its child itself
-        commands = {"build": RUNNER + args, "raw": raw, "plan": RUNNER + ["plan", "--", "true"]}
+        commands = {"build": RUNNER + args, "raw": raw, "plan": RUNNER + [*top, "plan", "--", "true"]}
         for cmd in commands.values():
             timed(cmd, 1, env=env, cwd=project)  # warm: the raw side's first build, the page cache
         times, cpu = _interleaved_cpu(commands, runs, env=env, cwd=project)
         rebuilt = query()
-        subprocess.run(["docker", "rmi", tag, raw_tag], capture_output=True)
-    compare("build no-change (BuildKit)", times["build"], times["raw"], f"raw `{raw[0]} build`")
+        subprocess.run([raw[0], "rmi", tag, raw_tag], capture_output=True)
+    _nochange_report(label, raw[0], times, cpu, rebuilt)
+
+
+def _nochange_report(label: str, cli: str, times: dict[str, list[float]], cpu: dict[str, list[float]], rebuilt: dict) -> None:
+    compare(f"build no-change ({label})", times["build"], times["raw"], f"raw `{cli} build`")
     overhead = statistics.median(times["build"]) - statistics.median(times["raw"])
     plan = statistics.median(times["plan"])
-    print(f"build no-change: overhead (build - raw) {overhead * 1000:.1f} ms; plan -- true {spread(times['plan'])}; "
+    print(f"build no-change ({label}): overhead (build - raw) {overhead * 1000:.1f} ms; plan -- true {spread(times['plan'])}; "
           f"target overhead <= plan: {'met' if overhead <= plan else 'missed'} ({overhead / plan:.2f}x plan); "
           f"the rebuild: {rebuilt['cache_hits']} of {rebuilt['steps']} steps cached, {rebuilt['ran']} run", flush=True)
     cpu_overhead = statistics.median(cpu["build"]) - statistics.median(cpu["raw"])
-    print(f"build no-change, CPU of the processes (a busy host stretches wall time, not work; BuildKit's own is the daemon's, "
-          f"alike on both sides): build {spread(cpu['build'])}, raw {spread(cpu['raw'])}, plan {spread(cpu['plan'])}; overhead "
-          f"{cpu_overhead * 1000:.1f} ms, {cpu_overhead / statistics.median(cpu['plan']):.2f}x plan's", flush=True)
+    print(f"build no-change ({label}), CPU of the processes (a busy host stretches wall time, not work): build {spread(cpu['build'])}, "
+          f"raw {spread(cpu['raw'])}, plan {spread(cpu['plan'])}; overhead {cpu_overhead * 1000:.1f} ms, "
+          f"{cpu_overhead / statistics.median(cpu['plan']):.2f}x plan's", flush=True)
 
 
 def _interleaved_cpu(commands: dict[str, list[str]], runs: int, **kwargs) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
