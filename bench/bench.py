@@ -375,6 +375,117 @@ def _bench_requirement_changed(base: str, env: dict) -> None:
     report("build one requirement changed, with the pip cache mount", seconds["with"], "s", seconds["without"], "without it")
 
 
+# The no-change build's project: a base the engines' set-up preloads, one COPY and one RUN with a
+# cache mount (BuildKit syntax: the runner builds it with BuildKit, whose rebuild the target is about).
+_NOCHANGE_FILES = {
+    "Dockerfile": f"FROM {BUSYBOX}\nCOPY app/ /app/\nRUN --mount=type=cache,target=/cache ls /app > /listing\n",
+    "app/train.py": "print('train')\n",
+    "app/config.yaml": "steps: 10\n",
+    ".dockerignore": ".git\n",
+    ".primus.yaml": _BENCH_CONFIG,
+}
+
+
+def _nochange_project(root: Path) -> None:
+    """The project, committed in a git repository of its own (a build's labels name its revision)."""
+    for name, text in _NOCHANGE_FILES.items():
+        Path(root, name).parent.mkdir(parents=True, exist_ok=True)
+        Path(root, name).write_text(text)
+    git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@localhost", "-C", str(root)]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "bench project"]):
+        subprocess.run(git + args, check=True, capture_output=True)
+
+
+def _raw_command(dry_command: str, labels: dict[str, str], tag: str, iidfile: str) -> tuple[list[str], dict[str, str]]:
+    """(argv, env) of the runner's own builder command (its `--dry-run`), as a user would type it: the same
+    CLI, flags, build args and labels (the values the warm build set), the context directory in place of
+    the runner's tar on stdin."""
+    import shlex
+
+    words = shlex.split(dry_command.removesuffix(" <context.tar"))
+    env = {}
+    while "=" in words[0] and not words[0].startswith("-"):
+        key, _, value = words.pop(0).partition("=")
+        env[key] = value
+    argv, rest = [], iter(words)
+    for word in rest:
+        if word in ("--label", "--tag", "--iidfile"):
+            value = next(rest)
+            value = {"--tag": tag, "--iidfile": iidfile}.get(word) or f"{value.split('=', 1)[0]}={labels[value.split('=', 1)[0]]}"
+            argv += [word, value]
+        else:
+            argv.append(word)
+    return argv[:-1] + ["."], env
+
+
+def bench_build_nochange() -> None:
+    """A no-change `build` (BuildKit) against BuildKit's own no-change rebuild of the same context and
+    Dockerfile with the runner's flags, build args and labels, and `plan -- true` in the same project,
+    interleaved, median of 10 with min and max: the target is an overhead (build - raw) no more than plan's time."""
+    _build_nochange("buildkit", "BuildKit", "")
+
+
+def bench_build_nochange_podman() -> None:
+    """`build_nochange` on Podman (`container.engine: podman`): the runner's `podman build` against the same
+    command typed by hand, and `plan -- true` with the same config."""
+    _build_nochange("podman", "Podman", "container:\n  engine: podman\n")
+
+
+def _build_nochange(kind: str, label: str, config: str) -> None:
+    import json
+
+    runs = int(os.environ.get("BENCH_BUILD_NOCHANGE_RUNS", "10"))
+    tag, raw_tag = "primus-bench/nochange:bench", "primus-bench/nochange-raw:bench"
+    with tempfile.TemporaryDirectory() as tmp:
+        project = Path(tmp, "project")
+        project.mkdir()
+        _nochange_project(project)
+        Path(tmp, "engine.yaml").write_text(config)  # the same layers on every side
+        top = ["--config", str(Path(tmp, "engine.yaml"))]
+        args = [*top, "build", "--file", "Dockerfile", "--context", ".", "--tag", tag]
+        env = _installed_env()
+        query = lambda *extra: json.loads(subprocess.run(RUNNER + ["--json", *args, *extra], env=env, cwd=project,  # noqa: E731
+                                                         capture_output=True, text=True, check=True).stdout)
+        built, dry = query(), query("--dry-run")  # the first build runs its steps; then the command it runs
+        if dry["builder"]["kind"] != kind:
+            print(f"build no-change ({label}): not measured (the runner builds this with {dry['builder'].get('describe')})", flush=True)
+            return
+        raw, raw_env = _raw_command(dry["builder"]["command"], built["labels"], raw_tag, str(Path(tmp, "iid")))
+        env.update(raw_env)  # DOCKER_BUILDKIT=1 for the raw side; the runner sets it for its child itself
+        commands = {"build": RUNNER + args, "raw": raw, "plan": RUNNER + [*top, "plan", "--", "true"]}
+        for cmd in commands.values():
+            timed(cmd, 1, env=env, cwd=project)  # warm: the raw side's first build, the page cache
+        times, cpu = _interleaved_cpu(commands, runs, env=env, cwd=project)
+        rebuilt = query()
+        subprocess.run([raw[0], "rmi", tag, raw_tag], capture_output=True)
+    _nochange_report(label, raw[0], times, cpu, rebuilt)
+
+
+def _nochange_report(label: str, cli: str, times: dict[str, list[float]], cpu: dict[str, list[float]], rebuilt: dict) -> None:
+    compare(f"build no-change ({label})", times["build"], times["raw"], f"raw `{cli} build`")
+    overhead = statistics.median(times["build"]) - statistics.median(times["raw"])
+    plan = statistics.median(times["plan"])
+    print(f"build no-change ({label}): overhead (build - raw) {overhead * 1000:.1f} ms; plan -- true {spread(times['plan'])}; "
+          f"target overhead <= plan: {'met' if overhead <= plan else 'missed'} ({overhead / plan:.2f}x plan); "
+          f"the rebuild: {rebuilt['cache_hits']} of {rebuilt['steps']} steps cached, {rebuilt['ran']} run", flush=True)
+    cpu_overhead = statistics.median(cpu["build"]) - statistics.median(cpu["raw"])
+    print(f"build no-change ({label}), CPU of the processes (a busy host stretches wall time, not work): build {spread(cpu['build'])}, "
+          f"raw {spread(cpu['raw'])}, plan {spread(cpu['plan'])}; overhead {cpu_overhead * 1000:.1f} ms, "
+          f"{cpu_overhead / statistics.median(cpu['plan']):.2f}x plan's", flush=True)
+
+
+def _interleaved_cpu(commands: dict[str, list[str]], runs: int, **kwargs) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """``interleaved``, with each run's CPU time (its processes', children included) beside its wall time."""
+    wall: dict[str, list[float]] = {name: [] for name in commands}
+    cpu: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(runs):
+        for name, cmd in commands.items():
+            before = _children_cpu()
+            wall[name] += timed(cmd, 1, **kwargs)
+            cpu[name].append(_children_cpu() - before)
+    return wall, cpu
+
+
 _SUBMIT_CONFIG = """container:
   gpu: none
   options:

@@ -46,6 +46,26 @@ def git(cwd: str | Path, *args: str) -> str | None:
     return result.stdout_text.strip() if result.returncode == 0 else None
 
 
+def git_each(cwd: str | Path, *queries: tuple[str, ...]) -> list[str | None]:
+    """``git`` for each query, side by side: each is a process of its own, so the caller waits for
+    the slowest rather than for their sum. Answers in the queries' order."""
+    import threading
+
+    answers: list[str | None] = [None] * len(queries)
+
+    def ask(index: int) -> None:
+        answers[index] = git(cwd, *queries[index])
+
+    others = [threading.Thread(target=ask, args=(index,), daemon=True) for index in range(1, len(queries))]
+    for thread in others:
+        thread.start()
+    if queries:
+        ask(0)
+    for thread in others:
+        thread.join()
+    return answers
+
+
 def is_tracked(path: Path) -> bool:
     """Is ``path`` in its repository's index (``git ls-files --error-unmatch``)?"""
     return git(path.parent, "ls-files", "--error-unmatch", "--", os.path.basename(path)) is not None

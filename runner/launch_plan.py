@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import Mapping
 
+from runner import LABEL_VERSION  # noqa: F401  (the version label: for its importers)
 from runner.gpus import Gpu
 from runner.policy import EnvDecision
 from runner.secrets import MASK, Secret
@@ -18,7 +19,6 @@ from runner.trackers.config import TrackerPlan
 
 LABEL = "io.primus-runner.managed"
 LABEL_JOB = "io.primus-runner.job"
-LABEL_VERSION = "io.primus-runner.version"
 LABEL_OWNER = "io.primus-runner.owner"  # the launching uid: ps/logs/down/--clean act on the caller's own
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -12,6 +11,5 @@ if TYPE_CHECKING:
 
 def run(out: "Output", *, options: "BuildOptions") -> int:
     from runner import images
-    from runner.commands.launch import dry_run
 
-    return images.cmd_build(replace(options, dry_run=dry_run(options.dry_run, options.sources)), out)
+    return images.cmd_build(options, out)  # a launcher section's ``dry_run: true`` is read from the config the build loads

@@ -73,7 +73,7 @@ def _build(spec, opts: BuildOptions, out: Output, secrets, masker, context, engi
 def cmd_build(opts: BuildOptions, out: Output) -> int:
     """``primus-runner build``: 0 built, 1 no engine/builder, 2 refused before anything started, 3 build failed."""
     spec, secrets, masker, context = _prepare(opts, out)
-    if opts.dry_run:
+    if opts.dry_run or _dry_run_switch(context.config):
         from runner.errors import EngineUnavailable
         from runner.images.builder import choose
 
@@ -132,6 +132,13 @@ def ensure_image(image: str, out: Output, *, flavor: str | None = None, sources:
     out.notice(f"image {image} is not present locally; building it from {what}")
     result = _build(spec, opts, out, secrets, scan_masker, context, engine)
     out.info(f"built {result.tag} ({result.image_id[:19]}) in {result.seconds:.1f}s")
+
+
+def _dry_run_switch(config) -> bool:
+    """A launcher section's ``dry_run: true``, read from the config the build loaded (one load per command)."""
+    from runner.config.switches import launcher_switch
+
+    return launcher_switch(config, "dry_run")
 
 
 def _preference_of(config) -> str:

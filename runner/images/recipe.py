@@ -26,7 +26,7 @@ from runner import __version__
 from runner.errors import ConfigError, Problem, UsageError
 from runner.options import BuildOptions
 from runner.secrets import Secret
-from runner.git import git
+from runner.git import git_each
 from runner.images.context import context_files, recipe_hash, refuse_env_file, refuse_secret_content
 from runner.images.spec import (  # noqa: F401  (re-exported: the recipe's names)
     FLAVORS, DEFAULT_BASES, DEFAULT_TAG, USER_TAG, CA_NAME, STAGED_DOCKERFILE, SYSTEM_CA, PIP_KEYS, PROXY_ARGS, SECRET_FIX,
@@ -205,13 +205,13 @@ def provenance(context: Path) -> tuple[str, str]:
     """(source, revision): the repository URL without credentials (else the path) and the last
     commit that touched the context (stable while other files change, so rebuilds stay cached)."""
     source = f"file://{context}"
-    url = git(context, "remote", "get-url", "origin")  # runner.git
+    url, revision = git_each(context, ("remote", "get-url", "origin"), ("log", "-1", "--format=%H", "--", "."))  # runner.git
     if url:
         parts = urllib.parse.urlsplit(url)
         if parts.scheme and "@" in parts.netloc:
             url = urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
         source = url
-    return source, git(context, "log", "-1", "--format=%H", "--", ".") or "unknown"
+    return source, revision or "unknown"
 
 
 # ------------------------------------------------------------------ resolve

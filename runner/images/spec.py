@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.launch_plan import LABEL_VERSION
+from runner import LABEL_VERSION
 
 FLAVORS = ("rocm", "cuda")
 DEFAULT_BASES = {"rocm": "rocm/primus:v26.5", "cuda": "nvcr.io/nvidia/pytorch:25.01-py3"}
