@@ -29,7 +29,7 @@ MARKER = re.compile(r"^[0-9a-f]{64}$")  # config-validity cache markers (empty f
 
 
 def partial_state(ws: Workspace) -> list[str]:
-    """Files under HOME/XDG_CACHE_HOME other than the complete (empty) validity markers, complete
+    """Files under HOME/XDG_CACHE_HOME other than the complete (empty) digests of known-valid config (runner.config.known_valid), complete
     parse-cache entries (whole JSON documents; a left-over ``.tmp`` counts as partial) and the
     run store (every launch's record, checked complete by ``final_states``)."""
     bad = []
@@ -38,7 +38,7 @@ def partial_state(ws: Workspace) -> list[str]:
         for path in base.rglob("*"):
             if path.is_dir() or path.is_relative_to(store):
                 continue
-            marker = path.parent.name == "valid" and MARKER.match(path.name) and path.stat().st_size == 0
+            marker = path.parent.name == "valid-config" and MARKER.match(path.name) and path.stat().st_size == 0
             if not marker and not _complete_parse(path):
                 bad.append(str(path))
     return bad
