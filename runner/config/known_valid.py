@@ -36,7 +36,16 @@ def digest(schema: bytes, data: Any) -> str:
 
 
 def is_known(layer_digest: str) -> bool:
-    return (directory() / layer_digest).is_file()
+    """Listed, in a directory only this user could have written: a digest another user planted
+    (a shared or world-writable ``XDG_CACHE_HOME``) would let a file skip the schema."""
+    where = directory()
+    try:
+        info = where.stat()
+    except OSError:
+        return False
+    if info.st_uid != os.geteuid() or info.st_mode & 0o022:
+        return False
+    return (where / layer_digest).is_file()
 
 
 def remember(digests: Iterable[str]) -> None:

@@ -79,6 +79,17 @@ def test_the_cache_holds_empty_files_named_by_digest_and_nothing_of_the_layer(ca
     assert not [p for p in tree if CANARY in p or CANARY.upper().replace("-", "_") in p]
 
 
+def test_a_digest_in_a_directory_others_can_write_is_not_believed(cache):
+    """Another user who can write the cache directory could plant the digest of a file that
+    fails the schema; such a directory is not read."""
+    layer = _layer("container:\n  gpu: 7\n")
+    cache.mkdir(parents=True)
+    (cache / known_valid.digest(known_valid_schema(), layer.data)).touch()
+    assert validate(layer, []) == []  # this user's own directory: believed
+    cache.chmod(0o777)
+    assert [p.where for p in validate(layer, [])] == ["/work/.primus.yaml:2"]
+
+
 def test_a_cache_that_cannot_be_written_costs_only_a_validation(tmp_path, monkeypatch):
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("")
