@@ -24,28 +24,6 @@ CANARY = "canary-slurm-unit-7f3a91c2d4e5"
 FILE_CANARY = "canary-slurm-envfile-0b9e8d7c6a"
 NOT_LISTED = "canary-slurm-notlisted-55aa33"
 
-YAML = """\
-container:
-  options:
-    image: primus-test/busybox:latest
-    env: [FOO, HF_TOKEN, MY_API_KEY, LIT=hello]
-slurm:
-  nodes: 3
-  partition: debug
-  account: proj1
-  master_port: 2345
-  sbatch_args: ["--exclusive"]
-"""
-
-
-@pytest.fixture
-def work(tmp_path, monkeypatch):
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / ".primus.yaml").write_text(YAML)
-    return tmp_path
-
-
 def args(**kw):
     from runner.engines.slurm.flags import SlurmFlags
 
@@ -102,13 +80,13 @@ def test_gpus_requested_for_a_gpu_flavor(work):
     assert "#SBATCH --gpus-per-node=8" in script
 
 
-def test_gpus_are_asked_of_slurm_only_by_the_users_flags_or_files(work):
+def test_gpus_are_asked_of_slurm_only_by_the_users_flags_or_files(slurm_project, work):
     """slurm.gpus_per_node's built-in 8 (the launcher's own default) never becomes a directive: a cluster
     without GresTypes=gpu would refuse the job; a user's file or flag asks for it."""
     plan = make_plan(gpu="rocm").require()
     script = slurm_script.render_script(plan, settings_from(load_config(), args()), work)
     assert "--gpus-per-node" not in script
-    (work / ".primus.yaml").write_text(YAML + "  gpus_per_node: 4\n")
+    (work / ".primus.yaml").write_text(slurm_project + "  gpus_per_node: 4\n")
     script = slurm_script.render_script(plan, settings_from(load_config(), args()), work)
     assert "#SBATCH --gpus-per-node=4" in script
     flagged = settings_from(load_config(), args(gpus_per_node=2, args=("--gpus-per-node=2",)))
@@ -150,8 +128,8 @@ def test_dry_run_prints_no_value(work, monkeypatch):
     assert not (work / "primus-runs").exists(), "--dry-run writes nothing"
 
 
-def test_missing_required_secret_submits_nothing(work):
-    (work / ".primus.yaml").write_text(YAML + "passthrough:\n  required: [HF_TOKEN]\n")
+def test_missing_required_secret_submits_nothing(slurm_project, work):
+    (work / ".primus.yaml").write_text(slurm_project + "passthrough:\n  required: [HF_TOKEN]\n")
     env = {k: v for k, v in __import__("os").environ.items() if k != "HF_TOKEN"}
     result = subprocess.run([sys.executable, "-m", "runner", "submit", "--gpu", "none", "--", "true"], capture_output=True, text=True, cwd=work, env=env)
     assert result.returncode == 2 and "HF_TOKEN" in result.stderr
@@ -186,8 +164,8 @@ CLUSTER_FLAGS = [
 
 
 @pytest.mark.parametrize("flags,directive", CLUSTER_FLAGS, ids=[f[0][0] for f in CLUSTER_FLAGS])
-def test_cluster_flag_reaches_the_batch_script(work, capsys, flags, directive):
-    (work / ".primus.yaml").write_text(YAML.replace('sbatch_args: ["--exclusive"]', "sbatch_args: []"))
+def test_cluster_flag_reaches_the_batch_script(slurm_project, work, capsys, flags, directive):
+    (work / ".primus.yaml").write_text(slurm_project.replace('sbatch_args: ["--exclusive"]', "sbatch_args: []"))
     _, plain, _ = _dry_run(work, capsys)
     code, out, err = _dry_run(work, capsys, *flags)
     assert code == 0, err

@@ -13,24 +13,6 @@ from runner.engines.slurm.flags import SlurmFlags
 from runner.engines.slurm.settings import config_problems, flag_directives, given_keys, settings_from
 from runner.errors import ConfigError
 
-YAML = """\
-slurm:
-  nodes: 3
-  partition: debug
-  account: proj1
-  master_port: 2345
-  sbatch_args: ["--exclusive"]
-"""
-
-
-@pytest.fixture
-def work(tmp_path, monkeypatch):
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / ".primus.yaml").write_text(YAML)
-    return tmp_path
-
-
 def test_the_command_line_beats_the_section(work):
     config = load_config(trust_project=True)
     s = settings_from(config, SlurmFlags())
@@ -45,8 +27,8 @@ def test_a_partition_given_as_a_raw_flag_leaves_the_sections_out(work):
 
 
 @pytest.mark.parametrize("bad", ['["--export=ALL"]', '["--get-user-env"]', '["--x\\n#SBATCH --y"]'])
-def test_sbatch_args_may_not_widen_the_export_and_the_problem_has_its_line(work, bad):
-    (work / ".primus.yaml").write_text(YAML.replace('["--exclusive"]', bad))
+def test_sbatch_args_may_not_widen_the_export_and_the_problem_has_its_line(slurm_project, work, bad):
+    (work / ".primus.yaml").write_text(slurm_project.replace('["--exclusive"]', bad))
     config = load_config(trust_project=True)
     with pytest.raises(ConfigError):
         settings_from(config, SlurmFlags())
