@@ -167,7 +167,7 @@ print(time.time(), flush=True)  # the parent's clock stops when this process has
 from runner.runs import recorder
 run = recorder.begin(opts, Engine(), prepared.plan, ctx, out, prepared.config)
 time.sleep(0.1)  # the engine creates and starts the container (more than 100 ms for `docker run`)
-run.started(Launched("cid", run.plan.name), Handshake(), detached=False)
+run.started(Launched("cid", run.plan.job.name), Handshake(), detached=False)
 time.sleep(0.1)  # the job runs and the engine reports its end (`up -- true`: 100-300 ms)
 run.end(0)
 """

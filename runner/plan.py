@@ -21,7 +21,7 @@ from runner.config import Config
 from runner.config.container_values import parse_bytes, parse_device, parse_entrypoint, parse_label, parse_platform, parse_ulimit
 from runner.config.envfile import EnvFile, env_lookup
 from runner.errors import ConfigError, Problem
-from runner.launch_plan import LABEL, LABEL_JOB, LABEL_OWNER, LABEL_VERSION, LaunchPlan, Mount  # noqa: F401  (LABEL_VERSION: for its importers)
+from runner.launch_plan import LABEL, LABEL_JOB, LABEL_OWNER, LABEL_VERSION, ContainerSpec, JobSpec, LaunchPlan, Mount  # noqa: F401  (LABEL_VERSION: for its importers)
 from runner.gpus import host_root
 from runner.options import LaunchFlags
 from runner.policy import Classifier, EnvDecision, resolve_env
@@ -193,27 +193,22 @@ def build_plan(
         config, command, host_env, env_file, flags, job_name, references, extra_secrets, sources)
     problems, notices = [*trackers.problems, *resolution.problems], list(trackers.notices)
     warnings = [*env_file.warnings, *trackers.warnings, *resolution.warnings]
-    settings = _container_settings(config, flags, notices, problems)
-    problems += _engine_value_problems(config, settings)
+    gpu = flags.gpu or config.get("container", "gpu", default="rocm")
+    container = _container_spec(config, flags, gpu, notices, problems)
+    problems += _engine_value_problems(config, container)
     decisions, scope, absent_optional = _scoped_decisions(
         config, resolution.decisions, extra_env, [host_env, env_file.values], extra_secrets, sources, notices)
     unset, unset_launcher = _unset(decisions)
     problems += [*_names_holding_secrets(scope, job=job_name, run=trackers.run_name or ""), *_flags_holding_secrets(scope, flags)]
     if not command:
         problems.append(Problem("no command given", hint="put the job's command after --, e.g. primus-runner up -- python train.py"))
-    plan = LaunchPlan(
-        command=tuple(command) + trackers.overrides,
-        name=job_name,
-        env=tuple(decisions),
-        trackers=trackers,
-        notices=tuple(notices),
-        config_files=tuple(config.files),
-        labels=_labels(flags, job_name, problems),
-        **settings,
-    )
+    job = JobSpec(command=tuple(command) + trackers.overrides, name=job_name, gpu=gpu, env=tuple(decisions), trackers=trackers,
+                  workdir=options.get("workdir"), stop_timeout=float(config.get("container", "stop_timeout", default=10)),
+                  **_host_process(config, flags), notices=tuple(notices), config_files=tuple(config.files))
+    plan = LaunchPlan(job, replace(container, labels=_labels(flags, job_name, problems)))
     if gpu_mode != "off":
         plan = _with_gpu_selection(plan, config, flags, host_env, gpu_holders, gpu_mode == "node", problems)
-    problems += _image_problems(plan.image, config)
+    problems += _image_problems(plan.container.image, config)
     return Planned(plan, problems, warnings, scope, absent_optional, unset, unset_launcher)
 
 
@@ -298,18 +293,20 @@ def _with_gpu_selection(plan: LaunchPlan, config: Config, flags: LaunchFlags, ho
     where = None if flags.gpus is not None else config.where(("container", "gpus"))
     root = host_root(host_env)
     explicit = flags.gpus is not None or configured is not None
-    found = planning.resolve(plan.gpu, text, explicit, root, holders, per_node=per_node, where=where)
+    gpu = plan.job.gpu
+    found = planning.resolve(gpu, text, explicit, root, holders, per_node=per_node, where=where)
     problems += found.problems
-    plan = replace(plan, gpu_select=text if plan.gpu != "none" else "none", host_root=root)
-    if found.problems or plan.gpu == "none":
+    plan = replace(plan, job=replace(plan.job, gpu_select=text if gpu != "none" else "none", host_root=root))
+    if found.problems or gpu == "none":
         return plan
     if found.gpus:
         plan = planning.with_gpus(plan, found.gpus, root)
-        problem = planning.privileged_problem(plan.privileged, found.gpus, found.found, config.where(("container", "options", "privileged")))
+        problem = planning.privileged_problem(plan.container.privileged, found.gpus, found.found,
+                                              config.where(("container", "options", "privileged")))
         if problem:
             problems.append(problem)
     if found.gpus or per_node:
-        problems += planning.env_problems(plan.env, len(found.gpus) or None)
+        problems += planning.env_problems(plan.job.env, len(found.gpus) or None)
     return plan
 
 
@@ -397,10 +394,10 @@ def _carry_embedded_secrets(decisions: list[EnvDecision], scope: SecretScope) ->
     return result, carried
 
 
-def _container_settings(config: Config, flags: LaunchFlags, notices: list[str], problems: list[Problem]) -> dict:
-    """The ``container:`` section and the flags as ``LaunchPlan`` fields."""
+def _container_spec(config: Config, flags: LaunchFlags, gpu: str, notices: list[str], problems: list[Problem]) -> ContainerSpec:
+    """The ``container:`` section and the flags as the plan's ``ContainerSpec`` (the runner's labels
+    are added with the job's name); ``gpu``, the job's flavor, decides its devices."""
     options = config.get("container", "options", default={}) or {}
-    gpu = flags.gpu or config.get("container", "gpu", default="rocm")
     devices, gpu_request, group_add = _resolve_devices(config, gpu, notices)
     gpu_groups = set(_gpu_policy().get("gpu_groups", []))
     for index, group in enumerate(_as_list(options.get("group-add"))):
@@ -415,9 +412,8 @@ def _container_settings(config: Config, flags: LaunchFlags, notices: list[str], 
         if mount:
             mounts.append(mount)
     text = lambda key: str(options[key]) if options.get(key) is not None else None  # noqa: E731
-    return dict(
+    return ContainerSpec(
         image=str(options.get("image") or ""),
-        gpu=gpu,
         mounts=tuple(mounts),
         devices=tuple(devices),
         gpu_request=gpu_request,
@@ -432,27 +428,24 @@ def _container_settings(config: Config, flags: LaunchFlags, notices: list[str], 
         ipc=options.get("ipc"),
         network=options.get("network"),
         user=text("user"),
-        workdir=options.get("workdir"),
         shm_size=text("shm-size"),
         memory=text("memory"),
         cpus=float(options["cpus"]) if options.get("cpus") is not None else None,
         secrets_via=config.get("container", "secrets_via", default="stdin"),
-        stop_timeout=float(config.get("container", "stop_timeout", default=10)),
         pull=str(config.get("container", "pull", default=None) or "missing"),
         container_engine=str(config.get("container", "engine", default=None) or "auto"),
-        **_host_process(config, flags),
     )
 
 
-def _engine_value_problems(config: Config, settings: dict) -> list[Problem]:
+def _engine_value_problems(config: Config, container: ContainerSpec) -> list[Problem]:
     """The values an engine parses into typed fields (sizes, ulimits, device mappings), checked
     here with their ``file:line``: a launch never reaches an engine with one it would refuse."""
     problems = []
     options = ("container", "options")
     checks = [(parse_ulimit, "ulimit", _as_list(config.get(*options, "ulimit")), True),
               (parse_device, "device", _as_list(config.get(*options, "device")), True),
-              (parse_bytes, "shm-size", [settings["shm_size"]] if settings["shm_size"] else [], False),
-              (parse_bytes, "memory", [settings["memory"]] if settings["memory"] else [], False)]
+              (parse_bytes, "shm-size", [container.shm_size] if container.shm_size else [], False),
+              (parse_bytes, "memory", [container.memory] if container.memory else [], False)]
     for parse, key, values, listed in checks:
         for index, value in enumerate(values):
             try:

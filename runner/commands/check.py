@@ -54,10 +54,10 @@ def run_check(opts: CheckOptions, out: Output) -> int:
         found.problems += prepared.planned.problems
         found.warnings += prepared.planned.warnings
     if plan is not None:
-        found.warnings += list(plan.notices)
+        found.warnings += list(plan.job.notices)
         if prepared.planned.unset:
             found.warnings.append(unset_notice(prepared.planned.unset))
-        if plan.gpu != "none" and engine.gpu_mode == "host":  # the GPUs a launch here chooses from
+        if plan.job.gpu != "none" and engine.gpu_mode == "host":  # the GPUs a launch here chooses from
             _check_gpus(plan, found)
         found.problems += engine.refusals(plan, prepared.config)  # what up refuses on this host, as up says it
         if engine.runs_in_container:  # a container's tracker outputs, refused as the launch would refuse them
@@ -107,26 +107,26 @@ def _check_gpus(plan, found: Findings) -> None:
     from runner.gpus.selection import normal_uuid
 
     try:
-        gpus = discover(plan.gpu, plan.host_root)
+        gpus = discover(plan.job.gpu, plan.job.host_root)
     except ConfigError as exc:  # the same problems the plan met, once each
         found.problems += exc.problems
         return
     except RunnerError as exc:
         found.problems.append(Problem(exc.message, hint=exc.hint))
         return
-    where = f" under {plan.host_root}" if plan.host_root != "/" else ""
+    where = f" under {plan.job.host_root}" if plan.job.host_root != "/" else ""
     if not gpus:
-        source = "/sys/class/kfd/kfd/topology" if plan.gpu == "rocm" else "/proc/driver/nvidia/gpus"
+        source = "/sys/class/kfd/kfd/topology" if plan.job.gpu == "rocm" else "/proc/driver/nvidia/gpus"
         found.problems.append(Problem(
-            f"--gpu {plan.gpu}: no {plan.gpu} GPU on this host (nothing in {source}{where})",
+            f"--gpu {plan.job.gpu}: no {plan.job.gpu} GPU on this host (nothing in {source}{where})",
             hint="install the GPU driver, set PRIMUS_RUNNER_HOST_ROOT to where its /sys is, or run with --gpu none / the other flavor",
         ))
         return
     held = _held_now()
-    chosen = {g.uuid for g in plan.gpus}
-    found.gpus = {"flavor": plan.gpu, "root": plan.host_root, "path": _gpu_path(plan.gpu), "found": []}
-    found.notes.append(f"{plan.gpu} GPUs{where} ({len(gpus)}), passed as {_gpu_path(plan.gpu)}:")
-    toolkit = _toolkit(plan.gpu)
+    chosen = {g.uuid for g in plan.job.gpus}
+    found.gpus = {"flavor": plan.job.gpu, "root": plan.job.host_root, "path": _gpu_path(plan.job.gpu), "found": []}
+    found.notes.append(f"{plan.job.gpu} GPUs{where} ({len(gpus)}), passed as {_gpu_path(plan.job.gpu)}:")
+    toolkit = _toolkit(plan.job.gpu)
     if toolkit:
         found.notes.append(f"  {toolkit} is installed; the runner passes the GPUs as above all the same (the same isolation, on every engine)")
     for gpu in gpus:
@@ -190,7 +190,7 @@ def _check_registry_and_builder(prepared, found: Findings, login: bool = True) -
 
     try:
         if login:
-            found.notes.append(check_registry(prepared.plan.image, prepared.lookup, timeout=10))
+            found.notes.append(check_registry(prepared.plan.container.image, prepared.lookup, timeout=10))
     except RunnerError as exc:
         found.problems.append(Problem(exc.message, hint=exc.hint))
     builder = builder_status(found.engine.get("engine"))  # Podman reports its own builder
@@ -208,8 +208,8 @@ def _check_image(prepared, online: bool, found: Findings) -> bool:
 
     plan = prepared.plan
     try:
-        note, asked = pull_refusal(engine_client(prepared.config.get("container", "engine", default="auto")), plan.image,
-                            policy=plan.pull, lookup=prepared.lookup, online=online)
+        note, asked = pull_refusal(engine_client(prepared.config.get("container", "engine", default="auto")), plan.container.image,
+                            policy=plan.container.pull, lookup=prepared.lookup, online=online)
     except ConfigError as exc:
         found.problems += exc.problems
         return True

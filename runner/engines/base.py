@@ -34,8 +34,6 @@ TAIL_LIMIT = 64 << 20  # masked output kept for the tracker handshake's log uplo
 class Request(Protocol):
     """An engine's own, fully resolved launch request (container config, batch script …)."""
 
-    plan: "LaunchPlan"
-
     def render(self) -> str:
         """The dry-run text: everything that would be sent, names only, never a value."""
 
@@ -165,13 +163,12 @@ class EngineBase:
     # The ``RunOptions`` switches of ``up`` it honours beyond the plan (``keep``, ``build``,
     # ``interactive``, ``tty``); the command line refuses the others for it.
     launch_options: tuple[str, ...] = ()
-    # The launch flags (``LaunchFlags`` fields) it carries out; one given that it would drop is refused
-    # before anything is decided (``refuse_unhonoured``). None: every one (a container engine).
-    honours: "frozenset[str] | None" = None
     gpu_mode = "off"  # host: GPUs chosen on this host at plan time; node: each node chooses; off: none
     local_images = False  # pulls and builds on this host: `check` asks the registry and the builder
     dry_run_lists_unset = False  # its dry run shows the plan, which lists the names not set
-    runs_in_container = True  # tracker outputs and the cache are mounts (False: a host process)
+    # Tracker outputs and the cache are mounts. False: a host process, which builds its request from the
+    # plan's job alone and refuses every launch flag that sets a container field (``refuse_unhonoured``).
+    runs_in_container = True
     inherits_env = False  # True: planned from the user's environment (a host process, runner.host_env)
     runs_on_nodes = False  # the job runs on other hosts (job directory, a cache per node, no runner log)
     job_dir_setting: "str | None" = None  # the setting that moves the job directory
@@ -205,12 +202,16 @@ class EngineBase:
 
     def refuse_unhonoured(self, flags: "LaunchFlags") -> None:
         """One usage error (exit 2) naming every launch flag given that this engine cannot carry out:
-        it never runs a job without what the command line asked for."""
-        if self.honours is None:
-            return
+        it never runs a job without what the command line asked for. Which they are follows from the
+        plan's types: without a container, each flag that sets a ``ContainerSpec`` field; without GPU
+        selection (``gpu_mode`` off), ``--gpus``."""
         import dataclasses
 
-        dropped = [f.name for f in dataclasses.fields(flags) if f.name not in self.honours and getattr(flags, f.name) not in (None, (), False)]
+        from runner.launch_plan import ContainerSpec
+
+        cannot = (ContainerSpec.flag_names() if not self.runs_in_container else frozenset()) | \
+            ({"gpus"} if self.gpu_mode == "off" else frozenset())
+        dropped = [f.name for f in dataclasses.fields(flags) if f.name in cannot and getattr(flags, f.name) not in (None, (), False)]
         if dropped:
             from runner.errors import UsageError
 

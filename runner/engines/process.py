@@ -1,6 +1,7 @@
 """The process engine: a plan's command as a child process on this host, no container (``direct``).
 
-The child's environment is the plan's: for a direct job (``LaunchPlan.inherit_env``) the
+It is given the plan's job (``JobSpec``) alone: a host process has no container to read a
+container field into. The child's environment is the job's: for a direct job (``JobSpec.inherit_env``) the
 user's environment less the secrets the policy does not forward (``runner.host_env``),
 plus the forwarded variables (secrets included, revealed here and nowhere else); with
 ``direct.clean_env: true`` only the forwarded ones and a fixed default ``PATH``. Its output passes through the scope's masker; SIGINT and
@@ -26,7 +27,7 @@ from runner.engines.output import Sink
 from runner.engines.signals import SignalGuard
 from runner.errors import ConfigError, Problem
 from runner.host_env import Withheld, host_environment
-from runner.launch_plan import LaunchPlan
+from runner.launch_plan import JobSpec, LaunchPlan
 from runner.secrets import MASK
 from runner.secrets.argv import refuse_secret_argv
 from runner.ui.exits import EXIT_SIGNAL
@@ -39,10 +40,10 @@ DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 class ProcessRequest:
     """One child process, complete: the program as resolved on this host's PATH when the request was
     built (``program``, None: not found, and the launch refuses; looked up on the child's own PATH),
-    its arguments, directory and exactly the environment it gets (the inherited names and the plan's
+    its arguments, directory and exactly the environment it gets (the inherited names and the job's
     forwarded ones, or only the forwarded ones and a default ``PATH``). ``launch`` execs this."""
 
-    plan: LaunchPlan
+    job: JobSpec
     argv: tuple[str, ...]
     cwd: str
     env_names: tuple[str, ...] = field(default=())
@@ -52,37 +53,37 @@ class ProcessRequest:
     withheld: tuple[Withheld, ...] = ()
 
     @classmethod
-    def of(cls, plan: LaunchPlan, user_env: Mapping[str, str], cwd: str | None = None) -> "ProcessRequest":
-        """The request for ``plan`` in ``user_env`` (this host's, or a Slurm node's)."""
-        forwarded = tuple(d.name for d in plan.forwarded)
-        found = host_environment(user_env, set(forwarded), plan.secret_rules) if plan.inherit_env else None
-        request = cls(plan, tuple(plan.command), cwd or plan.workdir or os.getcwd(), forwarded,
+    def of(cls, job: JobSpec, user_env: Mapping[str, str], cwd: str | None = None) -> "ProcessRequest":
+        """The request for ``job`` in ``user_env`` (this host's, or a Slurm node's)."""
+        forwarded = tuple(d.name for d in job.forwarded)
+        found = host_environment(user_env, set(forwarded), job.secret_rules) if job.inherit_env else None
+        request = cls(job, tuple(job.command), cwd or job.workdir or os.getcwd(), forwarded,
                       inherited=found.inherited if found else (), withheld=found.withheld if found else ())
         return replace(request, program=_program(request.argv, request.environment().get("PATH")))
 
     def environment(self) -> dict[str, str]:
         """The child's public environment (the launch adds the secrets' values by name, nothing else)."""
         env = dict(self.inherited)
-        env.update(self.plan.public_env())
-        if not self.plan.inherit_env:
+        env.update(self.job.public_env())
+        if not self.job.inherit_env:
             env.setdefault("PATH", DEFAULT_PATH)
         return env
 
     def with_run_env(self, pairs: dict[str, str]) -> "ProcessRequest":
-        plan = self.plan.with_env(pairs, "tracker run")
-        names = {d.name for d in plan.forwarded}
-        return replace(self, plan=plan, env_names=tuple(names), inherited=tuple(kv for kv in self.inherited if kv[0] not in names))
+        job = self.job.with_env(pairs, "tracker run")
+        names = {d.name for d in job.forwarded}
+        return replace(self, job=job, env_names=tuple(names), inherited=tuple(kv for kv in self.inherited if kv[0] not in names))
 
     def render(self) -> str:
         found = self.program or f"(not found on this host: {self.argv[0] if self.argv else 'no command'})"
-        own = [d for d in self.plan.forwarded if d.reason != "inherited"]
-        inherited = sorted({d.name for d in self.plan.forwarded if d.reason == "inherited"} | {n for n, _ in self.inherited})
-        title = "environment (your environment, less the withheld names, plus these):" if self.plan.inherit_env \
+        own = [d for d in self.job.forwarded if d.reason != "inherited"]
+        inherited = sorted({d.name for d in self.job.forwarded if d.reason == "inherited"} | {n for n, _ in self.inherited})
+        title = "environment (your environment, less the withheld names, plus these):" if self.job.inherit_env \
             else "environment (only these):"
         lines = [f"command  {' '.join(shlex.quote(a) for a in self.argv)}", f"program  {found}", f"workdir  {self.cwd}", title]
         for d in own:
             lines.append(f"  {d.name}={MASK if d.secret else d.value}{' [secret]' if d.secret else ''}")
-        if not self.plan.inherit_env and "PATH" not in self.env_names:
+        if not self.job.inherit_env and "PATH" not in self.env_names:
             lines.append(f"  PATH={DEFAULT_PATH}   (default)")
         if inherited:
             lines.append(f"inherited ({len(inherited)}): {', '.join(inherited)}")
@@ -93,17 +94,17 @@ class ProcessRequest:
         return "\n".join(lines)
 
     def _withheld(self) -> dict[str, str]:
-        found = {d.name: d.skip_reason for d in self.plan.skipped if d.reason == "inherited"}
+        found = {d.name: d.skip_reason for d in self.job.skipped if d.reason == "inherited"}
         found.update((w.name, w.reason) for w in self.withheld)
         return dict(sorted(found.items()))
 
     def to_dict(self) -> dict:
         return {
             "command": list(self.argv), "program": self.program, "workdir": self.cwd,
-            "env": {d.name: (MASK if d.secret else d.value) for d in self.plan.forwarded} | dict(self.inherited),
-            "environment": {**self.environment(), **{name: MASK for name in self.plan.secret_env()}},
-            "secrets": [d.name for d in self.plan.forwarded if d.secret],
-            "inherit_env": self.plan.inherit_env,
+            "env": {d.name: (MASK if d.secret else d.value) for d in self.job.forwarded} | dict(self.inherited),
+            "environment": {**self.environment(), **{name: MASK for name in self.job.secret_env()}},
+            "secrets": [d.name for d in self.job.forwarded if d.secret],
+            "inherit_env": self.job.inherit_env,
             "withheld": [{"name": name, "reason": reason} for name, reason in self._withheld().items()],
         }
 
@@ -118,10 +119,9 @@ def _program(argv: tuple[str, ...], path: str | None) -> str | None:
 
 class ProcessEngine(EngineBase):
     name = "process"
-    # The launch flags a host process carries out: the command's directory, environment and name. Any
-    # other (--memory, --volume, --device …) would be dropped without a container: refused, exit 2.
-    honours = frozenset({"env", "name", "workdir", "gpu", "host_process"})
-    runs_in_container = False  # the job writes on the host: no mount decides where tracker outputs go
+    # No container: the job writes on the host (no mount decides where tracker outputs go), and a launch
+    # flag that sets a ``ContainerSpec`` field (--memory, --volume, --device …) is refused, exit 2.
+    runs_in_container = False
     inherits_env = True  # a host process: planned from the user's environment (runner.host_env)
     # No verbs (ps, logs, down, …): a process job lives only as long as the runner that follows it;
     # `runs --engine process` and `logs RUN` read its record.
@@ -133,7 +133,7 @@ class ProcessEngine(EngineBase):
         """The working directory and the program, as the request will find them."""
         from runner.engines.refusals import host_program  # the submitting side's: a node agent never asks
 
-        return host_program(ProcessRequest.of(plan, os.environ), config)
+        return host_program(ProcessRequest.of(plan.job, os.environ), config)
 
     def preflight(self, plan: LaunchPlan, ctx: RunContext) -> None:
         pass  # the program is resolved in the request; a missing one is a clear error at launch
@@ -142,7 +142,7 @@ class ProcessEngine(EngineBase):
         return request  # nothing the host must be asked first
 
     def request(self, plan: LaunchPlan, ctx: RunContext) -> ProcessRequest:
-        return ProcessRequest.of(plan, os.environ)
+        return ProcessRequest.of(plan.job, os.environ)  # the job alone: no container field can reach a host process
 
     def dry_run(self, request: ProcessRequest, ctx: RunContext) -> None:
         if ctx.out.json_mode:
@@ -161,9 +161,9 @@ class ProcessEngine(EngineBase):
             raise ConfigError(not_installed(argv[0]))
         found = request.program
         env = request.environment()
-        for name, secret in request.plan.secret_env().items():
+        for name, secret in request.job.secret_env().items():
             env[name] = secret.reveal()  # the one place a value leaves the runner: the child's environment
-        run = _Run(request.plan.stop_timeout)  # signals are forwarded from before the child exists until watch has cleaned up
+        run = _Run(request.job.stop_timeout)  # signals are forwarded from before the child exists until watch has cleaned up
         try:
             run.proc = subprocess.Popen([found, *argv[1:]], cwd=request.cwd, env=env, stdin=subprocess.DEVNULL,
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
@@ -172,7 +172,7 @@ class ProcessEngine(EngineBase):
             raise
         if run.got is not None:
             _signal_group(run.proc, run.got)
-        return Launched(str(run.proc.pid), request.plan.name, run)
+        return Launched(str(run.proc.pid), request.job.name, run)
 
     def announce(self, launched: Launched, ctx: RunContext, detached: bool) -> None:
         ctx.out.debug(f"started process {launched.id}")

@@ -20,12 +20,12 @@ def missing_devices(plan, config) -> list[Problem]:
 
     listed = [str(d) for d in (config.get("container", "options", "device") or [])]
     problems = []
-    for device in plan.devices:
+    for device in plan.container.devices:
         path = device.split(":")[0]
         if not path.startswith("/") or os.path.exists(path):
             continue  # a CDI name (vendor/class=name) is the engine's to resolve
-        if device in flavor_devices(plan.gpu):
-            problems.append(Problem(f"device {path} (needed by --gpu {plan.gpu}) does not exist on this host",
+        if device in flavor_devices(plan.job.gpu):
+            problems.append(Problem(f"device {path} (needed by --gpu {plan.job.gpu}) does not exist on this host",
                                     hint="install the GPU driver, or run with --gpu none / the other flavor"))
             continue
         where = config.where(("container", "options", "device", listed.index(device))) if device in listed else None

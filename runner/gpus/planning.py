@@ -82,14 +82,17 @@ def is_gpu_device(spec: str) -> bool:
 def with_gpus(plan, gpus: Sequence[Gpu], root: str):
     """``plan`` with these GPUs: their device nodes instead of any other GPU device, the label that
     tells other launches they are held, and for a subset ``GPUS_PER_NODE`` = how many the job sees."""
-    devices = [d for d in plan.devices if not is_gpu_device(d)] + device_specs(plan.gpu, gpus, root)
-    labels = tuple((k, v) for k, v in plan.labels if k != holders.LABEL_GPUS) + ((holders.LABEL_GPUS, holders.label_value(gpus)),)
-    plan = replace(plan, gpus=tuple(gpus), devices=tuple(devices), labels=labels, host_root=root)
-    if plan.gpu_select == "all":
+    job, container = plan.job, plan.container
+    devices = [d for d in container.devices if not is_gpu_device(d)] + device_specs(job.gpu, gpus, root)
+    labels = tuple((k, v) for k, v in container.labels if k != holders.LABEL_GPUS) + ((holders.LABEL_GPUS, holders.label_value(gpus)),)
+    job = replace(job, gpus=tuple(gpus), host_root=root)
+    plan = replace(plan, job=job, container=replace(container, devices=tuple(devices), labels=labels))
+    if job.gpu_select == "all":
         return plan
     # A subset: the job's launcher (Primus's base_env.sh) numbers GPUs 0..GPUS_PER_NODE-1.
-    notices = tuple(_without_name(n, "GPUS_PER_NODE") for n in plan.notices)
-    return replace(plan, notices=tuple(n for n in notices if n)).with_env({"GPUS_PER_NODE": str(len(gpus))}, "gpus")
+    notices = tuple(_without_name(n, "GPUS_PER_NODE") for n in job.notices)
+    job = replace(job, notices=tuple(n for n in notices if n)).with_env({"GPUS_PER_NODE": str(len(gpus))}, "gpus")
+    return replace(plan, job=job)
 
 
 def _without_name(notice: str, name: str) -> str | None:

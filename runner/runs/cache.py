@@ -82,9 +82,9 @@ def unset_by(names: set[str]) -> list[str]:
 def apply(plan: LaunchPlan, directory: Path) -> LaunchPlan:
     """The plan with ``directory`` mounted at the cache root and the variables nothing else sets pointing into it (pure)."""
     place = {**{name: f"{TARGET}/{sub}" for name, sub in VARIABLES.items()}, "PRIMUS_CACHE_ROOT": TARGET}
-    env = {name: place[name] for name in unset_by({d.name for d in plan.forwarded})}
-    mounted = plan.mounts + (Mount(str(directory), TARGET, "rw"),)
-    return replace(plan.with_env(env, REASON), mounts=mounted)
+    env = {name: place[name] for name in unset_by({d.name for d in plan.job.forwarded})}
+    mounted = plan.container.mounts + (Mount(str(directory), TARGET, "rw"),)
+    return replace(plan.with_env(env, REASON), container=replace(plan.container, mounts=mounted))
 
 
 def image_set(plan: LaunchPlan, image_env: list[str]) -> tuple[LaunchPlan, list[str]]:
@@ -92,10 +92,11 @@ def image_set(plan: LaunchPlan, image_env: list[str]) -> tuple[LaunchPlan, list[
     and their names (pure)."""
     names = {entry.partition("=")[0] for entry in image_env}
     allowed = set(unset_by(names))
-    dropped = [d.name for d in plan.env if d.reason == REASON and d.name not in allowed]
+    dropped = [d.name for d in plan.job.env if d.reason == REASON and d.name not in allowed]
     if not dropped:
         return plan, []
-    return replace(plan, env=tuple(d for d in plan.env if not (d.reason == REASON and d.name in dropped))), dropped
+    job = replace(plan.job, env=tuple(d for d in plan.job.env if not (d.reason == REASON and d.name in dropped)))
+    return replace(plan, job=job), dropped
 
 
 def make_dir(directory: Path) -> None:

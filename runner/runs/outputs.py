@@ -46,7 +46,7 @@ def wanted_paths(plan: LaunchPlan) -> list[tuple[str, str, str]]:
     """(tracker, setting, path inside the job) of every enabled tracker's output, as each declares them."""
     from runner.trackers import settings
 
-    return [(name, setting, path) for name in plan.trackers.enabled for setting, path in settings(name).outputs(plan)]
+    return [(name, setting, path) for name in plan.job.trackers.enabled for setting, path in settings(name).outputs(plan)]
 
 
 def _runner_dirs(plan: LaunchPlan) -> tuple[LaunchPlan, set[str]]:
@@ -55,9 +55,9 @@ def _runner_dirs(plan: LaunchPlan) -> tuple[LaunchPlan, set[str]]:
     from runner.trackers import settings
 
     given: dict[str, str] = {}
-    for name in plan.trackers.enabled:
+    for name in plan.job.trackers.enabled:
         declared = settings(name).output_dir_env
-        if declared and not plan.public_env().get(declared[0]):
+        if declared and not plan.job.public_env().get(declared[0]):
             given[declared[0]] = f"{CONTAINER_ROOT}/{declared[1]}"
     return (plan.with_env(given, "tracker outputs") if given else plan), set(given.values())
 
@@ -71,14 +71,14 @@ def plan_outputs(plan: LaunchPlan, mode: str, outputs_dir: Path, on_nodes: bool,
     plan, runner_dirs = _runner_dirs(plan)
     added: list[Mount] = []
     for tracker, setting, raw in wanted_paths(plan):
-        path = raw if raw.startswith("/") else (posixpath.join(plan.workdir, raw) if plan.workdir else None)
+        path = raw if raw.startswith("/") else (posixpath.join(plan.job.workdir, raw) if plan.job.workdir else None)
         if path is None:
             outputs.append(TrackerOutput(tracker, setting, raw, None, "unknown",
                                          "a relative path under the job's working directory, which the runner does not know: "
                                          "give an absolute path, or set container.options.workdir"))
             continue
         path = posixpath.normpath(path)
-        mount = covering(plan.mounts + tuple(added), path)
+        mount = covering(plan.container.mounts + tuple(added), path)
         if mount is not None:
             rest = posixpath.relpath(path, mount.target)
             if mount.named_volume:
@@ -102,7 +102,7 @@ def plan_outputs(plan: LaunchPlan, mode: str, outputs_dir: Path, on_nodes: bool,
         added.append(Mount(str(host), path, "rw"))
         outputs.append(TrackerOutput(tracker, setting, path, str(host), "run"))
     if added:
-        plan = replace(plan, mounts=plan.mounts + tuple(added))
+        plan = replace(plan, container=replace(plan.container, mounts=plan.container.mounts + tuple(added)))
     return plan, outputs, problems
 
 

@@ -123,7 +123,7 @@ class Run:
 
     def _digest_soon(self, host: str | None) -> None:
         """The image's digest, asked on the writer's thread (its own engine client) while the job runs."""
-        writer, image = self._writer(), self.plan.image
+        writer, image = self._writer(), self.plan.container.image
 
         def ask() -> None:
             digest = _image_digest(host, image)
@@ -147,7 +147,7 @@ class Run:
         liveness.release(self._lock)
         from runner.trackers import run_ids
 
-        ids = {**run_ids(self.plan.public_env()), **(self.record or {}).get("trackers", {}).get("run_ids", {})}
+        ids = {**run_ids(self.plan.job.public_env()), **(self.record or {}).get("trackers", {}).get("run_ids", {})}
         for line in outputs.after(self.outputs, self.plan, ids):
             self.out.info(line)
         if not self.out.json_mode:
@@ -256,7 +256,7 @@ def _settle_job_dir(run: Run, engine, out, has_run_dir: bool) -> None:
         why = engine.job_dir_unseen(paths.state_dir())
     if why is None:
         return
-    run.job_dir = (Path.cwd() / "primus-runs" / f"{run.id}-{_safe(run.plan.name)}").absolute()
+    run.job_dir = (Path.cwd() / "primus-runs" / f"{run.id}-{_safe(run.plan.job.name)}").absolute()
     setting = engine.job_dir_setting
     if has_run_dir:
         out.notice(f"this job's files go to {run.job_dir}, not under the state directory: {why}"
@@ -274,7 +274,7 @@ def begin(options, engine, plan, ctx, out, config, run_id: str | None = None) ->
     recording = bool(_setting(config, "record", True))  # runs.record: false: no record, run directory or log
     # The placement (job directory, outputs, cache mount) is decided here, from reads only: the
     # dry run shows what the launch uses (tests/unit/runs/test_recorder.py).
-    run.job_dir = _job_dir(engine, config, run.id, plan.name)
+    run.job_dir = _job_dir(engine, config, run.id, plan.job.name)
     _settle_job_dir(run, engine, out, recording and _creatable(paths.runs_dir()))
     uncached = _plan_mounts(run, engine, config, options.flags.host_process)
     ctx.run = run  # the dry run renders the job directory a launch would use
@@ -316,14 +316,14 @@ def _plan_mounts(run: Run, engine, config, host_process: bool = False):
     if problems:
         raise ConfigError(problems)
     uncached, settings = plan, cache.settings(config)
-    if settings.enabled and plan.image:
+    if settings.enabled and plan.container.image:
         if on_nodes:
-            run.node_cache = {"dir": settings.node_dir, "key": cache.image_key(plan.image)}
-        elif _creatable(cache.host_dir(settings.dir, plan.image)):
-            run.cache_dir = cache.host_dir(settings.dir, plan.image)
+            run.node_cache = {"dir": settings.node_dir, "key": cache.image_key(plan.container.image)}
+        elif _creatable(cache.host_dir(settings.dir, plan.container.image)):
+            run.cache_dir = cache.host_dir(settings.dir, plan.container.image)
             plan = cache.apply(plan, run.cache_dir)
         else:  # a bind mount of a directory that cannot be made would fail the launch
-            run.out.warn(f"the job cache {cache.host_dir(settings.dir, plan.image)} cannot be created; it is not mounted and "
+            run.out.warn(f"the job cache {cache.host_dir(settings.dir, plan.container.image)} cannot be created; it is not mounted and "
                          "the job compiles from scratch (set cache.dir to a writable place, or cache.enabled: false)")
     run.plan = plan
     return uncached

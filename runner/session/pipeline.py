@@ -58,11 +58,10 @@ def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None 
         engine.dry_run(engine.resolve(engine.request(plan, ctx), ctx, dry_run=True), ctx)
         return 0
     try:
-        request, handshake, launched, began = _start(engine, plan, ctx)
+        plan, request, handshake, launched, began = _start(engine, plan, ctx)
     except RunnerError as exc:
         run_record.failed(exc)  # `runs show` and `logs` say why, as the user saw it
         raise
-    plan = request.plan
     engine.announce(launched, ctx, detached=options.detach)
     run_record.started(launched, handshake, detached=options.detach)
     known_valid.remember(prepared.config.validated)  # a launch, never a dry run: what it validated is known valid
@@ -79,19 +78,20 @@ def run(options: RunOptions, engine: Engine, out: Output, *, layer: dict | None 
 
 def _start(engine: Engine, plan, ctx: RunContext):
     """From the checked plan to the started job: the preflight, the request, the image, the tracker
-    runs and their ids, the launch. (the request launched, the tracker handshake, the job, when it began)."""
+    runs and their ids, the launch. (the plan as launched, the request launched, the tracker handshake, the
+    job, when it began)."""
     from runner.trackers import handshake as tracker_runs  # a launch's only: a dry run starts no tracker run
 
-    request = _ready(engine, plan, ctx)
+    plan, request = _ready(engine, plan, ctx)
     handshake = tracker_runs.begin(plan, ctx.out)  # tracker runs exist before the job: every rank logs to the same run
-    request = request.with_run_env(handshake.env)  # the run ids, by name
+    plan, request = plan.with_env(handshake.env, "tracker run"), request.with_run_env(handshake.env)  # the run ids, by name
     began = time.time()
     try:
         launched = engine.launch(request, Connection(ctx.out, ctx.scope))  # the request and where to speak: nothing else
     except BaseException as exc:
         handshake.finish(exc.exit_code if isinstance(exc, Interrupted) else 3)  # never leave a run RUNNING
         raise
-    return request, handshake, launched, began
+    return plan, request, handshake, launched, began
 
 
 def _refuse(refused: list, dry_run: bool, out: Output) -> None:
@@ -119,14 +119,14 @@ def _prepare(options: RunOptions, engine: Engine, out: Output, loaded, dry_run: 
 
 def _ready(engine: Engine, plan, ctx: RunContext):
     """Everything that can refuse a launch, before a tracker run is created for it: the
-    preflight, the GPUs claimed, the image resolved. The request to launch, built once from the
-    plan as claimed."""
+    preflight, the GPUs claimed, the image resolved. The plan as claimed, and the request to launch,
+    built once from it."""
     from runner.trackers import handshake as tracker_runs
 
     tracker_runs.prefetch(plan)  # a tracker client that must be imported starts loading now, beside the preflight
     engine.preflight(plan, ctx)  # before a tracker run is created for a launch that cannot happen
     plan = engine.claim(plan, ctx)  # the GPUs the plan chose, taken for real (free ones, under a lock)
-    return engine.resolve(engine.request(plan, ctx), ctx)  # the image and the engine's facts, still before any tracker run
+    return plan, engine.resolve(engine.request(plan, ctx), ctx)  # the image and the engine's facts, still before any tracker run
 
 
 def _watch(options: RunOptions, engine: Engine, launched: Launched, ctx: RunContext, request, handshake) -> tuple[int, list]:

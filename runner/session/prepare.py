@@ -173,7 +173,7 @@ def _report(planned, out: Output, report_unset: bool) -> None:
     for warning in dict.fromkeys(planned.warnings):
         out.warn(warning)
     if planned.plan:
-        for notice in dict.fromkeys(planned.plan.notices):
+        for notice in dict.fromkeys(planned.plan.job.notices):
             out.notice(notice)
         if planned.unset and report_unset:
             out.notice(unset_notice(planned.unset))

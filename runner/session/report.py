@@ -70,7 +70,7 @@ def build_report(
 
     from runner.trackers import run_ids as handed
 
-    run_ids = {**handed(plan.public_env()), **(run_ids or {})}  # the ids the runner handed the job, as each tracker names its own
+    run_ids = {**handed(plan.job.public_env()), **(run_ids or {})}  # the ids the runner handed the job, as each tracker names its own
     start_s, end_s = _iso(started), _iso(ended)
     duration = None
     if started is not None and ended is not None:

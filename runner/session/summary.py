@@ -20,19 +20,19 @@ def _md(text: str) -> str:
 def summary_markdown(plan: "LaunchPlan", exit_code: int, links: Mapping[str, str] | None = None) -> str:
     """The run summary: image, forwarded names, tracker links, exit code. Names only, never values."""
     verdict = "succeeded" if exit_code == 0 else "failed"
-    forwarded = sorted(plan.forwarded, key=lambda d: d.name)
+    forwarded = sorted(plan.job.forwarded, key=lambda d: d.name)
     lines = [
-        f"### primus-runner: `{_md(plan.name)}` {verdict} (exit code {exit_code})",
+        f"### primus-runner: `{_md(plan.job.name)}` {verdict} (exit code {exit_code})",
         "",
         "| | |",
         "| --- | --- |",
-        f"| image | `{_md(plan.image)}` |",
-        f"| GPU | {_md(plan.gpu)} |",
+        f"| image | `{_md(plan.container.image)}` |",
+        f"| GPU | {_md(plan.job.gpu)} |",
         f"| exit code | {exit_code} |",
         f"| forwarded variables | {', '.join('`' + _md(d.name) + '`' for d in forwarded if not d.secret) or '-'} |",
         f"| forwarded secrets (names) | {', '.join('`' + _md(d.name) + '`' for d in forwarded if d.secret) or '-'} |",
     ]
-    skipped = sorted(d.name for d in plan.skipped)
+    skipped = sorted(d.name for d in plan.job.skipped)
     if skipped:
         lines.append(f"| not forwarded | {', '.join('`' + _md(n) + '`' for n in skipped)} |")
     for tracker, link in sorted((links or {}).items()):

@@ -41,13 +41,13 @@ def requeue_env(enabled_names, env: dict) -> dict[str, str]:
 
 def enabled(plan) -> list:
     """The trackers this plan turns on, in ``TRACKERS`` order."""
-    return [tracker(name) for name in TRACKERS if plan.trackers.is_on(name)]
+    return [tracker(name) for name in TRACKERS if plan.job.trackers.is_on(name)]
 
 
 def recorded(plan) -> dict:
     """What a run's record keeps of the plan's tracker decisions, for ``runs show`` to say what each
     tracker's output holds after the job (``after_line``) without the plan."""
-    return {"client_mode": plan.trackers.wandb_mode}
+    return {"client_mode": plan.job.trackers.wandb_mode}
 
 
 def as_recorded(kept: dict):

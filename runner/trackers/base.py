@@ -54,13 +54,11 @@ class TrackerPlan:
 RECORDED_FIELDS = ("framework", "enabled", "settings", "overrides", "run_name", "wandb_mode", "config_hash")
 
 
-class TrackedPlan(Protocol):
-    """The part of ``runner.plan.LaunchPlan`` the trackers read."""
+class TrackedJob(Protocol):
+    """The part of ``runner.launch_plan.JobSpec`` the trackers read."""
 
     name: str
-    image: str
     trackers: TrackerPlan
-    mounts: "Sequence[Any]"  # runner.plan.Mount: where a path the job writes is on the host
 
     @property
     def forwarded(self) -> "Sequence[EnvDecision]": ...
@@ -68,6 +66,20 @@ class TrackedPlan(Protocol):
     def public_env(self) -> Mapping[str, str]: ...
 
     def secret_env(self) -> "Mapping[str, Secret]": ...
+
+
+class TrackedContainer(Protocol):
+    """The part of ``runner.launch_plan.ContainerSpec`` the trackers read."""
+
+    image: str
+    mounts: "Sequence[Any]"  # runner.launch_plan.Mount: where a path the job writes is on the host
+
+
+class TrackedPlan(Protocol):
+    """The part of ``runner.launch_plan.LaunchPlan`` the trackers read: its job and its container."""
+
+    job: TrackedJob
+    container: TrackedContainer
 
 
 @dataclass
@@ -162,7 +174,7 @@ class TrackerSettings:
 
 
 class Tracker(Protocol):
-    """One tracker (a module). ``plan.trackers.is_on(NAME)`` says whether it takes part in a launch."""
+    """One tracker (a module). ``plan.job.trackers.is_on(NAME)`` says whether it takes part in a launch."""
 
     NAME: str
     RUN_ENV: tuple[str, ...]  # the variables begin() may hand the job (an engine's request reserves them by name)

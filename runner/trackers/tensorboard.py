@@ -24,8 +24,8 @@ def _needs(analysis: Analysis) -> None:
 
 def _outputs(plan: TrackedPlan) -> list[tuple[str, str]]:
     """Where the job writes its event files: TorchTitan's ``save_tb_folder``, else ``tensorboard_dir``."""
-    settings = plan.trackers.settings
-    if plan.trackers.framework == "torchtitan":
+    settings = plan.job.trackers.settings
+    if plan.job.trackers.framework == "torchtitan":
         return [("trackers.metrics.save_tb_folder", str((settings.get("metrics") or {}).get("save_tb_folder") or "tb"))]
     return [("trackers.tensorboard_dir", str(settings["tensorboard_dir"]))] if settings.get("tensorboard_dir") else []
 

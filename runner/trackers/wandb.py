@@ -23,15 +23,15 @@ WANDB_DEFAULT_BASE = "https://api.wandb.ai"
 def _wandb_endpoint(plan: TrackedPlan) -> "httpapi.Endpoint":
     from runner.trackers import httpapi  # the HTTP stack: a launch's (a plan reads SETTINGS only)
 
-    public = plan.public_env()
+    public = plan.job.public_env()
     base = (public.get("WANDB_BASE_URL") or WANDB_DEFAULT_BASE).strip().rstrip("/")
     base, _, _ = httpapi.split_userinfo(base)
-    key = plan.secret_env().get("WANDB_API_KEY")
+    key = plan.job.secret_env().get("WANDB_API_KEY")
     return httpapi.Endpoint("wandb", base, base, "basic" if key else "none", "api", key)
 
 
 def _wandb_mode(plan: TrackedPlan) -> str:
-    return (plan.public_env().get("WANDB_MODE") or plan.trackers.wandb_mode or "online").strip().lower()
+    return (plan.job.public_env().get("WANDB_MODE") or plan.job.trackers.wandb_mode or "online").strip().lower()
 
 
 def _check_wandb(plan: TrackedPlan, timeout: float) -> dict:
@@ -64,7 +64,7 @@ def new_wandb_run_id() -> str:
 
 
 def _wandb_begin(plan: TrackedPlan, out: Output, hs: Handshake) -> None:
-    public = plan.public_env()
+    public = plan.job.public_env()
     run_id = public.get("WANDB_RUN_ID") or new_wandb_run_id()
     hs.env["WANDB_RUN_ID"] = run_id
     project = public.get("WANDB_PROJECT") or "uncategorized"

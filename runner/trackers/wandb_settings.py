@@ -41,15 +41,15 @@ def _needs(analysis: Analysis) -> None:
 
 def _outputs(plan) -> list[tuple[str, str]]:
     """The W&B directory: ``trackers.wandb_save_dir`` (as ``WANDB_DIR``), or ``WANDB_DIR`` itself."""
-    directory = plan.public_env().get("WANDB_DIR")
+    directory = plan.job.public_env().get("WANDB_DIR")
     if not directory:
         return []
-    return [("trackers.wandb_save_dir" if plan.trackers.settings.get("wandb_save_dir") else "WANDB_DIR", directory)]
+    return [("trackers.wandb_save_dir" if plan.job.trackers.settings.get("wandb_save_dir") else "WANDB_DIR", directory)]
 
 
 def _after(host, plan, run_id: str | None) -> str:
     """Where the run's files are; for an offline run, the exact ``wandb sync`` that uploads it."""
-    if plan.trackers.wandb_mode not in ("offline", "dryrun"):
+    if plan.job.trackers.wandb_mode not in ("offline", "dryrun"):
         return f"W&B files: {host}"
     found = sorted(host.glob(f"wandb/offline-run-*-{run_id}")) if run_id else []
     if found:

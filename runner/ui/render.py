@@ -8,35 +8,36 @@ from runner.ui import Output
 
 
 def plan_text(plan: LaunchPlan) -> str:
+    job, container = plan.job, plan.container
     rows = [
-        ("image", plan.image),
-        ("command", " ".join(shell_word(a) for a in plan.command)),
-        ("name", plan.name),
-        ("gpu", plan.gpu + (f" (device request: {plan.gpu_request})" if plan.gpu_request else "")),
+        ("image", container.image),
+        ("command", " ".join(shell_word(a) for a in job.command)),
+        ("name", job.name),
+        ("gpu", job.gpu + (f" (device request: {container.gpu_request})" if container.gpu_request else "")),
         ("gpus", _gpus_text(plan)),
-        ("devices", ", ".join(plan.devices) or "-"),
-        ("mounts", ", ".join(str(m) for m in plan.mounts) or "-"),
-        ("ipc / network", f"{plan.ipc or '-'} / {plan.network or '-'}"),
-        ("privileged", "yes" if plan.privileged else "no"),
-        ("caps", ", ".join(plan.cap_add) or "-"),
-        ("groups", ", ".join(plan.group_add) or "-"),
-        ("resources", f"shm {plan.shm_size or '-'}, memory {plan.memory or '-'}, cpus {plan.cpus or '-'}"),
-        ("secrets via", "stdin shim (kept out of docker inspect)" if plan.secrets_via == "stdin" else "container env (visible in docker inspect)"),
-        ("trackers", f"{plan.trackers.framework}: {', '.join(plan.trackers.enabled) or 'none enabled'}"),
-        ("config files", ", ".join(plan.config_files) or "-"),  # every layer read, lowest first
+        ("devices", ", ".join(container.devices) or "-"),
+        ("mounts", ", ".join(str(m) for m in container.mounts) or "-"),
+        ("ipc / network", f"{container.ipc or '-'} / {container.network or '-'}"),
+        ("privileged", "yes" if container.privileged else "no"),
+        ("caps", ", ".join(container.cap_add) or "-"),
+        ("groups", ", ".join(container.group_add) or "-"),
+        ("resources", f"shm {container.shm_size or '-'}, memory {container.memory or '-'}, cpus {container.cpus or '-'}"),
+        ("secrets via", "stdin shim (kept out of docker inspect)" if container.secrets_via == "stdin" else "container env (visible in docker inspect)"),
+        ("trackers", f"{job.trackers.framework}: {', '.join(job.trackers.enabled) or 'none enabled'}"),
+        ("config files", ", ".join(job.config_files) or "-"),  # every layer read, lowest first
     ]
     _asked_rows(plan, rows)
     width = max(len(k) for k, _ in rows)
     lines = [f"{k.ljust(width)}  {v}" for k, v in rows]
     lines.append("")
     lines.append("environment (forwarded):")
-    for d in plan.forwarded:
+    for d in plan.job.forwarded:
         value = MASK if d.secret else d.value
         tag = " [secret]" if d.secret else ""
         lines.append(f"  {d.name}={value}{tag}   <- {d.reason}, {d.source}")
-    if plan.skipped:
+    if plan.job.skipped:
         lines.append("not forwarded:")
-        for d in plan.skipped:
+        for d in plan.job.skipped:
             lines.append(f"  {d.name}   ({d.reason}: {d.skip_reason})")
     lines += override_lines(plan)
     return "\n".join(lines)
@@ -47,8 +48,8 @@ RUNNER_SOURCE = "runner"  # a variable the runner itself sets (the job cache, GP
 
 def _asked_rows(plan: LaunchPlan, rows: list) -> None:
     """The rows only a flag asks for (--entrypoint, --platform, --label), after the command."""
-    own_labels = [f"{k}={v}" for k, v in plan.labels if not k.startswith("io.primus-runner.")]
-    for key, value in (("entrypoint", plan.entrypoint), ("platform", plan.platform), ("labels", ", ".join(own_labels) or None)):
+    own_labels = [f"{k}={v}" for k, v in plan.container.labels if not k.startswith("io.primus-runner.")]
+    for key, value in (("entrypoint", plan.container.entrypoint), ("platform", plan.container.platform), ("labels", ", ".join(own_labels) or None)):
         if value is not None:
             rows.insert(2, (key, shell_word(value) if key == "entrypoint" else value))
 
@@ -56,21 +57,21 @@ def _asked_rows(plan: LaunchPlan, rows: list) -> None:
 def compact_text(plan: LaunchPlan, request=None) -> str:
     """``plan``'s short view: what runs, where, with which variables (names) and GPUs."""
     engine = next((d.split(": ", 1)[1] for d in getattr(request, "decisions", ()) if d.startswith("engine: ")), None)
-    own = [d.name for d in plan.forwarded if d.source == RUNNER_SOURCE]
-    named = [f"{d.name}={MASK if d.secret else d.value}" for d in plan.forwarded if d.source != RUNNER_SOURCE]
+    own = [d.name for d in plan.job.forwarded if d.source == RUNNER_SOURCE]
+    named = [f"{d.name}={MASK if d.secret else d.value}" for d in plan.job.forwarded if d.source != RUNNER_SOURCE]
     env = ", ".join(named) or "-"
     if own:
         env += f"; and {len(own)} the runner sets ({', '.join(own[:3])}{', …' if len(own) > 3 else ''})"
     rows = [
-        ("image", plan.image),
-        ("command", " ".join(shell_word(a) for a in plan.command)),
+        ("image", plan.container.image),
+        ("command", " ".join(shell_word(a) for a in plan.job.command)),
         ("engine", engine or "docker"),
-        ("gpus", "none" if plan.gpu == "none" else f"{plan.gpu} {_gpus_text(plan)}"),
+        ("gpus", "none" if plan.job.gpu == "none" else f"{plan.job.gpu} {_gpus_text(plan)}"),
         ("env", env),
-        ("not set", ", ".join(d.name for d in plan.skipped) or None),
-        ("mounts", ", ".join(str(m) for m in plan.mounts) or "-"),
-        ("resources", ", ".join(f"{k} {v}" for k, v in (("shm", plan.shm_size), ("memory", plan.memory), ("cpus", plan.cpus)) if v) or None),
-        ("trackers", f"{plan.trackers.framework}: {', '.join(plan.trackers.enabled) or 'none enabled'}"),
+        ("not set", ", ".join(d.name for d in plan.job.skipped) or None),
+        ("mounts", ", ".join(str(m) for m in plan.container.mounts) or "-"),
+        ("resources", ", ".join(f"{k} {v}" for k, v in (("shm", plan.container.shm_size), ("memory", plan.container.memory), ("cpus", plan.container.cpus)) if v) or None),
+        ("trackers", f"{plan.job.trackers.framework}: {', '.join(plan.job.trackers.enabled) or 'none enabled'}"),
     ]
     _asked_rows(plan, rows)
     rows = [(k, v) for k, v in rows if v is not None]
@@ -80,33 +81,35 @@ def compact_text(plan: LaunchPlan, request=None) -> str:
     return "\n".join(lines)
 
 
-# The plan's settings and the config key each one comes from (for --verbose).
+# The plan's settings (the spec that holds each: ``job`` or ``container``) and the config key each one
+# comes from (for --verbose).
 _SETTING_KEYS = (
-    ("image", ("container", "options", "image")), ("gpu", ("container", "gpu")), ("name", ("container", "options", "name")),
-    ("ipc", ("container", "options", "ipc")), ("network", ("container", "options", "network")),
-    ("user", ("container", "options", "user")), ("workdir", ("container", "options", "workdir")),
-    ("shm_size", ("container", "options", "shm-size")), ("memory", ("container", "options", "memory")),
-    ("cpus", ("container", "options", "cpus")), ("privileged", ("container", "options", "privileged")),
-    ("secrets_via", ("container", "secrets_via")),
+    ("container", "image", ("container", "options", "image")), ("job", "gpu", ("container", "gpu")),
+    ("job", "name", ("container", "options", "name")),
+    ("container", "ipc", ("container", "options", "ipc")), ("container", "network", ("container", "options", "network")),
+    ("container", "user", ("container", "options", "user")), ("job", "workdir", ("container", "options", "workdir")),
+    ("container", "shm_size", ("container", "options", "shm-size")), ("container", "memory", ("container", "options", "memory")),
+    ("container", "cpus", ("container", "options", "cpus")), ("container", "privileged", ("container", "options", "privileged")),
+    ("container", "secrets_via", ("container", "secrets_via")),
 )
 
 
 def sources_text(plan: LaunchPlan, config, absent_optional=()) -> str:
     """What ``--verbose`` adds to the plan: the files loaded and where every decision came from."""
     lines = ["", "sources (--verbose):", "  config files, lowest first:"]
-    lines += [f"    {f}" for f in plan.config_files] or ["    (none)"]
+    lines += [f"    {f}" for f in plan.job.config_files] or ["    (none)"]
     where = lambda path: (config.where(path) if config.get(*path) is not None else None) or "not set: generated or the engine's default"  # noqa: E731
-    for field_name, path in _SETTING_KEYS:
-        value = getattr(plan, field_name)
+    for spec, field_name, path in _SETTING_KEYS:
+        value = getattr(getattr(plan, spec), field_name)
         if value not in (None, "", ()):
             lines.append(f"  {field_name.replace('_', '-')} = {value}   <- {where(path)}")
     listed = [str(d) for d in (config.get("container", "options", "device") or [])]
-    for device in plan.devices:
-        origin = where(("container", "options", "device", listed.index(device))) if device in listed else f"--gpu {plan.gpu}"
+    for device in plan.container.devices:
+        origin = where(("container", "options", "device", listed.index(device))) if device in listed else f"--gpu {plan.job.gpu}"
         lines.append(f"  device {device}   <- {origin}")
-    for mount in plan.mounts:
+    for mount in plan.container.mounts:
         lines.append(f"  mount {mount}")
-    for d in plan.env:
+    for d in plan.job.env:
         state = "forwarded" if d.forwarded else f"not forwarded ({d.skip_reason})"
         origin = f"{d.reason}" + (f", value from {d.source}" if d.forwarded and d.source else "") + (f", {d.where}" if d.where else "")
         lines.append(f"  env {d.name}: {state}   <- {origin}")
@@ -117,17 +120,17 @@ def sources_text(plan: LaunchPlan, config, absent_optional=()) -> str:
 
 def _gpus_text(plan: LaunchPlan) -> str:
     """The chosen GPUs: index, device node (ROCm) or device ID (CUDA), UUID."""
-    if plan.gpu == "none":
+    if plan.job.gpu == "none":
         return "-"
-    if not plan.gpus:
-        return f"{plan.gpu_select} (per node, from the Slurm allocation)" if plan.gpu_select != "all" else "all (the flavor's devices)"
-    shown = [f"{g.index} ({g.render or 'device ' + g.device_id}, {g.uuid})" for g in plan.gpus]
-    return f"{plan.gpu_select}: " + ", ".join(shown)
+    if not plan.job.gpus:
+        return f"{plan.job.gpu_select} (per node, from the Slurm allocation)" if plan.job.gpu_select != "all" else "all (the flavor's devices)"
+    shown = [f"{g.index} ({g.render or 'device ' + g.device_id}, {g.uuid})" for g in plan.job.gpus]
+    return f"{plan.job.gpu_select}: " + ", ".join(shown)
 
 
 def override_lines(plan: LaunchPlan) -> list[str]:
     """Each tracker override appended to the Primus command, with the ``file:line`` it comes from."""
-    sources = plan.trackers.override_sources
+    sources = plan.job.trackers.override_sources
     if not sources:
         return []
     return ["tracker overrides (appended to the Primus command; they beat the experiment YAML):",
@@ -164,10 +167,10 @@ def plan_tables(plan: LaunchPlan, masker: Masker | None = None):
     env = Table(title="environment", title_justify="left")
     for column in ("name", "value", "why", "source"):
         env.add_column(column)
-    for d in plan.forwarded:
+    for d in plan.job.forwarded:
         value = f"[yellow]{MASK}[/yellow] (secret)" if d.secret else escape(str(d.value))
         env.add_row(escape(d.name), value, escape(d.reason), escape(d.source or ""))
-    for d in plan.skipped:
+    for d in plan.job.skipped:
         env.add_row(f"[dim]{escape(d.name)}[/dim]", "[dim]not forwarded[/dim]", escape(d.reason), escape(d.skip_reason or ""))
     return summary, env
 

@@ -34,24 +34,24 @@ def test_plan_of_a_host_process_inherits_and_lists_what_is_withheld(make_plan, c
     host = {**USER, "HF_TOKEN": canary["HF_TOKEN"], "WANDB_API_KEY": canary["WANDB_API_KEY"], "OTHER_TOKEN": "tok-canary-x1"}
     config = {"container": {"options": {"env": ["LIT=one"]}}}
     plan = make_plan(config, host=host, flags=LaunchFlags(host_process=True)).require()
-    forwarded = {d.name: d for d in plan.forwarded}
+    forwarded = {d.name: d for d in plan.job.forwarded}
     assert forwarded["PATH"].value == USER["PATH"] and forwarded["PATH"].reason == "inherited"
     assert forwarded["VIRTUAL_ENV"].value == "/venv" and forwarded["LIT"].value == "one"
     assert forwarded["HF_TOKEN"].secret  # allowlisted by the defaults: forwarded as a secret
-    withheld = {d.name: d.skip_reason for d in plan.skipped if d.reason == "inherited"}
+    withheld = {d.name: d.skip_reason for d in plan.job.skipped if d.reason == "inherited"}
     assert withheld == {"OTHER_TOKEN": WITHHELD_SECRET, "DB_PASSWORD": WITHHELD_SECRET, "PRIMUS_RUNNER_CONFIG": WITHHELD_RUNNER}
-    assert plan.inherit_env and "*_TOKEN" in plan.secret_rules
+    assert plan.job.inherit_env and "*_TOKEN" in plan.job.secret_rules
     assert "tok-canary-x1" not in repr(plan.to_dict())
 
 
 def test_a_container_plan_inherits_nothing(make_plan):
     plan = make_plan({}, host=USER).require()
-    assert not plan.inherit_env and {"VIRTUAL_ENV", "HOME", "PATH"}.isdisjoint(d.name for d in plan.env)
+    assert not plan.job.inherit_env and {"VIRTUAL_ENV", "HOME", "PATH"}.isdisjoint(d.name for d in plan.job.env)
 
 
 def test_clean_env_gives_only_the_forwarded_names(make_plan):
     plan = make_plan({"direct": {"clean_env": True}}, host=USER, flags=LaunchFlags(host_process=True)).require()
-    assert not plan.inherit_env and "VIRTUAL_ENV" not in {d.name for d in plan.env}
+    assert not plan.job.inherit_env and "VIRTUAL_ENV" not in {d.name for d in plan.job.env}
 
 
 def test_the_deny_list_is_a_containers_rule(make_plan):
@@ -59,14 +59,14 @@ def test_the_deny_list_is_a_containers_rule(make_plan):
     refused = make_plan({}, host=USER, flags=LaunchFlags(env=("PATH", "LD_LIBRARY_PATH")))
     assert any("deny list" in p.message for p in refused.problems)
     planned = make_plan({}, host=USER, flags=LaunchFlags(env=("PATH", "LD_LIBRARY_PATH"), host_process=True))
-    assert not planned.problems and planned.require().public_env()["LD_LIBRARY_PATH"] == "/opt/rocm/lib"
+    assert not planned.problems and planned.require().job.public_env()["LD_LIBRARY_PATH"] == "/opt/rocm/lib"
 
 
 def test_a_public_value_holding_a_secret_is_inherited_as_a_secret(make_plan, canary):
     host = {**USER, "HF_TOKEN": canary["HF_TOKEN"], "AUTH_HEADER": f"Bearer {canary['HF_TOKEN']}"}
     plan = make_plan({}, host=host, flags=LaunchFlags(host_process=True)).require()
-    (auth,) = [d for d in plan.forwarded if d.name == "AUTH_HEADER"]
-    assert auth.secret and "AUTH_HEADER" not in plan.public_env()
+    (auth,) = [d for d in plan.job.forwarded if d.name == "AUTH_HEADER"]
+    assert auth.secret and "AUTH_HEADER" not in plan.job.public_env()
 
 
 def test_a_slurm_node_gets_its_own_environment_by_the_same_rule(make_plan, canary):
@@ -77,7 +77,7 @@ def test_a_slurm_node_gets_its_own_environment_by_the_same_rule(make_plan, canar
     plan = make_plan({}, command=("torchrun",), host=USER, flags=LaunchFlags(host_process=True)).require()
     node = {**USER, "SLURM_JOB_ID": "7", "SLURM_PROCID": "1", "PRIMUS_RUNNER_MASK_0": canary["WANDB_API_KEY"],
             "PRIMUS_RUNNER_PLAN_SHA256": "ab", "NODE_ONLY_TOKEN": canary["DATABRICKS_TOKEN"]}
-    request = ProcessRequest.of(plan, node, cwd="/w")
+    request = ProcessRequest.of(plan.job, node, cwd="/w")
     env = request.environment()
     assert env["SLURM_JOB_ID"] == "7" and env["VIRTUAL_ENV"] == "/venv" and env["PATH"] == USER["PATH"]
     assert not {"PRIMUS_RUNNER_MASK_0", "PRIMUS_RUNNER_PLAN_SHA256", "NODE_ONLY_TOKEN", "DB_PASSWORD"} & set(env)
@@ -90,5 +90,5 @@ def test_a_clean_process_request_has_the_default_path(make_plan):
     from runner.engines.process import DEFAULT_PATH, ProcessRequest
 
     plan = make_plan({"direct": {"clean_env": True}}, host=USER, flags=LaunchFlags(host_process=True)).require()
-    env = ProcessRequest.of(plan, USER, cwd="/w").environment()
+    env = ProcessRequest.of(plan.job, USER, cwd="/w").environment()
     assert env["PATH"] == DEFAULT_PATH and "HOME" not in env

@@ -14,7 +14,7 @@ def test_a_public_variable_holding_a_secret_travels_as_one(work):
     host = {"SERVICE_TOKEN": token, "AUTH_HEADER": f"Bearer {token}", "PLAIN": "public"}
     planned = plan_from(work, "container:\n  options:\n    image: busybox\n    env: [AUTH_HEADER, PLAIN]\n", host=host,
                         flags=["--gpu", "none"], name="j")
-    forwarded = {d.name: d for d in planned.require().forwarded}
+    forwarded = {d.name: d for d in planned.require().job.forwarded}
     assert forwarded["AUTH_HEADER"].secret and isinstance(forwarded["AUTH_HEADER"].value, Secret)
     assert forwarded["AUTH_HEADER"].value.reveal() == host["AUTH_HEADER"]
     assert not forwarded["PLAIN"].secret and forwarded["PLAIN"].value == "public"  # the rest stays public

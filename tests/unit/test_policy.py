@@ -20,7 +20,7 @@ def plan_for(work: Path, yaml_text: str, host: dict, env_file: EnvFile = EnvFile
 
 
 def decisions(planned):
-    return {d.name: d for d in planned.plan.env}
+    return {d.name: d for d in planned.plan.job.env}
 
 
 BASE = "container:\n  options:\n    image: busybox\n    env: [FOO, UNSET_ONE, LIT=hello, HF_TOKEN]\n"
@@ -36,8 +36,8 @@ def test_allowlist_literal_unset_and_secret(work):
     assert d["HF_TOKEN"].secret and isinstance(d["HF_TOKEN"].value, Secret)
     assert "OTHER" not in d
     assert "UNSET_ONE" in planned.unset
-    assert planned.plan.public_env()["FOO"] == "1"
-    assert "HF_TOKEN" not in planned.plan.public_env()
+    assert planned.plan.job.public_env()["FOO"] == "1"
+    assert "HF_TOKEN" not in planned.plan.job.public_env()
 
 
 def test_prefix_forwards_but_never_a_secret(work):
@@ -113,38 +113,38 @@ def test_duplicates_across_layers_are_merged(work):
     extra = work / "extra.yaml"
     extra.write_text("container:\n  options:\n    env: [FOO, FOO, LIT=world]\n")
     planned = plan_from(work, BASE, host={"FOO": "1"}, flags=LaunchFlags(gpu="none"), extra=str(extra))
-    names = [d.name for d in planned.plan.env]
+    names = [d.name for d in planned.plan.job.env]
     assert names.count("FOO") == 1 and names.count("LIT") == 1
     assert decisions(planned)["LIT"].value == "world"
 
 
 def test_gpu_flavors_choose_devices(work):
     rocm = plan_for(work, BASE, {}, flags=LaunchFlags(gpu="rocm")).plan
-    assert "/dev/kfd" in rocm.devices and "/dev/dri" in rocm.devices and "video" in rocm.group_add
+    assert "/dev/kfd" in rocm.container.devices and "/dev/dri" in rocm.container.devices and "video" in rocm.container.group_add
     cuda = plan_for(work, BASE, {}, flags=LaunchFlags(gpu="cuda")).plan
-    assert cuda.gpu_request == "nvidia" and "/dev/kfd" not in cuda.devices
+    assert cuda.container.gpu_request == "nvidia" and "/dev/kfd" not in cuda.container.devices
     none = plan_for(work, BASE, {}, flags=LaunchFlags(gpu="none")).plan
-    assert not any(d in none.devices for d in ("/dev/kfd", "/dev/dri")) and none.gpu_request is None
-    assert "video" not in none.group_add and "video" not in cuda.group_add
+    assert not any(d in none.container.devices for d in ("/dev/kfd", "/dev/dri")) and none.container.gpu_request is None
+    assert "video" not in none.container.group_add and "video" not in cuda.container.group_add
 
 
 def test_group_add_on_the_command_line_is_passed_as_given(work):
     """`container --group-add render`: kept under ROCm (beside the flavor's video) and under any flavor;
     a file's ROCm group is still dropped under cuda and none (images without a GPU stack lack it)."""
     rocm = plan_for(work, BASE, {}, flags=LaunchFlags(gpu="rocm", group_add=("render",))).plan
-    assert {"video", "render"} <= set(rocm.group_add)
+    assert {"video", "render"} <= set(rocm.container.group_add)
     none = plan_for(work, BASE, {}, flags=LaunchFlags(gpu="none", group_add=("render",))).plan
-    assert "render" in none.group_add
+    assert "render" in none.container.group_add
     (work / "groups.yaml").write_text("container:\n  options:\n    group-add: [render]\n")
     from_file = plan_from(work, BASE, flags=LaunchFlags(gpu="rocm"), extra=str(work / "groups.yaml")).plan
-    assert "render" in from_file.group_add
+    assert "render" in from_file.container.group_add
 
 
 def test_built_in_defaults_are_least_privilege(work):
     """No privileged mode or raised ulimit unless a config asks (many hosts refuse both)."""
     plan = plan_for(work, BASE, {}, flags=LaunchFlags(gpu="rocm")).plan
-    assert plan.privileged is False and plan.ulimits == ()
-    assert plan.ipc == "host" and plan.network == "host"
-    assert set(plan.cap_add) == {"SYS_PTRACE", "CAP_SYS_ADMIN"} and plan.security_opt == ("seccomp=unconfined",)
+    assert plan.container.privileged is False and plan.container.ulimits == ()
+    assert plan.container.ipc == "host" and plan.container.network == "host"
+    assert set(plan.container.cap_add) == {"SYS_PTRACE", "CAP_SYS_ADMIN"} and plan.container.security_opt == ("seccomp=unconfined",)
     launcher = plan_for(work, BASE + '    privileged: "true"\n    ulimit: "nofile=1048576:1048576"\n', {}).plan
-    assert launcher.privileged is True and launcher.ulimits == ("nofile=1048576:1048576",)
+    assert launcher.container.privileged is True and launcher.container.ulimits == ("nofile=1048576:1048576",)

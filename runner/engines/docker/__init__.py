@@ -52,7 +52,7 @@ def _check_cdi_spec(plan: LaunchPlan) -> None:
     from runner.clients.engine_api.types import gpu_host_config
     from runner.gpus import cdi
 
-    ids = [g.device_id for g in plan.gpus] or None
+    ids = [g.device_id for g in plan.job.gpus] or None
     names = gpu_host_config("nvidia", "podman", device_ids=ids)["DeviceRequests"][0]["DeviceIDs"]
     absent = cdi.missing(names)
     if absent:
@@ -92,22 +92,22 @@ class DockerEngine(EngineBase):
     def preflight(self, plan: LaunchPlan, ctx: RunContext) -> None:
         eng = _shared_client(self._settings(ctx).engine)
         eng.ping()
-        if plan.gpu_request == "nvidia" and eng.is_podman:
+        if plan.container.gpu_request == "nvidia" and eng.is_podman:
             _check_cdi_spec(plan)
 
     def claim(self, plan: LaunchPlan, ctx: RunContext) -> LaunchPlan:
         """The GPUs this launch gets, chosen under the host-wide lock and leased until the container's
         label holds them: two launches racing for the same GPUs never both get them. The pipeline
         builds the one request from the plan this returns."""
-        if not plan.gpus or plan.gpu_select == "all":
+        if not plan.job.gpus or plan.job.gpu_select == "all":
             return plan
         from runner.gpus import discover, holders, planning
         from runner.gpus.selection import parse
 
         eng = _shared_client(self._settings(ctx).engine)  # the engine the request is for (container.engine)
-        found = discover(plan.gpu, plan.host_root)
-        chosen = holders.claim(parse(plan.gpu_select), found, plan.gpu, plan.name, lambda: holders.container_holders(eng))
-        return planning.with_gpus(plan, chosen, plan.host_root)
+        found = discover(plan.job.gpu, plan.job.host_root)
+        chosen = holders.claim(parse(plan.job.gpu_select), found, plan.job.gpu, plan.job.name, lambda: holders.container_holders(eng))
+        return planning.with_gpus(plan, chosen, plan.job.host_root)
 
     def request(self, plan: LaunchPlan, ctx: RunContext) -> DockerRequest:
         preference = self._settings(ctx).engine
@@ -126,16 +126,16 @@ class DockerEngine(EngineBase):
 
         eng = _shared_client(request.engine)
         plan = request.plan
-        policy = plan.pull
-        if plan.platform:  # checked here for both engines: Podman's compatible create ignores the platform
+        policy = plan.container.pull
+        if plan.container.platform:  # checked here for both engines: Podman's compatible create ignores the platform
             from runner.engines.docker.platform import ensure_platform
 
-            image = ensure_platform(plan.image, plan.platform, policy, lambda: inspect_local(eng, plan.image),
-                                    lambda: self._pull(ctx, plan.image, "missing", present=False, platform=plan.platform))
+            image = ensure_platform(plan.container.image, plan.container.platform, policy, lambda: inspect_local(eng, plan.container.image),
+                                    lambda: self._pull(ctx, plan.container.image, "missing", present=False, platform=plan.container.platform))
             return resolve(request, eng, image)
         if policy == "always":  # before create, like `docker run --pull always`
-            self._pull(ctx, plan.image, policy, present=None)
-        image = inspect_or_fetch(eng, plan.image, self._ensure_image(ctx, request))  # here, never on a create's 404
+            self._pull(ctx, plan.container.image, policy, present=None)
+        image = inspect_or_fetch(eng, plan.container.image, self._ensure_image(ctx, request))  # here, never on a create's 404
         return resolve(request, eng, image if request.use_shim else None)
 
     def _resolve_read_only(self, request: DockerRequest, ctx: RunContext) -> DockerRequest:
@@ -153,7 +153,7 @@ class DockerEngine(EngineBase):
                 if kind is not None:
                     return resolve_unasked(request, kind, location.url, location.source)
             eng = _shared_client(preference)
-            image = inspect_local(eng, request.plan.image) if request.use_shim else None
+            image = inspect_local(eng, request.plan.container.image) if request.use_shim else None
             return resolve(request, eng, image)
         except EngineUnavailable:
             return request
@@ -173,11 +173,11 @@ class DockerEngine(EngineBase):
         from runner.engines.docker.run import launch
 
         run = launch(_shared_client(request.engine), request, connection.scope.masker, connection.out)
-        return Launched(run.cid, request.plan.name, run)
+        return Launched(run.cid, request.plan.job.name, run)
 
     def _ensure_image(self, ctx: RunContext, request: DockerRequest) -> Callable[[str], None]:
         """What the request says to do when the image is not local: build it, else pull it under the policy."""
-        policy, flavor = request.plan.pull, request.plan.gpu
+        policy, flavor = request.plan.container.pull, request.plan.job.gpu
 
         def build(image: str) -> None:
             from runner import images
@@ -207,7 +207,7 @@ class DockerEngine(EngineBase):
         sock, run.sock = run.sock, None
         if ctx.tail.kept_in() is None:
             sock.close()
-            ctx.out.warn(f"the output of {run.request.plan.name} is not kept: this run has no log (runs.record is false, or "
+            ctx.out.warn(f"the output of {run.request.plan.job.name} is not kept: this run has no log (runs.record is false, or "
                          "the state directory cannot be written), and the engine keeps none (it would hold the output unmasked)")
             return
         from runner.engines.docker import keeper
@@ -216,7 +216,7 @@ class DockerEngine(EngineBase):
         keeper.start(sock, run.leftover, ctx.scope.masker, ctx.tail, hold=() if held is None else (held,))
 
     def group_title(self, launched: Launched, request: DockerRequest) -> str:
-        return f"job output: {launched.name} ({request.plan.image})"
+        return f"job output: {launched.name} ({request.plan.container.image})"
 
     def watch(self, launched: Launched, ctx: RunContext, on_running: Callable[[], None] | None = None) -> int:
         from runner.engines.docker.run import watch

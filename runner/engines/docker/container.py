@@ -41,34 +41,34 @@ def container_config(plan: LaunchPlan, labels: dict[str, str], entrypoint: list[
     would be the job's raw, unmasked output on the host's disk. The runner reads the job's
     output from the attach stream and keeps the masked copy (the run's log).
     """
-    env = [f"{k}={v}" for k, v in plan.public_env().items()] + secret_env
+    job, container = plan.job, plan.container
     host: dict = {
         "Init": True,  # tini as PID 1: SIGTERM reaches the job, zombies are reaped
-        "Privileged": plan.privileged,
-        "CapAdd": list(plan.cap_add) or None,
-        "GroupAdd": list(plan.group_add) or None,
-        "SecurityOpt": list(plan.security_opt) or None,
-        "Ulimits": [_typed(container_values.parse_ulimit, u).body() for u in plan.ulimits] or None,
-        "Devices": [_typed(container_values.parse_device, d).body() for d in plan.devices] or None,
-        "Binds": [f"{m.source}:{m.target}:{m.mode}" for m in plan.mounts] or None,
-        "IpcMode": plan.ipc or None,
-        "NetworkMode": plan.network or None,
+        "Privileged": container.privileged,
+        "CapAdd": list(container.cap_add) or None,
+        "GroupAdd": list(container.group_add) or None,
+        "SecurityOpt": list(container.security_opt) or None,
+        "Ulimits": [_typed(container_values.parse_ulimit, u).body() for u in container.ulimits] or None,
+        "Devices": [_typed(container_values.parse_device, d).body() for d in container.devices] or None,
+        "Binds": [f"{m.source}:{m.target}:{m.mode}" for m in container.mounts] or None,
+        "IpcMode": container.ipc or None,
+        "NetworkMode": container.network or None,
         "LogConfig": {"Type": "none", "Config": {}},
     }
-    if plan.gpu_request == "nvidia":  # exactly the chosen GPUs by ID, else all (--gpus all)
-        ids = [g.device_id for g in plan.gpus]
+    if container.gpu_request == "nvidia":  # exactly the chosen GPUs by ID, else all (--gpus all)
+        ids = [g.device_id for g in job.gpus]
         host["DeviceRequests"] = [{"Driver": "", "DeviceIDs": ids, "Capabilities": [["gpu"]]} if ids
                                   else {"Driver": "", "Count": -1, "Capabilities": [["gpu"]]}]
-    if plan.shm_size:
-        host["ShmSize"] = parse_bytes(plan.shm_size)
-    if plan.memory:
-        host["Memory"] = parse_bytes(plan.memory)
-    if plan.cpus:
-        host["NanoCpus"] = int(plan.cpus * 1e9)
+    if container.shm_size:
+        host["ShmSize"] = parse_bytes(container.shm_size)
+    if container.memory:
+        host["Memory"] = parse_bytes(container.memory)
+    if container.cpus:
+        host["NanoCpus"] = int(container.cpus * 1e9)
     config: dict = {
-        "Image": plan.image,
-        "Cmd": list(plan.command),
-        "Env": env,
+        "Image": container.image,
+        "Cmd": list(job.command),
+        "Env": [f"{k}={v}" for k, v in job.public_env().items()] + secret_env,
         "Labels": labels,
         "AttachStdin": stdin,
         "OpenStdin": stdin,
@@ -76,28 +76,28 @@ def container_config(plan: LaunchPlan, labels: dict[str, str], entrypoint: list[
         "AttachStdout": True,
         "AttachStderr": True,
         "Tty": tty,
-        "StopTimeout": int(plan.stop_timeout),
+        "StopTimeout": int(job.stop_timeout),
         "HostConfig": {k: v for k, v in host.items() if v is not None},
     }
     if entrypoint is not None:
         config["Entrypoint"] = entrypoint
-    if plan.user:
-        config["User"] = plan.user
-    if plan.workdir:
-        config["WorkingDir"] = plan.workdir
-    if plan.hostname:
-        config["Hostname"] = plan.hostname
-    if plan.run_options:  # docker run options passed through as given, onto the same body check_clean reads
+    if container.user:
+        config["User"] = container.user
+    if job.workdir:
+        config["WorkingDir"] = job.workdir
+    if container.hostname:
+        config["Hostname"] = container.hostname
+    if container.run_options:  # docker run options passed through as given, onto the same body check_clean reads
         from runner.engines.docker import run_options
 
-        run_options.apply(config, plan.run_options)
+        run_options.apply(config, container.run_options)
     return config
 
 
 def labels_for(plan: LaunchPlan, extra: dict[str, str], run_id: str | None) -> dict[str, str]:
-    labels = dict(plan.labels)
+    labels = dict(plan.container.labels)
     labels.setdefault(LABEL, "true")
-    labels.setdefault(LABEL_JOB, plan.name)
+    labels.setdefault(LABEL_JOB, plan.job.name)
     labels.update(extra)
     if run_id is not None:
         labels[LABEL_RUN] = run_id
@@ -127,7 +127,7 @@ class DockerRequest:
     decisions: tuple[str, ...] = ()  # what was decided and from what (shown by the dry run)
     pending: tuple[str, ...] = ()  # what only the engine or the image can tell (filled by resolve)
     run_id: str | None = None  # the run's id: its label, and the one id a dry run and its launch differ in
-    fetch: str = "pull"  # an image that is not local: pull (under plan.pull) or build (up --build), in resolve
+    fetch: str = "pull"  # an image that is not local: pull (under plan.container.pull) or build (up --build), in resolve
     engine: str = "auto"  # container.engine: the engine resolve and launch speak to
 
     def with_run_env(self, pairs: dict[str, str]) -> "DockerRequest":
@@ -148,10 +148,10 @@ class DockerRequest:
     def to_dict(self) -> dict:
         from runner.engines.docker.render import shim_note
 
-        return {"engine": self.kind, "name": self.plan.name, "argv": self.argv(), "create": self.config,
+        return {"engine": self.kind, "name": self.plan.job.name, "argv": self.argv(), "create": self.config,
                 "ids": {"run": self.run_id},  # what a launch of the same plan has anew: the run id (and its label)
                 "fetch": self.fetch, "detach": self.detach, "remove": self.remove,
-                "platform": self.plan.platform,
+                "platform": self.plan.container.platform,
                 "libpod_create": self.libpod_create() if self.kind == "podman" else None,
                 "secrets": list(self.secret_names), "secrets_via": "stdin shim" if self.use_shim else "env",
                 "shim": shim_note(self) if self.use_shim else None,
@@ -163,7 +163,7 @@ class DockerRequest:
         from runner.clients.engine_api.libpod import podman_create
 
         try:
-            return podman_create(self.plan.name, self.config)
+            return podman_create(self.plan.job.name, self.config)
         except ValueError:  # CDI devices with an option Podman's own create cannot take: the launch refuses it
             return None
 

@@ -65,7 +65,7 @@ def run_argv(request: "DockerRequest") -> list[str]:
 def _split(request: "DockerRequest") -> tuple[list[str], list[str]]:
     """(``docker run`` and its options, the image and what follows it)."""
     body = request.config
-    argv = [request.kind, "run", "--name", request.plan.name]
+    argv = [request.kind, "run", "--name", request.plan.job.name]
     if request.remove:
         argv.append("--rm")
     if request.detach:
@@ -74,8 +74,8 @@ def _split(request: "DockerRequest") -> tuple[list[str], list[str]]:
         argv.append("--interactive")
     if body.get("Tty"):
         argv.append("--tty")
-    if request.plan.platform:
-        argv += ["--platform", request.plan.platform]
+    if request.plan.container.platform:
+        argv += ["--platform", request.plan.container.platform]
     for key, value in (body.get("Labels") or {}).items():
         argv += ["--label", f"{key}={value}"]
     secret = set(request.secret_names)
@@ -85,19 +85,19 @@ def _split(request: "DockerRequest") -> tuple[list[str], list[str]]:
             argv += ["-e", entry]
     for name in request.secret_names:
         argv += ["-e", name]  # the value from the runner, never on this line
-    argv += _host_flags(body.get("HostConfig") or {}, {"ShmSize": request.plan.shm_size, "Memory": request.plan.memory})
+    argv += _host_flags(body.get("HostConfig") or {}, {"ShmSize": request.plan.container.shm_size, "Memory": request.plan.container.memory})
     if body.get("User"):
         argv += ["--user", str(body["User"])]
     if body.get("WorkingDir"):
         argv += ["--workdir", body["WorkingDir"]]
     if body.get("Hostname"):
         argv += ["--hostname", body["Hostname"]]
-    passed = dict(request.plan.run_options)
+    passed = dict(request.plan.container.run_options)
     if body.get("StopTimeout") is not None and "stop-timeout" not in passed:
         argv += ["--stop-timeout", str(body["StopTimeout"])]
     from runner.engines.docker.run_options import argv as passthrough_argv
 
-    argv += passthrough_argv(request.plan.run_options)  # as given: the create body carries each one (run_options.PASSTHROUGH)
+    argv += passthrough_argv(request.plan.container.run_options)  # as given: the create body carries each one (run_options.PASSTHROUGH)
     entrypoint = list(body.get("Entrypoint") or [])
     rest: list[str] = []
     if request.use_shim and entrypoint[:1] == ["/bin/sh"]:

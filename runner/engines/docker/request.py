@@ -30,20 +30,20 @@ def make_request(plan: LaunchPlan, extra_labels: dict[str, str], *, kind: str = 
     (None: a Slurm node's container, named by its job and rank). ``fetch``: how an image that is not
     local is got, ``pull`` (under the plan's pull policy) or ``build`` (``up --build``). ``engine``:
     ``container.engine``, the engine the launch speaks to."""
-    secrets = plan.secret_env()
-    use_shim = bool(secrets) and plan.secrets_via == "stdin"
-    own = None if plan.entrypoint is None else [plan.entrypoint] if plan.entrypoint else []  # [] clears the image's
+    secrets = plan.job.secret_env()
+    use_shim = bool(secrets) and plan.container.secrets_via == "stdin"
+    own = None if plan.container.entrypoint is None else [plan.container.entrypoint] if plan.container.entrypoint else []  # [] clears the image's
     entrypoint = shim.shim_entrypoint(interactive, tty) + (own or []) if use_shim else own
     secret_env = [] if use_shim or not secrets else shim.env_fallback(secrets)
     labels = labels_for(plan, extra_labels, run_id)
     config = container_config(plan, labels, entrypoint, secret_env, use_shim or interactive, tty=tty)
     config["HostConfig"].pop("DeviceRequests", None)  # the engine's own form: resolve decides it
-    pending = (("image entrypoint",) if use_shim and own is None else ()) + (("the engine's GPU request form",) if plan.gpu_request else ())
-    decisions = [_fetch_decision(plan.pull, fetch), f"engine: {kind}"]
+    pending = (("image entrypoint",) if use_shim and own is None else ()) + (("the engine's GPU request form",) if plan.container.gpu_request else ())
+    decisions = [_fetch_decision(plan.container.pull, fetch), f"engine: {kind}"]
     if own is not None:
-        decisions.append(f"entrypoint: {plan.entrypoint or '(none)'} instead of the image's (--entrypoint)")
-    if plan.platform:
-        decisions.append(f"platform: {plan.platform} (--platform; the local image must be that platform, else it is pulled)")
+        decisions.append(f"entrypoint: {plan.container.entrypoint or '(none)'} instead of the image's (--entrypoint)")
+    if plan.container.platform:
+        decisions.append(f"platform: {plan.container.platform} (--platform; the local image must be that platform, else it is pulled)")
     return DockerRequest(plan, config, use_shim, tuple(sorted(secrets)), labels, kind=kind, remove=remove, detach=detach,
                          interactive=interactive, decisions=tuple(decisions), pending=pending, run_id=run_id, fetch=fetch,
                          engine=engine)
@@ -69,13 +69,13 @@ def resolve(request: DockerRequest, eng: Engine | None, image_config: dict | Non
     if eng is not None:
         kind = eng.kind
         decisions = [d for d in decisions if not d.startswith("engine:")] + [f"engine: {kind} at {eng.host}, API {eng.api_version}"]
-        if request.plan.gpu_request and "the engine's GPU request form" in pending:
+        if request.plan.container.gpu_request and "the engine's GPU request form" in pending:
             from runner.clients.engine_api.types import gpu_host_config
 
-            ids = [g.device_id for g in request.plan.gpus] or None  # exactly the chosen GPUs, else all
-            config["HostConfig"].update(gpu_host_config(request.plan.gpu_request, kind, eng.api_version, device_ids=ids))
+            ids = [g.device_id for g in request.plan.job.gpus] or None  # exactly the chosen GPUs, else all
+            config["HostConfig"].update(gpu_host_config(request.plan.container.gpu_request, kind, eng.api_version, device_ids=ids))
             pending.remove("the engine's GPU request form")
-            decisions.append(f"GPU request ({request.plan.gpu_request}{', devices ' + ','.join(ids) if ids else ''}) in {kind}'s form")
+            decisions.append(f"GPU request ({request.plan.container.gpu_request}{', devices ' + ','.join(ids) if ids else ''}) in {kind}'s form")
     if image_config is not None and "image entrypoint" in pending:
         image_entrypoint = list((image_config.get("Config") or {}).get("Entrypoint") or [])
         config["Entrypoint"] = list(config["Entrypoint"]) + image_entrypoint  # after the shim make_request chose

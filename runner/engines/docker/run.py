@@ -119,21 +119,21 @@ def _create(eng: Engine, request: DockerRequest, masker: Masker) -> str:
         raise RuntimeFailure(f"internal error: the container request is not complete ({', '.join(request.pending)})")
     check_clean(request.config if request.use_shim or not request.secret_names else _public_part(request.config), masker)
     try:
-        cid = eng.create(plan.name, request.config, platform=plan.platform)
+        cid = eng.create(plan.job.name, request.config, platform=plan.container.platform)
     except ApiError as exc:
         if exc.status == 404 and "image" in exc.message.lower():
-            raise missing_image(plan.image) from None  # gone since resolve got it
+            raise missing_image(plan.container.image) from None  # gone since resolve got it
         if exc.status == 409:
             raise RuntimeFailure(
-                f"a container named {plan.name} already exists",
-                hint=f"pick another --name, or remove it: primus-runner down {plan.name}",
+                f"a container named {plan.job.name} already exists",
+                hint=f"pick another --name, or remove it: primus-runner down {plan.job.name}",
             ) from None
         raise RuntimeFailure(f"the container could not be created: {exc.message}",
                              hint=daemon_hint(exc.message) or "check the launch options with `primus-runner plan`") from None
     if request.use_shim and not eng.has_path(cid, "/bin/sh"):
         eng.remove(cid)
         raise ConfigError(Problem(
-            f"image {plan.image} has no /bin/sh, so the secrets shim cannot hand {', '.join(request.secret_names)} to the job",
+            f"image {plan.container.image} has no /bin/sh, so the secrets shim cannot hand {', '.join(request.secret_names)} to the job",
             hint="add /bin/sh (busybox) to the image, or set container.secrets_via: env to accept the values in "
                  "the container's environment (visible to `docker inspect`)",
         ))
@@ -193,7 +193,7 @@ def launch(eng: Engine, request: DockerRequest, masker: Masker, out: Output) -> 
                 pass
         if isinstance(exc, _Interrupted):
             raise Interrupted(EXIT_SIGNAL[exc.signum], f"interrupted ({signal.Signals(exc.signum).name}) while starting "
-                              f"{request.plan.name}; the container was removed") from None
+                              f"{request.plan.job.name}; the container was removed") from None
         raise
 
 
@@ -209,7 +209,7 @@ def _hand_over(sock: socket.socket, leftover: bytes, request: DockerRequest, gua
         guard.disarm()
         if not ready:
             return leftover  # the shim refused and exits: nothing is written to its terminal
-    sock.sendall(shim.encode_payload(request.plan.secret_env()))
+    sock.sendall(shim.encode_payload(request.plan.job.secret_env()))
     if not request.interactive and not request.config.get("Tty"):  # Docker ends a terminal's output at its stdin's EOF
         sock.shutdown(socket.SHUT_WR)
     return leftover
@@ -249,14 +249,14 @@ def watch(run: Attached, masker: Masker, out: Output, *, keep: bool, tail: Tail 
         eng.reset()  # the interrupted request may have left the connection mid-response
         _stop(eng, cid, plan)
         _drain(sock, out_sink, err_sink, raw=bool(run.request.config.get("Tty")))
-        said = f"interrupted ({signal.Signals(exc.signum).name}): container {plan.name} stopped and {'kept' if keep else 'removed'}"
+        said = f"interrupted ({signal.Signals(exc.signum).name}): container {plan.job.name} stopped and {'kept' if keep else 'removed'}"
         code = exit_code(Interrupted(EXIT_SIGNAL[exc.signum], said), out)  # said now; the run ends with the code
     except (EngineUnavailable, ConnectionError) as exc:
         gone = True  # dockerd died or restarted under a running job: exit 1 (engine unavailable), not a traceback
         reason = exc.message if isinstance(exc, EngineUnavailable) else f"{exc.__class__.__name__}: {exc}"
         raise EngineUnavailable(
-            f"the engine at {eng.host} went away while job {plan.name} was running; its exit code is unknown ({reason})",
-            hint=f"restart the daemon, then `primus-runner down {plan.name}` removes the container if it is still there",
+            f"the engine at {eng.host} went away while job {plan.job.name} was running; its exit code is unknown ({reason})",
+            hint=f"restart the daemon, then `primus-runner down {plan.job.name}` removes the container if it is still there",
         ) from None
     finally:
         guard.restore()
@@ -275,12 +275,12 @@ def watch(run: Attached, masker: Masker, out: Output, *, keep: bool, tail: Tail 
 def _explain_137(eng: Engine, cid: str, plan: LaunchPlan, code: int, out: Output) -> None:
     cause = eng.exit_cause(cid, code)
     if cause == "oom":
-        out.error(f"the job was killed: out of memory (memory limit {plan.memory or 'of the host'})", "raise --memory or reduce the job's memory use")
+        out.error(f"the job was killed: out of memory (memory limit {plan.container.memory or 'of the host'})", "raise --memory or reduce the job's memory use")
     elif cause == "oom-likely":  # an engine that cannot report OOM kills here (Podman on a hybrid cgroup layout)
-        out.error(f"the job was killed (SIGKILL) under its memory limit {plan.memory}: most likely out of memory "
+        out.error(f"the job was killed (SIGKILL) under its memory limit {plan.container.memory}: most likely out of memory "
                   f"({eng.kind} does not report OOM kills on this host)", "raise --memory or reduce the job's memory use")
     elif cause == "killed":  # a kill from outside (docker kill/stop, the kernel) would otherwise be silent
-        out.error(f"the job ended with 137: container {plan.name} was killed (SIGKILL) from outside the runner or by itself")
+        out.error(f"the job ended with 137: container {plan.job.name} was killed (SIGKILL) from outside the runner or by itself")
 
 
 def _remove_quietly(eng: Engine, cid: str, plan: LaunchPlan, out: Output, warn: bool) -> None:
@@ -291,13 +291,13 @@ def _remove_quietly(eng: Engine, cid: str, plan: LaunchPlan, out: Output, warn: 
         except (ApiError, EngineUnavailable, OSError) as exc:
             eng.reset()
             if attempt and warn:
-                out.warn(f"could not remove container {plan.name}: {exc}; remove it with `primus-runner down {plan.name}`")
+                out.warn(f"could not remove container {plan.job.name}: {exc}; remove it with `primus-runner down {plan.job.name}`")
 
 
 def _stop(eng: Engine, cid: str, plan: LaunchPlan) -> None:
     """Stop with the plan's grace period (SIGTERM, then SIGKILL)."""
     try:
-        eng.stop(cid, plan.stop_timeout)
+        eng.stop(cid, plan.job.stop_timeout)
     except (ApiError, EngineUnavailable, OSError):
         eng.reset()
         try:

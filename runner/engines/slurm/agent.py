@@ -48,9 +48,9 @@ def plan_from_document(doc: dict, environ: dict[str, str], extra_secrets: tuple[
     scope = secret_scope(
         # URL passwords of every forwarded value: a carried secret (a URL with a password) is masked
         # whole by its own entry, the password alone by this one.
-        public=[(d.name, d.value.reveal() if isinstance(d.value, Secret) else d.value) for d in plan.forwarded],
+        public=[(d.name, d.value.reveal() if isinstance(d.value, Secret) else d.value) for d in plan.job.forwarded],
         # The agent's own secrets (the registry key it pulls with) are masked too, never given to the container.
-        extra=list(plan.secret_env().items()) + [(n, Secret(environ[n])) for n in extra_secrets if environ.get(n)],
+        extra=list(plan.job.secret_env().items()) + [(n, Secret(environ[n])) for n in extra_secrets if environ.get(n)],
     )
     return plan, scope, missing
 
@@ -104,7 +104,7 @@ def run_node(plan_file: str, out: Output) -> int:
         from runner.clients.engine_api.shared import engine_client
         from runner.engines.containers import remove_containers
 
-        remove_containers({LABEL_SLURM_JOB: job_id, LABEL_NODE_RANK: rank}, engine_client(plan.container_engine))
+        remove_containers({LABEL_SLURM_JOB: job_id, LABEL_NODE_RANK: rank}, engine_client(plan.container.container_engine))
     plan = _this_node(plan, doc, environ, job_id, rank, out)
     if doc.get("entry") == "direct":  # the launcher's `slurm … -- direct`: the direct launcher on this host
         code = _run_process(plan, scope, out, environ)
@@ -148,13 +148,13 @@ def _this_node(plan: LaunchPlan, doc: dict, environ: dict[str, str], job_id: str
     """The node's own facts, and only them: the computed variables (``computed``), the container's
     name and labels from the job id and rank, its job cache directory on this node's disk."""
     values = node_values.values(doc["slurm"], environ, rank)
-    if plan.trackers.enabled:  # a requeued job logs to the same tracker runs (each tracker's requeue_env)
+    if plan.job.trackers.enabled:  # a requeued job logs to the same tracker runs (each tracker's requeue_env)
         from runner.trackers import requeue_env
 
-        values.update(requeue_env(plan.trackers.enabled, plan.public_env()))
+        values.update(requeue_env(plan.job.trackers.enabled, plan.job.public_env()))
     name = f"primus-{job_id}-{rank}"
-    labels = tuple((k, name if k.endswith(".job") else v) for k, v in plan.labels)
-    plan = replace(plan.with_env(values, "slurm"), name=name, labels=labels)
+    labels = tuple((k, name if k.endswith(".job") else v) for k, v in plan.container.labels)
+    plan = replace(plan, job=replace(plan.job.with_env(values, "slurm"), name=name), container=replace(plan.container, labels=labels))
     return _make_cache_dir(plan, doc["cache_dir"], out) if doc.get("cache_dir") else plan
 
 
@@ -167,7 +167,7 @@ def _node_container(plan: LaunchPlan, scope: SecretScope, doc: dict, environ: di
     except ConfigError as exc:  # an allocation this node cannot map: nothing starts here
         out.error(f"node {node}: {exc.message}", exc.hint)
         return exc.exit_code
-    code = _pull(plan.image, doc.get("pull", "missing"), environ, out, plan.container_engine)
+    code = _pull(plan.container.image, doc.get("pull", "missing"), environ, out, plan.container.container_engine)
     return code or _run_container(plan, scope, out, labels)
 
 
@@ -188,9 +188,9 @@ def _run_process(plan: LaunchPlan, scope: SecretScope, out: Output, environ: dic
     from runner.options import RunOptions
 
     engine = ProcessEngine()
-    ctx = RunContext(RunOptions(command=plan.command), scope, out)
+    ctx = RunContext(RunOptions(command=plan.job.command), scope, out)
     try:
-        launched = engine.launch(ProcessRequest.of(plan, environ), Connection(ctx.out, ctx.scope))
+        launched = engine.launch(ProcessRequest.of(plan.job, environ), Connection(ctx.out, ctx.scope))
     except RunnerError as exc:
         out.error(exc.message, exc.hint)
         return exc.exit_code
@@ -207,7 +207,7 @@ def _make_cache_dir(plan: LaunchPlan, directory: str, out: Output) -> LaunchPlan
     except OSError as exc:
         out.warn(f"node {os.environ.get('SLURMD_NODENAME', '?')}: the job cache {directory} cannot be created "
                  f"({exc.strerror or exc}); the job compiles from scratch")
-        return replace(plan, mounts=tuple(m for m in plan.mounts if m.source != directory))
+        return replace(plan, container=replace(plan.container, mounts=tuple(m for m in plan.container.mounts if m.source != directory)))
     return plan
 
 
@@ -218,23 +218,23 @@ def _node_gpus(plan: LaunchPlan, environ: dict[str, str], node: str, out: Output
     from runner.gpus import slurm as gres
     from runner.gpus.model import ROOT_ENV, GpuError
 
-    root = host_root(environ) if environ.get(ROOT_ENV) else plan.host_root
-    found = discover(plan.gpu, root)
-    indices = gres.allocated(environ, plan.gpu)
+    root = host_root(environ) if environ.get(ROOT_ENV) else plan.job.host_root
+    found = discover(plan.job.gpu, root)
+    indices = gres.allocated(environ, plan.job.gpu)
     if indices is None:
-        if plan.gpu_select != "all":
-            raise GpuError(f"--gpus {plan.gpu_select} asked for GPUs per node, but Slurm allocated none to this step",
+        if plan.job.gpu_select != "all":
+            raise GpuError(f"--gpus {plan.job.gpu_select} asked for GPUs per node, but Slurm allocated none to this step",
                            hint="ask Slurm for them: --gpus-per-node N or --gres gpu:N (the cluster needs GresTypes=gpu)")
         if not found:
             return plan  # a node whose GPUs are not read here: the flavor's default devices
         gpus = found
     else:
         if not found:
-            raise GpuError(f"Slurm allocated GPUs {','.join(map(str, indices))}, but no {plan.gpu} GPU is found under {root}",
+            raise GpuError(f"Slurm allocated GPUs {','.join(map(str, indices))}, but no {plan.job.gpu} GPU is found under {root}",
                            hint="set PRIMUS_RUNNER_HOST_ROOT to where this node's sysfs is, or check the driver")
         gpus = gres.node_gpus(indices, found, gres.gres_files(node), node)
     out.info(f"node {node}: GPUs {', '.join(f'{g.index} ({g.render or g.uuid})' for g in gpus)}")
-    plan = replace(plan, gpu_select=",".join(str(g.index) for g in gpus) if indices is not None else "all")
+    plan = replace(plan, job=replace(plan.job, gpu_select=",".join(str(g.index) for g in gpus) if indices is not None else "all"))
     return planning.with_gpus(plan, gpus, root)
 
 
@@ -262,7 +262,7 @@ def _run_container(plan: LaunchPlan, scope: SecretScope, out: Output, labels: di
     from runner.ui.exits import exit_code
 
     engine = DockerEngine(extra_labels=labels)
-    ctx = RunContext(RunOptions(command=plan.command), scope, out, DockerSettings(engine=plan.container_engine))
+    ctx = RunContext(RunOptions(command=plan.job.command), scope, out, DockerSettings(engine=plan.container.container_engine))
     try:
         launched = engine.launch(engine.resolve(engine.request(plan, ctx), ctx), Connection(ctx.out, ctx.scope))  # the request, nothing else
     except Interrupted as exc:  # while starting: said here, so the node's other failures keep their "node N:" prefix

@@ -37,7 +37,7 @@ def embedded_secrets(plan: LaunchPlan, scope: SecretScope) -> list[Secret]:
     """Secrets of the scope that live inside a forwarded secret value without being one
     (``PRIMUS_AUTH="Bearer $HF_TOKEN"`` with HF_TOKEN not forwarded, a URL's password): the
     node agents must mask them on their own, so they travel to the agents (never the container)."""
-    forwarded = [d.value.reveal() for d in plan.forwarded if isinstance(d.value, Secret)]
+    forwarded = [d.value.reveal() for d in plan.job.forwarded if isinstance(d.value, Secret)]
     own = set(forwarded)
     found: dict[str, Secret] = {}
     for _, secret in scope.named:
@@ -55,9 +55,9 @@ def node_command(plan: LaunchPlan) -> list[str]:
     from runner.engines.docker.request import make_request
 
     name = "primus-<job>-<rank>"
-    labels = tuple((k, name if k.endswith(".job") else v) for k, v in plan.labels)
-    node_plan = replace(plan, name=name, labels=labels)
-    kind = "podman" if plan.container_engine == "podman" else "docker"  # the engine each node's agent uses
+    labels = tuple((k, name if k.endswith(".job") else v) for k, v in plan.container.labels)
+    node_plan = replace(plan, job=replace(plan.job, name=name), container=replace(plan.container, labels=labels))
+    kind = "podman" if plan.container.container_engine == "podman" else "docker"  # the engine each node's agent uses
     return make_request(node_plan, {LABEL_SLURM_JOB: "<job>", LABEL_NODE_RANK: "<rank>"}, kind=kind).argv()
 
 
@@ -109,15 +109,15 @@ class SlurmEngine(EngineBase):
         tool("sbatch")
         tool("srun")
         refuse_archived_secrets(ctx.settings.cluster_config, self.travelling_secrets(plan, ctx), ctx.settings.allow_env_in_accounting)
-        if plan.pull != "never":  # a refused login fails here (exit 2), not on every node after queueing
-            cred = registry.credentials_for(plan.image, self._lookup(ctx))
+        if plan.container.pull != "never":  # a refused login fails here (exit 2), not on every node after queueing
+            cred = registry.credentials_for(plan.container.image, self._lookup(ctx))
             if cred is not None:
                 registry.check_login(cred, 10)
 
     def travelling_secrets(self, plan: LaunchPlan, ctx: RunContext) -> list[str]:
         """Every secret name whose value rides in the job's environment: the plan's, and the
         registry key the agents pull with (exported to every node whether a pull happens or not)."""
-        return sorted(set(plan.secret_env()) | {n for n in self._agent_env(ctx) if n == "DOCKER_LOGIN_KEY"})
+        return sorted(set(plan.job.secret_env()) | {n for n in self._agent_env(ctx) if n == "DOCKER_LOGIN_KEY"})
 
     def _agent_env(self, ctx: RunContext, plan: LaunchPlan | None = None) -> tuple[str, ...]:
         """Names for the agents only: the registry login they pull with, and the masks they need."""
@@ -143,20 +143,20 @@ class SlurmEngine(EngineBase):
         from runner.trackers.handshake import run_env_names
 
         settings = ctx.settings.settings
-        job_dir = getattr(ctx.run, "job_dir", None) or job_dir_for(settings, plan.name)  # the run's (runner.runs)
+        job_dir = getattr(ctx.run, "job_dir", None) or job_dir_for(settings, plan.job.name)  # the run's (runner.runs)
         cache = getattr(ctx.run, "node_cache", None)
         node = node_plan(plan, settings, ctx.settings.kill_wait, cache)
         agent_env = self._agent_env(ctx, plan)
         # The names the tracker handshake will set (run ids) are exported from the start: the
         # handshake gives their values by name and the script does not change.
-        later = tuple(n for n in run_env_names(plan) if n not in {d.name for d in node.forwarded})
+        later = tuple(n for n in run_env_names(plan) if n not in {d.name for d in node.job.forwarded})
         allocation = os.environ.get("SLURM_JOB_ID") or None  # inside one (salloc): the launcher's srun runs a step in it
         as_step = bool(allocation) and settings.cluster.launcher == "srun"
-        document = plan_document(node, settings, job_dir, ctx.settings.kill_wait, pull=plan.pull,
+        document = plan_document(node, settings, job_dir, ctx.settings.kill_wait, pull=plan.container.pull,
                                  cache_dir=node_cache_dir(plan, settings, cache), later=later)
         return SlurmRequest(plan, settings, job_dir, render_script(node, settings, job_dir, later, agent_env, as_step=as_step),
                             tuple(export_names(node, later, agent_env)), agent_env=agent_env,
-                            node_command=tuple(plan.command if settings.cluster.entry == "direct" else node_command(node)),
+                            node_command=tuple(plan.job.command if settings.cluster.entry == "direct" else node_command(node)),
                             node_cache=cache, allocation=allocation, as_step=as_step, node_plan=node,
                             plan_file=json.dumps(document, indent=2), run_id=getattr(ctx.run, "id", None),
                             agent_values=self._agent_values(agent_env, plan, ctx))
@@ -183,11 +183,11 @@ class SlurmEngine(EngineBase):
         make_job_dir(request.job_dir)  # exactly the directory the script names
         if request.as_step:
             step = start_step(request, connection.scope.masker, request.agent_values)
-            return Launched(request.allocation, request.plan.name, {"request": request, "final": None, "step": step})
+            return Launched(request.allocation, request.plan.job.name, {"request": request, "final": None, "step": step})
         self._new_job_notice(request, connection)
         job_id = sbatch(request, connection.scope.masker, request.agent_values)
         link_output(request, job_id)
-        return Launched(job_id, request.plan.name, {"request": request, "final": None})
+        return Launched(job_id, request.plan.job.name, {"request": request, "final": None})
 
     def announce(self, launched: Launched, ctx: RunContext, detached: bool) -> None:
         request: SlurmRequest = launched.state["request"]
@@ -207,7 +207,7 @@ class SlurmEngine(EngineBase):
         ctx.out.info(f"follow it: primus-runner logs {launched.id} -f (status {launched.id}); stop it: primus-runner cancel {launched.id}")
 
     def group_title(self, launched: Launched, request: SlurmRequest) -> str:
-        return f"job {launched.id} output: {request.plan.name} on {request.settings.nodes} node(s)"
+        return f"job {launched.id} output: {request.plan.job.name} on {request.settings.nodes} node(s)"
 
     def watch(self, launched: Launched, ctx: RunContext, on_running=None) -> int:
         request: SlurmRequest = launched.state["request"]

@@ -39,12 +39,12 @@ def node_plan(plan: LaunchPlan, settings: SlurmSettings, kill_wait: int | None, 
     kill wait (the agent's cleanup ends before Slurm's SIGKILL), the node's own job cache mounted
     (``cache``: ``{"dir": template, "key": image key}``, a container's only), and ``pull=missing``:
     the agent has pulled under the job's policy (the plan file's ``pull``) before it starts the container."""
-    stop_timeout = max(1.0, min(plan.stop_timeout, float(kill_wait) - 3)) if kill_wait else plan.stop_timeout
-    node = replace(plan, stop_timeout=stop_timeout, pull="missing")
+    stop_timeout = max(1.0, min(plan.job.stop_timeout, float(kill_wait) - 3)) if kill_wait else plan.job.stop_timeout
+    node = replace(plan, job=replace(plan.job, stop_timeout=stop_timeout), container=replace(plan.container, pull="missing"))
     if cache and settings.cluster.entry != "direct":
         from runner.runs import cache as job_cache
 
-        node = job_cache.apply(node, job_cache.host_dir(str(cache["dir"]), plan.image))
+        node = job_cache.apply(node, job_cache.host_dir(str(cache["dir"]), plan.container.image))
     return node
 
 
@@ -54,7 +54,7 @@ def node_cache_dir(plan: LaunchPlan, settings: SlurmSettings, cache: dict | None
         return None
     from runner.runs import cache as job_cache
 
-    return str(job_cache.host_dir(str(cache["dir"]), plan.image))
+    return str(job_cache.host_dir(str(cache["dir"]), plan.container.image))
 
 
 def plan_document(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path, kill_wait: int | None = None, pull: str = "missing",
@@ -75,7 +75,7 @@ def plan_document(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path, kill
         "pull": pull,
         "entry": settings.cluster.entry,  # direct: the direct launcher on each node's host, no container
         # The container's devices: the GPUs Slurm allocates to the step, mapped to this node's devices.
-        "devices": "allocation" if container and plan.gpu != "none" else "none",
+        "devices": "allocation" if container and plan.job.gpu != "none" else "none",
         "cache_dir": cache_dir,
         "plan": record,
     }
@@ -85,13 +85,13 @@ def node_rule(plan, settings: SlurmSettings) -> dict:
     """The rule of the values each node's agent computes (``computed``): a container without GPUs has 0."""
     from runner.engines.slurm import computed
 
-    no_gpus = plan.gpu == "none" and settings.cluster.entry != "direct"
+    no_gpus = plan.job.gpu == "none" and settings.cluster.entry != "direct"
     return computed.rule(settings.nodes, settings.master_port, 0 if no_gpus else settings.gpus_asked, settings.gpus_otherwise)
 
 
 def job_names(plan, later: tuple[str, ...] = ()) -> list[str]:
     """The job variables the nodes are given: the forwarded ones, and ``later`` (the tracker run ids)."""
-    names = [d.name for d in plan.forwarded if d.name not in COMPUTED]
+    names = [d.name for d in plan.job.forwarded if d.name not in COMPUTED]
     return names + [n for n in later if n not in names]
 
 
@@ -132,7 +132,7 @@ class SlurmRequest:
 
     @property
     def pull(self) -> str:
-        return self.plan.pull
+        return self.plan.container.pull
 
     def command(self, sbatch: str = "sbatch") -> list[str]:
         """sbatch's argument list: the user's Slurm flags as given, after the runner's own (so they win);
@@ -167,8 +167,8 @@ class SlurmRequest:
     def to_dict(self) -> dict:
         return {"engine": "slurm", "command": self.command(), "sbatch": self.command(), "script": self.script,
                 "script_path": str(self.job_dir / SCRIPT_FILE), "job_dir": str(self.job_dir), "export": list(self.export),
-                "nodes": self.settings.nodes, "node_command": list(self.node_command), "image": self.plan.image,
-                "job_command": list(self.plan.command), "node_env": self.node_env(), "allocation": self.allocation,
+                "nodes": self.settings.nodes, "node_command": list(self.node_command), "image": self.plan.container.image,
+                "job_command": list(self.plan.job.command), "node_env": self.node_env(), "allocation": self.allocation,
                 "as_step": self.as_step, "plan_file": self.plan_file, "plan_file_path": str(self.job_dir / PLAN_FILE),
                 "ids": {"run_id": self.run_id}}
 
@@ -235,7 +235,7 @@ def render_script(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path, late
 
 def _directives(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path) -> list[str]:
     """The script's header: every ``#SBATCH`` line; ``--export`` takes only PATH from sbatch's environment."""
-    job_name = plan.name if _TOKEN.match(plan.name) else "primus"
+    job_name = plan.job.name if _TOKEN.match(plan.job.name) else "primus"
     n = settings.nodes
     lines = [
         "#!/bin/bash",
@@ -254,7 +254,7 @@ def _directives(plan: LaunchPlan, settings: SlurmSettings, job_dir: Path) -> lis
         lines.append(f"#SBATCH --partition={settings.partition}")
     if settings.account:
         lines.append(f"#SBATCH --account={settings.account}")
-    if settings.gpus_directive and not (plan.gpu == "none" and settings.cluster.entry != "direct"):
+    if settings.gpus_directive and not (plan.job.gpu == "none" and settings.cluster.entry != "direct"):
         lines.append(f"#SBATCH --gpus-per-node={settings.gpus_directive}")
     lines += [f"#SBATCH {d}" for d in flag_directives(settings)]
     lines += [f"#SBATCH {d}" for d in settings.config_flags]

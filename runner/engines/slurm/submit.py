@@ -65,7 +65,7 @@ def job_pairs(request: SlurmRequest, digest: str, agent_values: dict, path: str)
     def text(value) -> str:
         return value.reveal() if isinstance(value, Secret) else str(value)  # the one unwrap: into the job's environment
 
-    pairs = [(carried(d.name), text(d.value)) for d in request.node_plan.forwarded if d.name not in COMPUTED]
+    pairs = [(carried(d.name), text(d.value)) for d in request.node_plan.job.forwarded if d.name not in COMPUTED]
     pairs += [("PATH", path), (PLAN_DIGEST, digest)]
     pairs += [(name, text(agent_values[name])) for name in request.agent_env if agent_values.get(name) is not None]
     for name, value in pairs:
@@ -169,7 +169,7 @@ def job_name(request: SlurmRequest) -> str:
             return token.split("=", 1)[1]
         if token.startswith("-J") and len(token) > 2:
             return token[2:]
-    return request.plan.name if re.match(r"^[A-Za-z0-9_.:+,=@/-]+$", request.plan.name) else "primus"
+    return request.plan.job.name if re.match(r"^[A-Za-z0-9_.:+,=@/-]+$", request.plan.job.name) else "primus"
 
 
 def expand_filename(pattern: str, job_id: str, name: str) -> str:

@@ -69,7 +69,7 @@ def client_env(plan: TrackedPlan, extra: dict[str, str] | None = None) -> Iterat
     are there while the call runs and no subprocess is started.
     """
     values: dict[str, str] = {d.name: d.value.reveal() if isinstance(d.value, Secret) else str(d.value)
-                              for d in plan.forwarded if d.name in CLIENT_NAMES}
+                              for d in plan.job.forwarded if d.name in CLIENT_NAMES}
     values.update(extra or {})
     with _ENV_LOCK:
         saved = {name: os.environ.get(name) for name in set(CLIENT_NAMES) | set(values)}

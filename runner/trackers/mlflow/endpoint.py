@@ -17,8 +17,8 @@ from runner.trackers.mlflow.settings import databricks_profile, is_databricks_ur
 
 def tracking_uri(plan: TrackedPlan) -> str:
     """The URI as the job gets it; one with a password travels as a secret (never print it: ``display``)."""
-    secret = plan.secret_env().get("MLFLOW_TRACKING_URI")
-    return (secret.reveal() if secret is not None else plan.public_env().get("MLFLOW_TRACKING_URI") or "").strip()
+    secret = plan.job.secret_env().get("MLFLOW_TRACKING_URI")
+    return (secret.reveal() if secret is not None else plan.job.public_env().get("MLFLOW_TRACKING_URI") or "").strip()
 
 
 def is_http(uri: str) -> bool:
@@ -31,12 +31,12 @@ def _with_scheme(host: str) -> str:
 
 
 def _databricks_host(plan: TrackedPlan) -> str:
-    return (plan.public_env().get("DATABRICKS_HOST") or "").strip().rstrip("/")
+    return (plan.job.public_env().get("DATABRICKS_HOST") or "").strip().rstrip("/")
 
 
 def endpoint(plan: TrackedPlan) -> httpapi.Endpoint | None:
     """The REST endpoint of an HTTP tracking URI or a token-signed Databricks one; None when REST cannot reach it."""
-    public, secret = plan.public_env(), plan.secret_env()
+    public, secret = plan.job.public_env(), plan.job.secret_env()
     uri = tracking_uri(plan)
     insecure = httpapi.truthy(public.get("MLFLOW_TRACKING_INSECURE_TLS"))
     cafile = public.get("MLFLOW_TRACKING_SERVER_CERT_PATH")
@@ -71,5 +71,5 @@ def display(plan: TrackedPlan) -> str:
 
 def experiment_name(plan: TrackedPlan) -> str | None:
     """The experiment the run goes into, by name; None when the plan names it by id."""
-    public = plan.public_env()
+    public = plan.job.public_env()
     return public.get("MLFLOW_EXPERIMENT_NAME") or (None if public.get("MLFLOW_EXPERIMENT_ID") else "Default")

@@ -89,8 +89,8 @@ def _open_run(plan: TrackedPlan, api, tags: dict[str, str]) -> tuple[str | None,
         if name:
             experiment_id = _get_or_create_experiment(api, name, lambda name: EARLY.experiment(plan, api, name))
         else:
-            experiment_id = plan.public_env()["MLFLOW_EXPERIMENT_ID"]
-        run_id, artifact_uri = api.create_run(experiment_id, plan.trackers.run_name or plan.name, tags)
+            experiment_id = plan.job.public_env()["MLFLOW_EXPERIMENT_ID"]
+        run_id, artifact_uri = api.create_run(experiment_id, plan.job.trackers.run_name or plan.job.name, tags)
     except httpapi.HTTPFailure as exc:
         raise _unreachable(api.display, exc) from None
     return name, experiment_id, run_id, artifact_uri
@@ -98,7 +98,7 @@ def _open_run(plan: TrackedPlan, api, tags: dict[str, str]) -> tuple[str | None,
 
 def _no_handshake(plan: TrackedPlan) -> str:
     root = store_root(tracking_uri(plan))
-    host = host_path(plan.mounts, root) if root is not None else None
+    host = host_path(plan.container.mounts, root) if root is not None else None
     if root is not None and host is None:
         return (f"MLflow: the file store {root} is in a named volume, which the runner does not open; the job creates its own run there "
                 "(no run handshake: mount a host directory there for one run shared by every rank)")
@@ -113,7 +113,7 @@ def _no_handshake(plan: TrackedPlan) -> str:
 
 def _log_writer(plan: TrackedPlan, api, artifact_uri: str, out: Output):
     """What uploads the log at the end (its imports started now, while the job runs); None: no upload."""
-    upload = bool(plan.trackers.settings.get("mlflow_upload_logs"))
+    upload = bool(plan.job.trackers.settings.get("mlflow_upload_logs"))
     refusal = artifact_refusal(api.display, artifact_uri) if upload else None
     if refusal:
         upload = False
@@ -138,7 +138,7 @@ def begin(plan: TrackedPlan, out: Output, hs: Handshake) -> Callable[[int, bytes
         hs.env["MLFLOW_EXPERIMENT_NAME"] = name
     url = api.run_path(experiment_id, run_id) if isinstance(api, FileStore) else _run_url(plan, api.display, experiment_id, run_id)
     hs.links["mlflow"] = url
-    out.info(f"MLflow run '{plan.trackers.run_name or plan.name}': {url}")
+    out.info(f"MLflow run '{plan.job.trackers.run_name or plan.job.name}': {url}")
     writer = _log_writer(plan, api, artifact_uri, out)
 
     def finish(exit_code: int, masked_output: bytes) -> None:

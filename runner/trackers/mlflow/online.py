@@ -16,7 +16,7 @@ from runner.trackers.mlflow.stores import tracking_api, writer
 
 def _check_store(plan: TrackedPlan, api, timeout: float) -> tuple[str, str]:
     """(status, detail) of a write probe in the artifact store of the run's experiment, removed afterwards."""
-    name = plan.public_env().get("MLFLOW_EXPERIMENT_NAME") or "Default"
+    name = plan.job.public_env().get("MLFLOW_EXPERIMENT_NAME") or "Default"
     found = api.experiment(name) or (api.experiment("Default") if name != "Default" else None)
     if found is None:
         return "reachable", f"artifact store not probed: experiment '{name}' does not exist yet"
@@ -27,7 +27,7 @@ def _check_store(plan: TrackedPlan, api, timeout: float) -> tuple[str, str]:
     if isinstance(prober, Client) and prober is not api:
         prober = Client(plan, timeout, retries=0)
     elif prober is None:
-        upload = bool(plan.trackers.settings.get("mlflow_upload_logs"))
+        upload = bool(plan.job.trackers.settings.get("mlflow_upload_logs"))
         detail = f"artifact store {found.location} is not served by the tracking server; checking it needs the MLflow client ({EXTRA_HINT})"
         return ("not-installed" if upload else "reachable"), detail
     try:

@@ -28,11 +28,11 @@ def run_tags(plan: TrackedPlan, git_facts: dict[str, str] | None = None) -> dict
     """The tags the runner puts on a run it creates: facts and NAMES, never a value (``git_facts``: ``_git_tags()``)."""
     tags = {
         "primus-runner.version": __version__,
-        "primus-runner.image": plan.image,
-        "primus-runner.job": plan.name,
-        "primus-runner.framework": plan.trackers.framework,
-        "primus-runner.config_hash": plan.trackers.config_hash,
-        "primus-runner.forwarded_env": ",".join(sorted(d.name for d in plan.forwarded))[:TAG_LIMIT],
+        "primus-runner.image": plan.container.image,
+        "primus-runner.job": plan.job.name,
+        "primus-runner.framework": plan.job.trackers.framework,
+        "primus-runner.config_hash": plan.job.trackers.config_hash,
+        "primus-runner.forwarded_env": ",".join(sorted(d.name for d in plan.job.forwarded))[:TAG_LIMIT],
         "mlflow.source.type": "JOB",
         "mlflow.source.name": "primus-runner",
     }
@@ -68,7 +68,7 @@ class Early:
 
     @staticmethod
     def _key_of(plan: TrackedPlan) -> tuple:
-        return tracking_uri(plan), os.getcwd(), experiment_name(plan), tuple(str(m) for m in getattr(plan, "mounts", ()))
+        return tracking_uri(plan), os.getcwd(), experiment_name(plan), tuple(str(m) for m in plan.container.mounts)
 
     def start(self, plan: TrackedPlan) -> None:
         if self._thread is not None and self._key == self._key_of(plan):
@@ -112,7 +112,7 @@ EARLY = Early()
 def prefetch(plan: TrackedPlan) -> None:
     """Start, beside the preflight, what the handshake waits for and what changes nothing: the run's tags (git)
     and, for a Databricks sign-in only the client speaks, the client's import."""
-    if not plan.trackers.is_on("mlflow"):
+    if not plan.job.trackers.is_on("mlflow"):
         return
     uri = tracking_uri(plan)
     if is_databricks_uri(uri) and endpoint(plan) is None and mlflow_client.installed():

@@ -100,7 +100,7 @@ def _when_off(analysis: Analysis) -> None:
 
 def _outputs(plan) -> list[tuple[str, str]]:
     """A ``file:`` store (or a bare path): the job's client writes it where the URI says."""
-    uri = plan.public_env().get("MLFLOW_TRACKING_URI", "")
+    uri = plan.job.public_env().get("MLFLOW_TRACKING_URI", "")
     if not (uri.startswith("file:") or uri.startswith("/")):
         return []
     path = uri[len("file:"):] if uri.startswith("file:") else uri

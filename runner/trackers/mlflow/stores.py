@@ -34,7 +34,7 @@ def tracking_api(plan: TrackedPlan, *, timeout: float = BEGIN_TIMEOUT):
     uri = tracking_uri(plan)
     job_root = store_root(uri)
     if job_root is not None:  # a store that is not on this host (only inside the job) gets no handshake
-        root = host_path(plan.mounts, job_root)
+        root = host_path(plan.container.mounts, job_root)
         return FileStore(root, job_root) if root is not None and os.path.isdir(root) else None
     if not is_http(uri) and not is_databricks_uri(uri):
         return None

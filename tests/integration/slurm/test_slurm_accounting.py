@@ -50,7 +50,7 @@ def test_the_registry_key_alone_is_refused_too(slurm_cluster, tmp_path, monkeypa
     monkeypatch.setenv("HOME", str(tmp_path))
     planned = plan_from(tmp_path, "container:\n  gpu: none\n  options:\n    image: busybox\n", flags=LaunchFlags(gpu="none"), name="j")
     plan, config = planned.require(), load_config()
-    assert plan.secret_env() == {}, "the job itself forwards no secret"
+    assert plan.job.secret_env() == {}, "the job itself forwards no secret"
     login = {"DOCKER_LOGIN_USER": "alice", "DOCKER_LOGIN_KEY": "canary-archived-login-key-5d1f0e"}
     options = RunOptions(command=("true",), pull="never")
     _, archiving = archiving_config()

@@ -195,6 +195,6 @@ def test_handshake_tags_never_hold_a_value_and_kill_marks_killed(make_plan, cana
         hs.finish(code, b"")
         run = mlflow_api(mlflow_server, "GET", "runs/get", params={"run_id": run_id})["run"]
         assert run["info"]["status"] == expected
-        assert run["info"]["run_name"] == planned.plan.name
+        assert run["info"]["run_name"] == planned.plan.job.name
         assert hs.env["MLFLOW_EXPERIMENT_NAME"] == "Default"
         assert_no_leak(json.dumps(run), canary, "the run's params and tags")

@@ -121,12 +121,12 @@ def test_config_name_gets_a_per_job_suffix_and_a_cli_name_is_kept(tmp_path, monk
     monkeypatch.setenv("HOME", str(tmp_path))
     config = "container:\n  gpu: none\n  options:\n    image: busybox\n    name: primus-training\n"
     plan = plan_from(tmp_path, config, flags=LaunchFlags(gpu="none")).require()
-    assert plan.name == f"primus-training-{os.getpid()}"
-    assert dict(plan.labels)[LABEL_OWNER] == str(os.getuid())
+    assert plan.job.name == f"primus-training-{os.getpid()}"
+    assert dict(plan.container.labels)[LABEL_OWNER] == str(os.getuid())
     plan = plan_from(tmp_path, config, host={"SLURM_JOB_ID": "4242"}, flags=LaunchFlags(gpu="none")).require()
-    assert plan.name == "primus-training-4242"
+    assert plan.job.name == "primus-training-4242"
     plan = plan_from(tmp_path, config, host={"SLURM_JOB_ID": "4242"}, flags=LaunchFlags(gpu="none", name="mine")).require()
-    assert plan.name == "mine"
+    assert plan.job.name == "mine"
 
 
 @pytest.mark.parametrize("args", [

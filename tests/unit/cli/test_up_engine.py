@@ -23,10 +23,10 @@ class ToyRequest:
     flags: object = None  # the engine's own flags, decided into the request
 
     def render(self) -> str:
-        return f"toy would run {' '.join(self.plan.command)}"
+        return f"toy would run {' '.join(self.plan.job.command)}"
 
     def to_dict(self) -> dict:
-        return {"command": list(self.plan.command)}
+        return {"command": list(self.plan.job.command)}
 
     def with_run_env(self, pairs: dict) -> "ToyRequest":
         return replace(self, env={**self.env, **pairs})
@@ -76,7 +76,7 @@ class ToyLaunchEngine(EngineBase):
     def launch(self, request, connection):
         CALLS.append("launch")
         FLAGS.append(request.flags)  # launch sees the request and its connection: nothing else
-        return Launched("toy-1", request.plan.name)
+        return Launched("toy-1", request.plan.job.name)
 
     def announce(self, launched, ctx, detached):
         CALLS.append(f"announce detached={detached}")
@@ -98,7 +98,8 @@ class ToyLaunchEngine(EngineBase):
 @pytest.fixture
 def toy(work, monkeypatch):
     monkeypatch.setenv("XDG_STATE_HOME", str(work / "state"))
-    (work / "cfg.yaml").write_text("cache:\n  enabled: false\n")
+    # the image from a file: the toy runs no container, so it refuses --image as a container flag
+    (work / "cfg.yaml").write_text("cache:\n  enabled: false\ncontainer:\n  options:\n    image: img:1\n")
     monkeypatch.setitem(ENGINES, "toylaunch", (__name__, "ToyLaunchEngine"))  # the engine's one registry line
     CALLS.clear()
     FLAGS.clear()
@@ -108,23 +109,23 @@ def toy(work, monkeypatch):
 
 
 def test_up_launches_and_watches_on_the_engine_it_names(toy):
-    assert main([*toy, "up", "--engine", "toylaunch", "--gpu", "none", "--image", "img:1", "--", "true"]) == 7
+    assert main([*toy, "up", "--engine", "toylaunch", "--gpu", "none", "--", "true"]) == 7
     assert CALLS == ["preflight", "launch", "announce detached=False", "watch"]
 
 
 def test_up_detach_and_plan_go_through_the_same_engine(toy, capsys):
-    assert main([*toy, "up", "--engine", "toylaunch", "--detach", "--gpu", "none", "--image", "img:1", "--", "true"]) == 0
+    assert main([*toy, "up", "--engine", "toylaunch", "--detach", "--gpu", "none", "--", "true"]) == 0
     assert CALLS == ["preflight", "launch", "announce detached=True"]
     CALLS.clear()
-    assert main([*toy, "plan", "--engine", "toylaunch", "--gpu", "none", "--image", "img:1", "--", "echo", "hi"]) == 0
+    assert main([*toy, "plan", "--engine", "toylaunch", "--gpu", "none", "--", "echo", "hi"]) == 0
     assert CALLS == ["dry_run"] and "toy would run echo hi" in capsys.readouterr().out
 
 
 def test_an_engines_own_flag_is_parsed_and_reaches_its_launch_with_no_cli_edit(toy, capsys):
-    assert main([*toy, "up", "--engine", "toylaunch", "--toy-speed", "3", "--gpu", "none", "--image", "img:1", "--", "true"]) == 7
+    assert main([*toy, "up", "--engine", "toylaunch", "--toy-speed", "3", "--gpu", "none", "--", "true"]) == 7
     assert "launch" in CALLS and FLAGS == [ToyFlags(3)]
     FLAGS.clear()
-    assert main([*toy, "plan", "--engine=toylaunch", "--toy-speed", "5", "--gpu", "none", "--image", "img:1", "--", "true"]) == 0
+    assert main([*toy, "plan", "--engine=toylaunch", "--toy-speed", "5", "--gpu", "none", "--", "true"]) == 0
     assert FLAGS == [ToyFlags(5)]
     with pytest.raises(SystemExit):
         main([*toy, "up", "--engine", "toylaunch", "--help"])
@@ -141,7 +142,7 @@ def test_an_engines_flag_belongs_to_that_engine_only(toy, capsys):
 
 @pytest.mark.parametrize("flag", ["--keep", "--build", "-i"])
 def test_an_option_of_up_the_engine_does_not_honour_is_a_usage_error(toy, capsys, flag):
-    code = main([*toy, "up", "--engine", "toylaunch", flag, "--gpu", "none", "--image", "img:1", "--", "true"])
+    code = main([*toy, "up", "--engine", "toylaunch", flag, "--gpu", "none", "--", "true"])
     assert code == 2 and CALLS == []
     assert f"the toylaunch engine does not take {flag}" in capsys.readouterr().err
 

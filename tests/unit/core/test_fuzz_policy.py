@@ -67,7 +67,7 @@ def test_policy_never_forwards_or_shows_what_it_must_not(host, env_file, allow, 
     planned = build_plan(config, ["true"], host, EnvFile(".env", dict(env_file)), LaunchFlags(env=tuple(cli)))
     plan = planned.plan
     assert plan is not None
-    for d in plan.forwarded:
+    for d in plan.job.forwarded:
         assert not classifier.is_denied(d.name), f"denied {d.name} forwarded"
         assert NAME_RE.match(d.name)
         if classifier.is_secret(d.name):

@@ -10,7 +10,7 @@ import runner
 from runner.engines.base import EngineBase, Launched
 
 ROOT = Path(runner.__file__).parent
-FACTS = ("audit_after", "computed_env", "launch_options", "honours", "gpu_mode", "local_images", "dry_run_lists_unset",
+FACTS = ("audit_after", "computed_env", "launch_options", "gpu_mode", "local_images", "dry_run_lists_unset",
          "runs_in_container", "runs_on_nodes", "job_dir_setting", "claim", "job_dir", "job_dir_unseen", "record_started",
          "record_ended", "record_logs", "check_engine", "options", "cli_flags")
 
@@ -21,7 +21,7 @@ def test_an_engine_that_states_nothing_has_the_defaults():
 
     bare = Bare()
     assert (bare.gpu_mode, bare.runs_in_container, bare.runs_on_nodes, bare.local_images) == ("off", True, False, False)
-    assert bare.launch_options == () and bare.honours is None and bare.job_dir_setting is None
+    assert bare.launch_options == () and bare.job_dir_setting is None
     assert bare.claim("plan", None) == "plan" and bare.job_dir(None, "r", "n") is None and bare.check_engine(None) is None
     assert bare.record_started(Launched("42", "n"), None) == {"job_id": "42"}
     assert bare.record_ended({}) is None and bare.record_logs({}, None, follow=False, tail=None, node=None) is None

@@ -135,7 +135,7 @@ def test_run_ids_are_given_to_the_request_by_name(work):
     assert sorted(with_ids.config["Env"]) == ["LIT=two", "MLFLOW_RUN_ID=abc"]
     assert {k: v for k, v in with_ids.config.items() if k != "Env"} == {k: v for k, v in request.config.items() if k != "Env"}
     assert request.config["Env"] == ["LIT=one"]  # the request it came from is unchanged
-    assert with_ids.plan.public_env()["MLFLOW_RUN_ID"] == "abc"
+    assert with_ids.plan.job.public_env()["MLFLOW_RUN_ID"] == "abc"
 
 
 def test_a_bad_value_is_refused_when_the_request_is_built(work):
@@ -148,7 +148,7 @@ def test_a_bad_value_is_refused_when_the_request_is_built(work):
     config, plan, scope = _plan(work)
     engine = DockerEngine()
     with pytest.raises(ConfigError, match="nofile=lots"):
-        engine.request(replace(plan, ulimits=("nofile=lots",)), _ctx(engine, config, scope))
+        engine.request(replace(plan, container=replace(plan.container, ulimits=("nofile=lots",))), _ctx(engine, config, scope))
 
 
 def test_slurm_request_is_the_golden_one(work):
@@ -202,7 +202,7 @@ def test_slurm_exports_the_tracker_run_ids_before_the_handshake(work):
     request = engine.request(planned.require(), _ctx(engine, config, planned.scope))
     assert "PRIMUS_RUNNER_ENV_MLFLOW_RUN_ID" in request.export
     after = request.with_run_env({"MLFLOW_RUN_ID": "r1"})
-    assert after.script == request.script and after.plan.public_env()["MLFLOW_RUN_ID"] == "r1"
+    assert after.script == request.script and after.plan.job.public_env()["MLFLOW_RUN_ID"] == "r1"
 
 
 def test_process_request_is_the_golden_one(work):
@@ -221,7 +221,7 @@ def test_process_request_is_the_golden_one(work):
                                              f"program  {python or '(not found on this host: python)'}", "workdir  /w",
                                              "environment (only these):",
                                              "  HF_TOKEN=*** [secret]", "  LIT=one", f"  PATH={DEFAULT_PATH}   (default)"]
-    assert request.with_run_env({"WANDB_RUN_ID": "w1"}).plan.public_env()["WANDB_RUN_ID"] == "w1"
+    assert request.with_run_env({"WANDB_RUN_ID": "w1"}).job.public_env()["WANDB_RUN_ID"] == "w1"
 
 
 # ---------------------------------------------------------------- docker run's --entrypoint, --label, --platform, -i, -t

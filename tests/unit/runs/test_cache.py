@@ -11,7 +11,7 @@ import stat
 import pytest
 
 from cli_runner import run_cli
-from runner.launch_plan import LaunchPlan
+from runner.launch_plan import ContainerSpec, JobSpec, LaunchPlan
 from runner.policy import EnvDecision
 from runner.runs import cache
 from runner.trackers.config import TrackerPlan
@@ -19,8 +19,8 @@ from runner.trackers.config import TrackerPlan
 
 def _plan(env: dict | None = None) -> LaunchPlan:
     decisions = tuple(EnvDecision(k, True, False, "test", "env", v) for k, v in (env or {}).items())
-    return LaunchPlan(image="img:1", command=("true",), name="job", gpu="none", env=decisions,
-                      trackers=TrackerPlan("megatron", (), {}, wandb_mode="offline"))
+    job = JobSpec(command=("true",), name="job", gpu="none", env=decisions, trackers=TrackerPlan("megatron", (), {}, wandb_mode="offline"))
+    return LaunchPlan(job, ContainerSpec(image="img:1"))
 
 
 def _cache_mount(tmp_path, directory: str) -> str:
@@ -43,11 +43,11 @@ def test_uid_is_still_replaced(tmp_path):
 def test_the_cache_mount_and_variables_and_a_users_own_choice_wins(tmp_path):
     plan = _plan(env={"TRITON_CACHE_DIR": "/mine"})
     new = cache.apply(plan, tmp_path / "c")
-    env = new.public_env()
+    env = new.job.public_env()
     assert env["TRITON_CACHE_DIR"] == "/mine"
     assert env["TORCHINDUCTOR_CACHE_DIR"] == f"{cache.TARGET}/inductor" and env["HIPBLASLT_TUNING_FILE"].endswith(".csv")
     assert set(cache.VARIABLES) <= set(env) and env["PRIMUS_CACHE_ROOT"] == cache.TARGET
-    assert (str(tmp_path / "c"), cache.TARGET) in {(m.source, m.target) for m in new.mounts}
+    assert (str(tmp_path / "c"), cache.TARGET) in {(m.source, m.target) for m in new.container.mounts}
     assert cache.image_key("a/b:1") != cache.image_key("a/b:2")
 
 
@@ -55,7 +55,7 @@ def test_the_cache_mount_and_variables_and_a_users_own_choice_wins(tmp_path):
 def test_the_hub_cache_is_left_to_what_places_it(tmp_path, placed_by):
     """HF_HOME, HF_HUB_CACHE or DATA_PATH (Primus's env scripts put the hub cache under it): no HF_HUB_CACHE of the runner's."""
     plan = cache.apply(_plan(env={placed_by: "/data/hf"}), tmp_path / "c")
-    env = plan.public_env()
+    env = plan.job.public_env()
     assert env.get("HF_HUB_CACHE", "/data/hf") == "/data/hf" and env["TRITON_CACHE_DIR"] == f"{cache.TARGET}/triton"
 
 
@@ -69,7 +69,7 @@ def test_cache_variables_the_image_sets_are_left_to_the_image(tmp_path):
     resolved = resolve(request, None, image)
     names = {e.partition("=")[0] for e in resolved.config["Env"]}
     assert not {"HF_HUB_CACHE", "TRITON_CACHE_DIR"} & names and "TORCHINDUCTOR_CACHE_DIR" in names
-    assert {"HF_HUB_CACHE", "TRITON_CACHE_DIR"}.isdisjoint(resolved.plan.public_env())
+    assert {"HF_HUB_CACHE", "TRITON_CACHE_DIR"}.isdisjoint(resolved.plan.job.public_env())
     assert any("image's ENV" in d for d in resolved.decisions)
 
 

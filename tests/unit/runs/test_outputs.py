@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.plan import LaunchPlan, Mount
+from runner.launch_plan import ContainerSpec, JobSpec, LaunchPlan, Mount
 from runner.policy import EnvDecision
 from runner.runs import outputs
 from runner.trackers.config import TrackerPlan
@@ -14,14 +14,15 @@ from runner.trackers.config import TrackerPlan
 
 def _plan(settings: dict, enabled=("tensorboard", "wandb"), env: dict | None = None, mounts=(), workdir=None, framework="megatron") -> LaunchPlan:
     decisions = tuple(EnvDecision(k, True, False, "test", "env", v) for k, v in (env or {}).items())
-    return LaunchPlan(image="img:1", command=("true",), name="job", gpu="none", env=decisions,
-                      trackers=TrackerPlan(framework, tuple(enabled), settings, wandb_mode="offline"), mounts=tuple(mounts), workdir=workdir)
+    job = JobSpec(command=("true",), name="job", gpu="none", env=decisions,
+                  trackers=TrackerPlan(framework, tuple(enabled), settings, wandb_mode="offline"), workdir=workdir)
+    return LaunchPlan(job, ContainerSpec(image="img:1", mounts=tuple(mounts)))
 
 
 def test_a_path_under_a_mount_is_on_the_host_at_the_mounts_source(tmp_path):
     plan = _plan({"tensorboard_dir": "/data/tb/run1"}, enabled=("tensorboard",), mounts=[Mount("/srv/data", "/data")])
     new, found, problems = outputs.plan_outputs(plan, "mount", tmp_path, on_nodes=False)
-    assert not problems and new.mounts == plan.mounts
+    assert not problems and new.container.mounts == plan.container.mounts
     assert [(o.tracker, o.host, o.how) for o in found] == [("tensorboard", "/srv/data/tb/run1", "mount")]
 
 
@@ -29,7 +30,7 @@ def test_a_path_under_no_mount_is_mounted_from_the_run_directory(tmp_path):
     plan = _plan({"tensorboard_dir": "/tmp/tb", "wandb_save_dir": "/tmp/wandb"}, env={"WANDB_DIR": "/tmp/wandb"})
     new, found, problems = outputs.plan_outputs(plan, "mount", tmp_path / "outputs", on_nodes=False)
     assert not problems
-    assert {(m.source, m.target) for m in new.mounts} == {(str(tmp_path / "outputs/tmp/tb"), "/tmp/tb"), (str(tmp_path / "outputs/tmp/wandb"), "/tmp/wandb")}
+    assert {(m.source, m.target) for m in new.container.mounts} == {(str(tmp_path / "outputs/tmp/tb"), "/tmp/tb"), (str(tmp_path / "outputs/tmp/wandb"), "/tmp/wandb")}
     assert {o.setting: o.host for o in found} == {"trackers.tensorboard_dir": str(tmp_path / "outputs/tmp/tb"),
                                                    "trackers.wandb_save_dir": str(tmp_path / "outputs/tmp/wandb")}
 
@@ -44,7 +45,7 @@ def test_refuse_names_the_path_the_setting_and_the_fix(tmp_path):
 
 def test_wandb_without_a_directory_gets_one_of_the_run(tmp_path):
     new, found, _ = outputs.plan_outputs(_plan({}, enabled=("wandb",)), "refuse", tmp_path, on_nodes=False)
-    assert new.public_env()["WANDB_DIR"] == "/primus-runner/wandb"  # W&B's output_dir_env, under the runner's root
+    assert new.job.public_env()["WANDB_DIR"] == "/primus-runner/wandb"  # W&B's output_dir_env, under the runner's root
     assert [(o.path, o.how) for o in found] == [("/primus-runner/wandb", "run")]
 
 

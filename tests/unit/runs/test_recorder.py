@@ -27,9 +27,9 @@ class RunDirEngine(EngineBase):
 def _placement(run) -> tuple:
     """The run's placement with its id and default name taken out (each begin draws its own)."""
     def plain(path) -> str:
-        return str(path).replace(run.id, "RUN").replace(run.plan.name, "NAME")
+        return str(path).replace(run.id, "RUN").replace(run.plan.job.name, "NAME")
 
-    return plain(run.job_dir), sorted((m.target, plain(m.source)) for m in run.plan.mounts)
+    return plain(run.job_dir), sorted((m.target, plain(m.source)) for m in run.plan.container.mounts)
 
 
 def test_a_state_directory_that_cannot_be_made_moves_the_job_and_its_outputs_in_the_dry_run_too(tmp_path, monkeypatch, begin):

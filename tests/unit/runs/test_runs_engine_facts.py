@@ -59,11 +59,11 @@ class _Handshake:
 
 def test_an_engine_on_nodes_states_its_job_directory_and_keeps_no_runner_log(toy):
     run, _, _ = toy()
-    assert run.job_dir == SEEN["shared"] / f"{run.id}-{run.plan.name}"
+    assert run.job_dir == SEEN["shared"] / f"{run.id}-{run.plan.job.name}"
     assert run.log is None  # the job's output is in its own files
-    mounts = {m.target: m.source for m in run.plan.mounts}
+    mounts = {m.target: m.source for m in run.plan.container.mounts}
     assert mounts["/tmp/tb"].startswith(str(run.job_dir / "outputs"))  # the tracker outputs with the job's files
-    run.started(Launched("toy-7", run.plan.name), _Handshake(), detached=True)
+    run.started(Launched("toy-7", run.plan.job.name), _Handshake(), detached=True)
     assert run.record["job_id"] == "toy-7" and run.record["log"] == str(run.job_dir / "toy.out")
 
 
@@ -72,7 +72,7 @@ def test_the_run_store_reads_the_end_and_the_output_back_through_the_engine(toy)
     from runner.runs.reading import open_store
 
     run, opts, out = toy()
-    run.started(Launched("toy-8", run.plan.name), _Handshake(), detached=True)
+    run.started(Launched("toy-8", run.plan.job.name), _Handshake(), detached=True)
     rec = commands.find(open_store(), run.id)
     assert SEEN["ended"] == "toy-8"
     assert rec["state"] != "running" and rec["exit_code"] == 3 and rec["note"] == "the toy's queue says it ended"

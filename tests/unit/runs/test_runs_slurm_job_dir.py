@@ -51,11 +51,11 @@ def test_a_local_state_directory_with_nodes_elsewhere_falls_back_with_a_notice(t
     if shared_fs.fs_type(tmp_path) in shared_fs.NETWORK_FS:
         pytest.skip("this tmp_path is on a network file system: the nodes would see it")
     run, err = launch(capsys)
-    moved = tmp_path / "project" / "primus-runs" / f"{run.id}-{run.plan.name}"
+    moved = tmp_path / "project" / "primus-runs" / f"{run.id}-{run.plan.job.name}"
     assert run.job_dir == moved
     assert str(moved) in err and str(tmp_path / "state" / "primus-runner") in err and "gpu-node-7" in err
     assert "slurm.output_dir" in err
-    mounts = {m.target: m.source for m in run.plan.mounts}
+    mounts = {m.target: m.source for m in run.plan.container.mounts}
     assert mounts["/tmp/tb"].startswith(str(moved / "outputs"))  # the outputs moved with the job's files
 
 

@@ -24,7 +24,7 @@ class Engine(EngineBase): name = "docker"
 class Handshake: env, links = {}, {}
 from runner.runs import recorder
 run = recorder.begin(opts, Engine(), prepared.plan, ctx, out, prepared.config)
-run.started(Launched("cid", run.plan.name), Handshake(), detached=False)
+run.started(Launched("cid", run.plan.job.name), Handshake(), detached=False)
 run.end(int(sys.argv[2]))
 """
 

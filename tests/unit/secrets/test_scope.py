@@ -39,7 +39,7 @@ def test_a_login_name_is_not_a_credential():
 def plan_env(work, env: dict) -> dict:
     config = {"container": {"gpu": "none", "options": {"image": "busybox", "env": ["MLFLOW_TRACKING_URI", "GIT_REMOTE"]}}}
     planned = plan_from(work, config, host=env, flags=["--gpu", "none"], name="j")
-    return {d.name: d for d in planned.plan.forwarded}
+    return {d.name: d for d in planned.plan.job.forwarded}
 
 
 def test_plan_carries_both_as_secrets_and_never_shows_them(work):

@@ -36,8 +36,8 @@ def test_references_are_resolved_within_one_plan(work, monkeypatch):
     prepared = prepare_module.prepare(Output(), Sources(), ["true"])
     plan = prepared.plan
     assert loads == ["load_config"] and plans == ["build_plan"]
-    assert plan.secret_env()["HF_TOKEN"].reveal() == CANARY  # the reference's value, in the one plan
-    assert next(d for d in plan.forwarded if d.name == "HF_TOKEN").source == "env:SOURCE_OF_HF"
+    assert plan.job.secret_env()["HF_TOKEN"].reveal() == CANARY  # the reference's value, in the one plan
+    assert next(d for d in plan.job.forwarded if d.name == "HF_TOKEN").source == "env:SOURCE_OF_HF"
     assert prepared.scope.masker.mask(f"x {CANARY} y") != f"x {CANARY} y"
 
 

@@ -58,8 +58,9 @@ def test_no_step_summary_outside_actions(tmp_path, monkeypatch):
 def test_names_and_links_cannot_break_the_table_and_a_link_loses_its_credentials():
     from types import SimpleNamespace as Plan, SimpleNamespace as Decision
 
-    plan = Plan(name="job|x", image="img`1", gpu="none", skipped=[Decision(name="Z")],
-                forwarded=[Decision(name="B", secret=True), Decision(name="A", secret=False)])
+    job = Plan(name="job|x", gpu="none", skipped=[Decision(name="Z")],
+               forwarded=[Decision(name="B", secret=True), Decision(name="A", secret=False)])
+    plan = Plan(job=job, container=Plan(image="img`1"))
     links = {"a|b": "javascript:alert(1)", "mlflow": f"https://u:{FILE_CANARY}@m.example/runs/1"}
     assert summary_markdown(plan, 2, links).split("\n") == [
         "### primus-runner: `job\\|x` failed (exit code 2)", "", "| | |", "| --- | --- |",

@@ -21,28 +21,28 @@ def test_no_tracker_settings_append_no_override(work):
     """The built-in defaults (disable_* true, enable_one_logger true) never become overrides:
     they would beat an experiment YAML that turns W&B or MLflow on."""
     got = plan(work, None)
-    assert got.command == tuple(TRAIN)
-    assert got.trackers.overrides == () and got.trackers.override_sources == ()
+    assert got.job.command == tuple(TRAIN)
+    assert got.job.trackers.overrides == () and got.job.trackers.override_sources == ()
     got = plan(work, "  framework: megatron\n")
-    assert got.command == tuple(TRAIN)
+    assert got.job.command == tuple(TRAIN)
 
 
 def test_each_override_names_the_line_that_asked_for_it(work):
     got = plan(work, "  framework: megatron\n  disable_wandb: false\n  wandb_project: llama\n  enable_one_logger: false\n",
                host={"WANDB_API_KEY": "k"})
     where = str(work / ".primus.yaml")
-    assert dict(got.trackers.override_sources) == {
+    assert dict(got.job.trackers.override_sources) == {
         "--disable_wandb=false": f"{where}:6",
         "--wandb_project='llama'": f"{where}:7",
         "--enable_one_logger=false": f"{where}:8",
     }
-    assert sorted(got.command[len(TRAIN):]) == sorted(("--disable_wandb=false", "--wandb_project='llama'", "--enable_one_logger=false"))
-    assert "--disable_mlflow=true" not in got.command and "--disable_tensorboard=true" not in got.command
+    assert sorted(got.job.command[len(TRAIN):]) == sorted(("--disable_wandb=false", "--wandb_project='llama'", "--enable_one_logger=false"))
+    assert "--disable_mlflow=true" not in got.job.command and "--disable_tensorboard=true" not in got.job.command
 
 
 def test_mlflow_run_name_comes_with_the_line_that_turned_mlflow_on(work):
     got = plan(work, "  disable_mlflow: false\n", host={"MLFLOW_TRACKING_URI": "http://127.0.0.1:1"})
-    sources = dict(got.trackers.override_sources)
+    sources = dict(got.job.trackers.override_sources)
     assert sources["--disable_mlflow=false"].endswith(".primus.yaml:5")
     assert sources["--mlflow_run_name='job-1'"].endswith(".primus.yaml:5")
 

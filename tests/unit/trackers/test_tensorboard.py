@@ -9,7 +9,7 @@ from runner.trackers.base import Handshake
 
 
 def plan(framework="megatron", settings=None):
-    return SimpleNamespace(trackers=SimpleNamespace(framework=framework, settings=dict(settings or {})))
+    return SimpleNamespace(job=SimpleNamespace(trackers=SimpleNamespace(framework=framework, settings=dict(settings or {}))))
 
 
 def test_where_the_event_files_go():

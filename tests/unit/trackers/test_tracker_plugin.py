@@ -50,8 +50,8 @@ TOY = textwrap.dedent('''
 
 
     def begin(plan, out, hs):
-        hs.env["TOY_RUN_ID"] = "toy-" + plan.name
-        hs.links[NAME] = "toy://" + plan.trackers.settings["toy_project"]
+        hs.env["TOY_RUN_ID"] = "toy-" + plan.job.name
+        hs.links[NAME] = "toy://" + plan.job.trackers.settings["toy_project"]
         return None
 ''')
 
@@ -103,24 +103,24 @@ def test_the_toy_is_planned_and_its_variables_forwarded(toy):
                     {"TOY_API_KEY": CANARY, "TOY_URL": "https://toy.example", "TOY_PROJECT": "from-host"})
     assert not planned.problems, planned.problems
     plan = planned.plan
-    assert plan.trackers.enabled == ("toy",)
-    env = {d.name: d for d in plan.forwarded}
+    assert plan.job.trackers.enabled == ("toy",)
+    env = {d.name: d for d in plan.job.forwarded}
     assert env["TOY_PROJECT"].value == "demo" and env["TOY_PROJECT"].reason == "trackers.toy_project"  # the key beats the host
     assert env["TOY_URL"].value == "https://toy.example" and not env["TOY_URL"].secret
     assert env["TOY_API_KEY"].secret and isinstance(env["TOY_API_KEY"].value, Secret)
     assert CANARY not in repr(plan.to_dict())
-    assert "--toy_project=demo" not in plan.command  # overrides only for a Primus training command
+    assert "--toy_project=demo" not in plan.job.command  # overrides only for a Primus training command
 
 
 def test_the_toy_is_off_unless_switched_on_and_then_forwards_nothing(toy):
     planned = _plan(toy, "  toy_project: demo\n", {"TOY_API_KEY": CANARY, "TOY_URL": "https://toy.example"})
-    assert planned.plan.trackers.enabled == ()
-    assert not any(d.name.startswith("TOY_") for d in planned.plan.forwarded)
+    assert planned.plan.job.trackers.enabled == ()
+    assert not any(d.name.startswith("TOY_") for d in planned.plan.job.forwarded)
 
 
 def test_a_toy_credential_the_policy_does_not_mask_is_not_forwarded(toy):
     planned = _plan(toy, "  disable_toy: false\npassthrough:\n  secrets: [\"!TOY_API_KEY\"]\n", {"TOY_API_KEY": CANARY})
-    assert "TOY_API_KEY" not in {d.name for d in planned.plan.forwarded}
+    assert "TOY_API_KEY" not in {d.name for d in planned.plan.job.forwarded}
     assert any("TOY_API_KEY is set but not forwarded" in w for w in planned.warnings)
 
 

@@ -29,14 +29,14 @@ def messages(planned) -> str:
 
 
 def env(planned) -> dict:
-    return {d.name: d for d in planned.plan.forwarded}
+    return {d.name: d for d in planned.plan.job.forwarded}
 
 
 def test_all_trackers_off_by_default_need_nothing(work):
     planned = plan_for(work, "  framework: megatron\n")
     assert not planned.problems
-    assert planned.plan.trackers.enabled == ()
-    assert not any(d.name.startswith(("WANDB_", "MLFLOW_")) and d.forwarded for d in planned.plan.env)
+    assert planned.plan.job.trackers.enabled == ()
+    assert not any(d.name.startswith(("WANDB_", "MLFLOW_")) and d.forwarded for d in planned.plan.job.env)
 
 
 def test_every_missing_item_in_one_problem_list(work):
@@ -199,7 +199,7 @@ def test_torchtitan_reads_team_and_run_name(work):
     forwarded = env(planned)
     assert forwarded["WANDB_TEAM"].value == "t" and forwarded["WANDB_RUN_NAME"].value == "r"
     assert "WANDB_ENTITY" not in forwarded
-    assert planned.plan.command[-2:] == ("--metrics.enable_wandb=true", "--metrics.log_freq=5")  # one token each, Primus-literal
+    assert planned.plan.job.command[-2:] == ("--metrics.enable_wandb=true", "--metrics.log_freq=5")  # one token each, Primus-literal
 
 
 def test_tensorboard_needs_a_dir_with_file_and_line(work):
@@ -220,8 +220,8 @@ def test_mlflow_run_name_defaults_to_the_job_name_and_reaches_primus(work):
     """The Primus launcher only turns MLflow on for a non-null mlflow_run_name: the runner always passes one."""
     planned = plan_for(work, "  disable_mlflow: false\n  mlflow_experiment_name: pretrain\n", {"MLFLOW_TRACKING_URI": "http://m:5000"}, command=TRAIN)
     assert not planned.problems
-    assert planned.plan.trackers.run_name == "job-1"
-    command = list(planned.plan.command)
+    assert planned.plan.job.trackers.run_name == "job-1"
+    command = list(planned.plan.job.command)
     assert "--mlflow_run_name='job-1'" in command  # a str literal: Primus's eval gives back the str
     assert "--disable_mlflow=false" in command
     assert env(planned)["MLFLOW_EXPERIMENT_NAME"].value == "pretrain"
@@ -229,15 +229,15 @@ def test_mlflow_run_name_defaults_to_the_job_name_and_reaches_primus(work):
 
 def test_configured_run_name_wins(work):
     planned = plan_for(work, "  disable_mlflow: false\n  mlflow_run_name: mine\n", {"MLFLOW_TRACKING_URI": "http://m:5000"}, command=TRAIN)
-    assert planned.plan.trackers.run_name == "mine"
-    assert [c for c in planned.plan.command if c.startswith("--mlflow_run_name")] == ["--mlflow_run_name='mine'"]
+    assert planned.plan.job.trackers.run_name == "mine"
+    assert [c for c in planned.plan.job.command if c.startswith("--mlflow_run_name")] == ["--mlflow_run_name='mine'"]
 
 
 def test_run_name_with_mlflow_off_is_not_passed(work):
     """Passing it would switch MLflow on in the Primus launcher against the config."""
     planned = plan_for(work, "  mlflow_run_name: mine\n", command=TRAIN)
     assert not planned.problems
-    assert not any(c.startswith("--mlflow_run_name") for c in planned.plan.command)
+    assert not any(c.startswith("--mlflow_run_name") for c in planned.plan.job.command)
     assert any("mlflow_run_name" in w for w in planned.warnings)
 
 
@@ -245,32 +245,32 @@ def test_overrides_only_for_primus_training_commands(work):
     assert is_primus_training(TRAIN) and is_primus_training(["python", "primus/cli/main.py", "train", "posttrain"])
     assert not is_primus_training(["python", "train.py"]) and not is_primus_training(["train"])
     planned = plan_for(work, "  log_interval: 5\n", command=["python", "train.py"])
-    assert planned.plan.command == ("python", "train.py")
+    assert planned.plan.job.command == ("python", "train.py")
     planned = plan_for(work, "  log_interval: 5\n", command=TRAIN)
-    extra = list(planned.plan.command[len(TRAIN):])
+    extra = list(planned.plan.job.command[len(TRAIN):])
     assert "--log_interval=5" in extra
     assert not any(c.startswith("--framework") for c in extra)  # the runner's own keys are not overrides
 
 
 def test_maxtext_passes_log_period(work):
     planned = plan_for(work, "  framework: maxtext\n  log_period: 50\n", command=TRAIN)
-    assert planned.plan.command[-1:] == ("--log_period=50",)
-    assert planned.plan.trackers.enabled == ()
+    assert planned.plan.job.command[-1:] == ("--log_period=50",)
+    assert planned.plan.job.trackers.enabled == ()
 
 
 def test_one_logger_notice_for_megatron(work):
     training = plan_for(work, "  framework: megatron\n", command=TRAIN)
-    assert any("One-Logger" in n for n in training.plan.notices)
+    assert any("One-Logger" in n for n in training.plan.job.notices)
     off = plan_for(work, "  framework: megatron\n  enable_one_logger: false\n", command=TRAIN)
-    assert not any("One-Logger" in n for n in off.plan.notices)
+    assert not any("One-Logger" in n for n in off.plan.job.notices)
     generic = plan_for(work, "  framework: generic\n", command=TRAIN)
-    assert not any("One-Logger" in n for n in generic.plan.notices)
+    assert not any("One-Logger" in n for n in generic.plan.job.notices)
 
 
 def test_config_hash_is_stable_and_changes_with_the_config(work):
-    a = plan_for(work, "  disable_mlflow: true\n").plan.trackers.config_hash
-    b = plan_for(work, "  disable_mlflow: true\n").plan.trackers.config_hash
-    c = plan_for(work, "  disable_wandb: true\n  log_interval: 3\n").plan.trackers.config_hash
+    a = plan_for(work, "  disable_mlflow: true\n").plan.job.trackers.config_hash
+    b = plan_for(work, "  disable_mlflow: true\n").plan.job.trackers.config_hash
+    c = plan_for(work, "  disable_wandb: true\n  log_interval: 3\n").plan.job.trackers.config_hash
     assert len(a) == 64 and a == b != c
 
 

@@ -9,8 +9,8 @@ from runner.trackers.wandb_settings import SETTINGS
 
 
 def plan(env=None, settings=None, mode="online"):
-    return SimpleNamespace(public_env=lambda: dict(env or {}),
-                           trackers=SimpleNamespace(settings=dict(settings or {}), wandb_mode=mode))
+    return SimpleNamespace(job=SimpleNamespace(public_env=lambda: dict(env or {}),
+                                               trackers=SimpleNamespace(settings=dict(settings or {}), wandb_mode=mode)))
 
 
 def test_the_wandb_directory_is_an_output_named_by_what_set_it():

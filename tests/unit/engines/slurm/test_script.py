@@ -106,9 +106,9 @@ def test_plan_document_has_names_only_and_round_trips(work):
                 "PRIMUS_RUNNER_ENV_LIT": "hello", "FOO": "the node's own, not the job's"}
     rebuilt, scope, missing = agent.plan_from_document(json.loads(text), node_env)
     assert missing == []
-    assert rebuilt.public_env() == {"FOO": "foo-value", "LIT": "hello"}
-    assert {k: v.reveal() for k, v in rebuilt.secret_env().items()} == {"HF_TOKEN": CANARY, "MY_API_KEY": FILE_CANARY}
-    assert (rebuilt.image, rebuilt.command, rebuilt.gpu, rebuilt.labels) == (plan.image, plan.command, plan.gpu, plan.labels)
+    assert rebuilt.job.public_env() == {"FOO": "foo-value", "LIT": "hello"}
+    assert {k: v.reveal() for k, v in rebuilt.job.secret_env().items()} == {"HF_TOKEN": CANARY, "MY_API_KEY": FILE_CANARY}
+    assert (rebuilt.container.image, rebuilt.job.command, rebuilt.job.gpu, rebuilt.container.labels) == (plan.container.image, plan.job.command, plan.job.gpu, plan.container.labels)
     assert scope.masker.mask(f"x {CANARY} y") == "x *** y"
 
     _, _, missing = agent.plan_from_document(json.loads(text), {"PRIMUS_RUNNER_ENV_FOO": "1", "HF_TOKEN": CANARY})
@@ -242,7 +242,7 @@ def test_a_secret_inside_a_forwarded_value_reaches_the_node_masker_not_the_conta
     planned = plan_from(work, "container:\n  options:\n    image: busybox\n    env: [AUTH_HEADER]\n", host=host,
                         flags=LaunchFlags(gpu="none"), name="j")
     plan, config = planned.require(), load_config()
-    assert "SERVICE_TOKEN" not in {d.name for d in plan.forwarded}
+    assert "SERVICE_TOKEN" not in {d.name for d in plan.job.forwarded}
     engine, options = SlurmEngine(), RunOptions(command=("true",))
     ctx = RunContext(options, planned.scope, Output(), engine.settings(config, options), lookup=host.get)
     request = engine.request(plan, ctx)
@@ -254,7 +254,7 @@ def test_a_secret_inside_a_forwarded_value_reaches_the_node_masker_not_the_conta
     doc = slurm_script.plan_document(plan, request.settings, Path("/x"))
     node_plan, scope, _ = agent.plan_from_document(doc, environ, extra_secrets=tuple(masks))
     assert token not in scope.masker.mask(f"the token is {token}")
-    assert all(not n.startswith(slurm_script.MASK_PREFIX) for n in node_plan.secret_env())  # never the container's
+    assert all(not n.startswith(slurm_script.MASK_PREFIX) for n in node_plan.job.secret_env())  # never the container's
 
 
 # --------------------------------------------------------------------------- progress, back-off, ranked lines

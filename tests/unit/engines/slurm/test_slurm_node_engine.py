@@ -30,12 +30,12 @@ def _plan(engine: str | None):
 @pytest.mark.parametrize("engine", ["podman", "docker", None])
 def test_the_plan_file_carries_container_engine_to_the_node(work, engine):
     config, plan, scope = _plan(engine)
-    assert plan.container_engine == (engine or "auto")
+    assert plan.container.container_engine == (engine or "auto")
     ctx = RunContext(RunOptions(command=("true",)), scope, Output(), SlurmEngine.settings(config, RunOptions(command=("true",), engine_flags=(("slurm", SlurmFlags()),))))
     request = SlurmEngine().request(plan, ctx)
     doc = json.loads(json.dumps(plan_document(plan, request.settings, request.job_dir)))
     node_plan, _, _ = plan_from_document(doc, {"PATH": "/usr/bin"})
-    assert node_plan.container_engine == (engine or "auto")
+    assert node_plan.container.container_engine == (engine or "auto")
     plan_file = work / "plan.json"
     plan_file.write_text(json.dumps(doc))
     assert planned_engine(plan_file) == (engine or "auto")

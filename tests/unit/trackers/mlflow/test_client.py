@@ -68,7 +68,8 @@ def test_a_missing_store_package_names_what_to_install():
 @pytest.mark.skipif(not installed(), reason="the mlflow extra is not installed")
 def test_the_client_speaks_to_a_file_store(tmp_path):
     store = tmp_path / "mlruns"
-    plan = SimpleNamespace(forwarded=(), public_env=lambda: {"MLFLOW_TRACKING_URI": store.as_uri()}, secret_env=lambda: {})
+    job = SimpleNamespace(forwarded=(), public_env=lambda: {"MLFLOW_TRACKING_URI": store.as_uri()}, secret_env=lambda: {})
+    plan = SimpleNamespace(job=job)
     client = Client(plan, timeout=5)
     client.extra["MLFLOW_ALLOW_FILE_STORE"] = "true"  # MLflow 3 keeps its file store for those who ask
     experiment_id = client.create_experiment("exp")

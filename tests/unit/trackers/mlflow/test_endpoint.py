@@ -16,7 +16,7 @@ TOKEN = "endpoint-canary-token-b47e"
 
 def plan(public=None, secret=None):
     public, secret = dict(public or {}), {k: Secret(v) for k, v in (secret or {}).items()}
-    return SimpleNamespace(public_env=lambda: public, secret_env=lambda: secret)
+    return SimpleNamespace(job=SimpleNamespace(public_env=lambda: public, secret_env=lambda: secret))
 
 
 def test_the_token_wins_over_a_password_and_the_uris_userinfo():

@@ -125,7 +125,7 @@ def test_a_store_the_job_sees_through_a_mount_is_written_on_the_host_side(work):
     host = work / "host-mlruns"
     host.mkdir()
     planned = _plan(work, "file:///job/mlruns")
-    plan = replace(planned.plan, mounts=(Mount(str(host), "/job/mlruns"),))
+    plan = replace(planned.plan, container=replace(planned.plan.container, mounts=(Mount(str(host), "/job/mlruns"),)))
     hs = tracker_runs.begin(plan, Output(masker=planned.scope.masker))
     run_dir = host / hs.env["MLFLOW_EXPERIMENT_ID"] / hs.env["MLFLOW_RUN_ID"]
     assert hs.links["mlflow"] == str(run_dir)

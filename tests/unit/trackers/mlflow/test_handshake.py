@@ -54,8 +54,8 @@ def plan(url, experiment="exp", upload=True):
     public = {"MLFLOW_TRACKING_URI": url, "MLFLOW_EXPERIMENT_NAME": experiment}
     trackers = SimpleNamespace(framework="generic", config_hash="h", run_name=None, is_on=lambda t: t == "mlflow",
                                settings={"mlflow_upload_logs": upload})
-    return SimpleNamespace(name="job-1", image="img", mounts=[], trackers=trackers, forwarded=[],
-                           public_env=lambda: public, secret_env=lambda: {})
+    job = SimpleNamespace(name="job-1", trackers=trackers, forwarded=[], public_env=lambda: public, secret_env=lambda: {})
+    return SimpleNamespace(job=job, container=SimpleNamespace(image="img", mounts=[]))
 
 
 def out():

@@ -21,8 +21,8 @@ def plan(uri="http://127.0.0.1:9", name="exp"):
     public = {"MLFLOW_TRACKING_URI": uri, "MLFLOW_EXPERIMENT_NAME": name}
     forwarded = [SimpleNamespace(name="HF_TOKEN", value=Secret(CANARY)), SimpleNamespace(name="A_PUBLIC", value="v")]
     trackers = SimpleNamespace(framework="megatron", config_hash="abc123", is_on=lambda t: t == "mlflow")
-    return SimpleNamespace(name="job-1", image="img:1", mounts=[], trackers=trackers, forwarded=forwarded,
-                           public_env=lambda: public, secret_env=lambda: {})
+    job = SimpleNamespace(name="job-1", trackers=trackers, forwarded=forwarded, public_env=lambda: public, secret_env=lambda: {})
+    return SimpleNamespace(job=job, container=SimpleNamespace(image="img:1", mounts=[]))
 
 
 def test_the_tags_are_facts_and_names_never_values():
@@ -76,6 +76,6 @@ def test_an_early_failure_is_raised_to_the_handshake():
 
 def test_prefetch_does_nothing_when_mlflow_is_off(monkeypatch):
     p = plan()
-    p.trackers.is_on = lambda t: False
+    p.job.trackers.is_on = lambda t: False
     monkeypatch.setattr(preload, "EARLY", SimpleNamespace(start=lambda plan: pytest.fail("started")))
     preload.prefetch(p)

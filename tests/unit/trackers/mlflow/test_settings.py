@@ -38,7 +38,7 @@ def test_databricks_uri_forms():
 
 
 def plan(uri):
-    return SimpleNamespace(public_env=lambda: {"MLFLOW_TRACKING_URI": uri} if uri else {})
+    return SimpleNamespace(job=SimpleNamespace(public_env=lambda: {"MLFLOW_TRACKING_URI": uri} if uri else {}))
 
 
 def test_a_file_store_is_an_output_the_job_writes():

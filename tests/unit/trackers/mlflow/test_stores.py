@@ -21,7 +21,8 @@ from runner.ui import Output
 def plan(uri: str, mounts=(), public=None, secret=None):
     public = {"MLFLOW_TRACKING_URI": uri, **(public or {})}
     secret = {k: Secret(v) for k, v in (secret or {}).items()}
-    return SimpleNamespace(mounts=list(mounts), forwarded=(), public_env=lambda: public, secret_env=lambda: secret)
+    return SimpleNamespace(job=SimpleNamespace(forwarded=(), public_env=lambda: public, secret_env=lambda: secret),
+                           container=SimpleNamespace(mounts=list(mounts)))
 
 
 def test_a_file_store_on_this_host_through_the_jobs_mount(tmp_path):
