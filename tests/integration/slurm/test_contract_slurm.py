@@ -12,7 +12,7 @@ import pytest
 
 from engine_fixtures import assert_no_leak
 from runs_helpers import slurm_job_files
-from test_slurm_jobs import runner
+from slurm_helpers import runner
 
 pytestmark = [pytest.mark.slurm, pytest.mark.docker]
 

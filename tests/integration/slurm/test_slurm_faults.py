@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from runs_helpers import slurm_job_dirs, slurm_job_files
-from test_slurm_jobs import job_containers, job_dir, project, runner, wait_until  # noqa: F401  (project: a fixture)
+from slurm_helpers import job_containers, job_dir, runner, wait_until
 
 pytestmark = [pytest.mark.slurm, pytest.mark.docker]
 

@@ -22,7 +22,7 @@ from pty_session import PtySession
 from runs_helpers import runs_json
 from runner.engines.slurm import job_state
 from runner.engines.slurm.script import LABEL_SLURM_JOB
-from test_slurm_jobs import job_containers, project, runner, wait_until  # noqa: F401 - project is a fixture
+from slurm_helpers import job_containers, runner, wait_until
 
 pytestmark = [pytest.mark.slurm, pytest.mark.docker]
 

@@ -10,79 +10,17 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from engine_fixtures import assert_no_leak, process_cmdlines
-from runs_helpers import slurm_job_dirs, slurm_job_files
+from runs_helpers import slurm_job_files
 from runner.engines.slurm import job_cancel, controller, job_state
 from runner.engines.slurm import script as slurm_script
+from slurm_helpers import NOT_LISTED, job_containers, job_dir, job_id_from, runner, wait_until
 
 pytestmark = [pytest.mark.slurm, pytest.mark.docker]
-
-NOT_LISTED = "notlisted-value-6c1f0e2a9b"
-
-
-def _yaml(image: str, partition: str) -> str:
-    # privileged/caps/ulimit defaults need a real host; this sandboxed one refuses them.
-    return f"""\
-container:
-  options:
-    image: {image}
-    group-add: []
-    privileged: false
-    ulimit: "nofile=1024:1024"
-    env: [FOO, HF_TOKEN, WANDB_API_KEY, DATABRICKS_TOKEN]
-slurm:
-  partition: {partition}
-  nodes: 2
-  time: "5"
-  master_port: 29500
-"""
-
-
-@pytest.fixture
-def project(tmp_path_factory, slurm_cluster, busybox_image, canary):
-    """A project directory slurmd can read, and the submitting environment (canary secrets set)."""
-    work = tmp_path_factory.mktemp("slurm-project")
-    (work / ".primus.yaml").write_text(_yaml(busybox_image, slurm_cluster.partition))
-    env = {k: v for k, v in os.environ.items() if k not in ("HF_TOKEN", "WANDB_API_KEY", "DATABRICKS_TOKEN", "FOO")}
-    env.update(HOME=str(work), FOO="foo-value", NOT_LISTED_VAR=NOT_LISTED, OTHER_TOKEN=canary["MLFLOW_TRACKING_TOKEN"])
-    env.update({k: canary[k] for k in ("HF_TOKEN", "WANDB_API_KEY", "DATABRICKS_TOKEN")})
-    return work, env
-
-
-def runner(work: Path, env: dict, *args: str, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "runner", *args], cwd=work, env=env, capture_output=True, text=True, timeout=kw.pop("timeout", 300), **kw)
-
-
-def job_containers(docker_client, job_id: str, running_only: bool = False) -> list[dict]:
-    # The low-level list: no per-container inspect that races with removal.
-    found = docker_client.api.containers(all=True, filters={"label": f"{slurm_script.LABEL_SLURM_JOB}={job_id}"})
-    return [c for c in found if c["State"] == "running"] if running_only else found
-
-
-def wait_until(predicate, timeout: float, what: str, interval: float = 0.1):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
-
-
-def job_dir(work: Path) -> Path:
-    """The project's one job directory: slurm.output_dir is unset, so the run's own, under HOME=work's state directory."""
-    (only,) = slurm_job_dirs(work)
-    return only
-
-
-def job_id_from(proc_stdout: str) -> str:
-    return proc_stdout.strip().splitlines()[0]
-
 
 PROBE = (
     'echo "RANK=$NODE_RANK NNODES=$NNODES MASTER=$MASTER_ADDR:$MASTER_PORT GPUS=$GPUS_PER_NODE FOO=$FOO '

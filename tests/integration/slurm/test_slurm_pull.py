@@ -17,7 +17,7 @@ import pytest
 from engine_fixtures import assert_no_leak
 from registry_helpers import CmdlineWatch, docker_inspect, files_containing, remove_local, test_registry  # noqa: F401
 from runs_helpers import slurm_job_files
-from test_slurm_jobs import job_containers, job_dir, wait_until
+from slurm_helpers import job_containers, job_dir, wait_until
 
 pytestmark = [pytest.mark.slurm, pytest.mark.docker]
 
