@@ -35,4 +35,4 @@ def dry_run(asked: bool, sources: "Sources") -> bool:
     from runner.config import load_config
     from runner.config.switches import launcher_switch
 
-    return launcher_switch(load_config(sources.config_file), "dry_run")
+    return launcher_switch(load_config(sources.config_file, trust_project=sources.trust_project), "dry_run")
