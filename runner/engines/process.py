@@ -24,13 +24,12 @@ from typing import Callable, Mapping
 
 from runner.engines.base import Connection, EngineBase, Launched, RunContext
 from runner.engines.output import Sink
-from runner.engines.signals import SignalGuard
+from runner.engines.signals import SignalGuard, interrupted
 from runner.errors import ConfigError, Problem
 from runner.host_env import Withheld, host_environment
 from runner.launch_plan import JobSpec, LaunchPlan
 from runner.secrets import MASK
 from runner.secrets.argv import refuse_secret_argv
-from runner.ui.exits import EXIT_SIGNAL
 
 # What a container image's PATH usually is: the child needs one, and the host's may not be forwarded.
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -215,7 +214,7 @@ class ProcessEngine(EngineBase):
             _signal_group(proc, signal.SIGKILL)  # the child's own children, if any are left
             run.restore()
         if run.got is not None:
-            return EXIT_SIGNAL[run.got]
+            return interrupted(run.got, f"process {proc.pid} stopped", ctx.out)
         return 128 - code if code < 0 else code
 
     def audit(self, launched: Launched, ctx: RunContext) -> list:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import signal
 
-from runner.ui.exits import EXIT_SIGNAL
+from runner.ui.exits import EXIT_SIGNAL, exit_code
 
 
 class SignalGuard:
@@ -40,3 +40,16 @@ class SignalGuard:
 
     def handle(self, signum: int) -> None:
         """What the engine does on each signal (the first is already in ``got``)."""
+
+
+def interruption(signum: int, what: str):
+    """The ``Interrupted`` a launch ends with when ``signum`` stopped it; ``what``: what became of its job."""
+    from runner.errors import Interrupted
+
+    return Interrupted(EXIT_SIGNAL[signum], f"interrupted ({signal.Signals(signum).name}): {what}")
+
+
+def interrupted(signum: int, what: str, out) -> int:
+    """``interruption``'s code, after saying it once on ``out`` through the one mapping of
+    exceptions to codes (``runner.ui.exits``): the launch goes on to record how it ended."""
+    return exit_code(interruption(signum, what), out)

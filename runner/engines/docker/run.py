@@ -8,7 +8,6 @@ is stopped and removed (unless kept) and the exit code is 130/143.
 
 from __future__ import annotations
 
-import signal
 import socket
 from dataclasses import dataclass
 from typing import BinaryIO, Callable
@@ -19,12 +18,11 @@ from runner.engines.docker import shim
 from runner.engines.docker.container import DockerRequest, check_clean
 from runner.engines.docker.request import inspect_local
 from runner.engines.output import Sink  # noqa: F401 (exec and logs write through it too)
-from runner.engines.signals import SignalGuard
-from runner.errors import ConfigError, EngineUnavailable, Interrupted, Problem, RuntimeFailure
+from runner.engines.signals import SignalGuard, interrupted, interruption
+from runner.errors import ConfigError, EngineUnavailable, Problem, RuntimeFailure
 from runner.launch_plan import LaunchPlan
 from runner.secrets import Masker
 from runner.ui import Output
-from runner.ui.exits import EXIT_SIGNAL, exit_code
 
 READ_SIZE = 1 << 20
 
@@ -192,8 +190,7 @@ def launch(eng: Engine, request: DockerRequest, masker: Masker, out: Output) -> 
             except (ApiError, EngineUnavailable, OSError):
                 pass
         if isinstance(exc, _Interrupted):
-            raise Interrupted(EXIT_SIGNAL[exc.signum], f"interrupted ({signal.Signals(exc.signum).name}) while starting "
-                              f"{request.plan.job.name}; the container was removed") from None
+            raise interruption(exc.signum, f"while starting {request.plan.job.name}; the container was removed") from None
         raise
 
 
@@ -249,8 +246,7 @@ def watch(run: Attached, masker: Masker, out: Output, *, keep: bool, tail: Tail 
         eng.reset()  # the interrupted request may have left the connection mid-response
         _stop(eng, cid, plan)
         _drain(sock, out_sink, err_sink, raw=bool(run.request.config.get("Tty")))
-        said = f"interrupted ({signal.Signals(exc.signum).name}): container {plan.job.name} stopped and {'kept' if keep else 'removed'}"
-        code = exit_code(Interrupted(EXIT_SIGNAL[exc.signum], said), out)  # said now; the run ends with the code
+        code = interrupted(exc.signum, f"container {plan.job.name} stopped and {'kept' if keep else 'removed'}", out)
     except (EngineUnavailable, ConnectionError) as exc:
         gone = True  # dockerd died or restarted under a running job: exit 1 (engine unavailable), not a traceback
         reason = exc.message if isinstance(exc, EngineUnavailable) else f"{exc.__class__.__name__}: {exc}"
