@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import importlib
 from collections import deque
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple, Protocol
 
 from dataclasses import dataclass, field
 
@@ -79,6 +79,16 @@ class Tail:
         """``data`` (masked) into that file only: what follows a detached job keeps no tail in memory."""
 
 
+class RunPlacement(NamedTuple):
+    """What the run store (``runner.runs``) decided for one launch that its engine uses; a
+    launch with no run store (a node's agent, a test) has none of them."""
+
+    id: "str | None" = None  # the run's id: labels, the Slurm plan file
+    job_dir: "Path | None" = None  # an engine on nodes: where the job's files go (every node sees it)
+    node_cache: "dict | None" = None  # an engine on nodes: what each node mounts as its cache ({dir, key})
+    lock_fd: "int | None" = None  # the descriptor holding the run's lock: a detached job's keeper holds it too
+
+
 @dataclass
 class RunContext:
     """What the pipeline hands an engine for one launch."""
@@ -90,7 +100,7 @@ class RunContext:
     tail: Tail = field(default_factory=Tail)
     lookup: Callable[[str], "str | None"] = lambda name: None  # a variable's value: environment, then env file
     config: Any = None  # the merged config: where each setting came from, for --verbose
-    run: Any = None  # runner.runs.recorder.Run: the run's id and directories (Slurm: job_dir, node_cache)
+    run: RunPlacement = RunPlacement()
     dry_run: bool = False  # decided once, by the pipeline (the flag, or dry_run: true in the config)
 
 

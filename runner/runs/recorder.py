@@ -89,6 +89,12 @@ class Run:
         """The descriptor holding the run's lock: what follows a detached job holds it too (``logs -f``)."""
         return self._lock
 
+    def placement(self):
+        """What of this run its engine uses (``runner.engines.base.RunPlacement``)."""
+        from runner.engines.base import RunPlacement
+
+        return RunPlacement(self.id, self.job_dir, self.node_cache, self._lock)
+
     # ---------------------------------------------------------------- the pipeline's calls
     def started(self, launched, handshake, detached: bool) -> None:
         """The job runs: its engine id, the tracker runs, where its output goes."""
@@ -277,7 +283,7 @@ def begin(options, engine, plan, ctx, out, config, run_id: str | None = None) ->
     run.job_dir = _job_dir(engine, config, run.id, plan.job.name)
     _settle_job_dir(run, engine, out, recording and _creatable(paths.runs_dir()))
     uncached = _plan_mounts(run, engine, config, options.flags.host_process)
-    ctx.run = run  # the dry run renders the job directory a launch would use
+    ctx.run = run.placement()  # the dry run renders the job directory a launch would use
     if dry:
         return run
     if recording:
@@ -293,6 +299,7 @@ def begin(options, engine, plan, ctx, out, config, run_id: str | None = None) ->
         ctx.tail = run.log
     if run.dir is not None:
         run._lock = liveness.hold(run.dir)
+        ctx.run = run.placement()  # and the lock a detached job's keeper holds
     for line in outputs.before(run.outputs):
         out.info(line)
     if recording and run.dir is not None:

@@ -113,7 +113,7 @@ class DockerEngine(EngineBase):
         preference = self._settings(ctx).engine
         return make_request(plan, self.extra_labels, kind="podman" if preference == "podman" else "docker",
                             remove=not ctx.options.keep, detach=ctx.options.detach, interactive=ctx.options.interactive,
-                            tty=ctx.options.tty, run_id=ctx.run.id if ctx.run is not None else None,
+                            tty=ctx.options.tty, run_id=ctx.run.id,
                             fetch="build" if ctx.options.build else "pull", engine=preference)
 
     def resolve(self, request: DockerRequest, ctx: RunContext, dry_run: bool = False) -> DockerRequest:
@@ -212,7 +212,7 @@ class DockerEngine(EngineBase):
             return
         from runner.engines.docker import keeper
 
-        held = getattr(ctx.run, "lock_fd", None)
+        held = ctx.run.lock_fd
         keeper.start(sock, run.leftover, ctx.scope.masker, ctx.tail, hold=() if held is None else (held,))
 
     def group_title(self, launched: Launched, request: DockerRequest) -> str:

@@ -110,7 +110,7 @@ class SlurmEngine(EngineBase):
         tool("srun")
         refuse_archived_secrets(ctx.settings.cluster_config, self.travelling_secrets(plan, ctx), ctx.settings.allow_env_in_accounting)
         if plan.container.pull != "never":  # a refused login fails here (exit 2), not on every node after queueing
-            cred = registry.credentials_for(plan.container.image, self._lookup(ctx))
+            cred = registry.credentials_for(plan.container.image, ctx.lookup)
             if cred is not None:
                 registry.check_login(cred, 10)
 
@@ -123,19 +123,15 @@ class SlurmEngine(EngineBase):
         """Names for the agents only: the registry login they pull with, and the masks they need."""
         from runner.clients.registry import ENV_NAMES
 
-        lookup = self._lookup(ctx)
+        lookup = ctx.lookup
         masks = tuple(f"{MASK_PREFIX}{i}" for i in range(len(embedded_secrets(plan, ctx.scope)))) if plan else ()
         return tuple(n for n in ENV_NAMES if lookup(n)) + masks
 
     def _agent_values(self, agent_env: tuple[str, ...], plan: LaunchPlan, ctx: RunContext) -> dict:
-        lookup = self._lookup(ctx)
+        lookup = ctx.lookup
         values = {n: (Secret(lookup(n)) if n == "DOCKER_LOGIN_KEY" else lookup(n)) for n in agent_env if not n.startswith(MASK_PREFIX)}
         values.update((f"{MASK_PREFIX}{i}", secret) for i, secret in enumerate(embedded_secrets(plan, ctx.scope)))
         return values
-
-    @staticmethod
-    def _lookup(ctx: RunContext):
-        return getattr(ctx, "lookup", None) or os.environ.get
 
     def request(self, plan: LaunchPlan, ctx: RunContext) -> SlurmRequest:
         """Everything the job will be given, before anything exists: the plan each node runs (its cache,
@@ -143,8 +139,8 @@ class SlurmEngine(EngineBase):
         from runner.trackers.handshake import run_env_names
 
         settings = ctx.settings.settings
-        job_dir = getattr(ctx.run, "job_dir", None) or job_dir_for(settings, plan.job.name)  # the run's (runner.runs)
-        cache = getattr(ctx.run, "node_cache", None)
+        job_dir = ctx.run.job_dir or job_dir_for(settings, plan.job.name)  # the run's (runner.runs), else the settings'
+        cache = ctx.run.node_cache
         node = node_plan(plan, settings, ctx.settings.kill_wait, cache)
         agent_env = self._agent_env(ctx, plan)
         # The names the tracker handshake will set (run ids) are exported from the start: the
@@ -158,7 +154,7 @@ class SlurmEngine(EngineBase):
                             tuple(export_names(node, later, agent_env)), agent_env=agent_env,
                             node_command=tuple(plan.job.command if settings.cluster.entry == "direct" else node_command(node)),
                             node_cache=cache, allocation=allocation, as_step=as_step, node_plan=node,
-                            plan_file=json.dumps(document, indent=2), run_id=getattr(ctx.run, "id", None),
+                            plan_file=json.dumps(document, indent=2), run_id=ctx.run.id,
                             agent_values=self._agent_values(agent_env, plan, ctx))
 
     def resolve(self, request: SlurmRequest, ctx: RunContext, dry_run: bool = False) -> SlurmRequest:

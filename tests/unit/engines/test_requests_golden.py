@@ -12,13 +12,12 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from types import SimpleNamespace
 
 import pytest
 
 from plan_factory import plan_from_layer
 
-from runner.engines.base import RunContext
+from runner.engines.base import RunContext, RunPlacement
 from runner.engines.slurm.flags import SlurmFlags
 from runner.options import LaunchFlags, RunOptions
 from runner.ui import Output
@@ -42,7 +41,7 @@ RUN_ID = "20261202-140000-abcdef"
 
 def _ctx(engine, config, scope, **options):
     opts = RunOptions(command=("x",), **options)
-    return RunContext(opts, scope, Output(), engine.settings(config, opts), run=SimpleNamespace(id=RUN_ID, job_dir=None, node_cache=None))
+    return RunContext(opts, scope, Output(), engine.settings(config, opts), run=RunPlacement(RUN_ID))
 
 
 def _body(request) -> dict:
