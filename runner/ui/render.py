@@ -55,8 +55,10 @@ def _asked_rows(plan: LaunchPlan, rows: list) -> None:
 
 
 def compact_text(plan: LaunchPlan, request=None) -> str:
-    """``plan``'s short view: what runs, where, with which variables (names) and GPUs."""
-    engine = next((d.split(": ", 1)[1] for d in getattr(request, "decisions", ()) if d.startswith("engine: ")), None)
+    """``plan``'s short view: what runs, where, with which variables (names) and GPUs; ``request``:
+    the container engine's (its decisions name the engine), or None."""
+    decisions = request.decisions if request is not None else ()
+    engine = next((d.split(": ", 1)[1] for d in decisions if d.startswith("engine: ")), None)
     own = [d.name for d in plan.job.forwarded if d.source == RUNNER_SOURCE]
     named = [f"{d.name}={MASK if d.secret else d.value}" for d in plan.job.forwarded if d.source != RUNNER_SOURCE]
     env = ", ".join(named) or "-"
