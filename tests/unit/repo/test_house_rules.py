@@ -16,7 +16,7 @@ ROOT = Path(runner.__file__).parent
 REPO = ROOT.parent
 TESTS = REPO / "tests"
 ARCHITECTURE = REPO / "docs" / "architecture.md"
-DOCS_NAMING_TESTS = (ARCHITECTURE, REPO / "docs" / "cli.md")
+DOCS_NAMING_TESTS = (REPO / "README.md", *sorted((REPO / "docs").rglob("*.md")))
 
 
 def _sources(root: Path = ROOT) -> dict[str, ast.Module]:
