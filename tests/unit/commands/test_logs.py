@@ -24,3 +24,11 @@ def test_an_id_the_engine_claims_reaches_it_without_engine(verbs):
     assert main(["logs", "toy-9", "-f"]) == 12
     [(verb, sel)] = verbs
     assert verb == "logs" and sel.follow is True and sel.engine is None
+
+
+def test_an_empty_name_is_a_usage_error_not_an_internal_one(verbs, capsys):
+    # `logs "$RUN"` with RUN unset: what logs takes, not a crash to report
+    assert main(["logs", "", "--engine", "toyverbs"]) == 2
+    err = capsys.readouterr().err
+    assert "`logs` needs a run id, a job or container name, or a Slurm job id" in err and "internal error" not in err
+    assert verbs == []
