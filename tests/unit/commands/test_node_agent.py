@@ -21,3 +21,9 @@ def test_cleanup_takes_only_a_slurm_job_id(cli):
 def test_cleanup_of_a_job_asks_the_engine(cli):
     rc, _, err = cli("node-agent", "--cleanup", "1234", env={"DOCKER_HOST": NO_DOCKER, "CONTAINER_HOST": "unix:///nonexistent/podman.sock"})
     assert rc == 1 and "Traceback" not in err, err  # no engine answers: the contract's exit 1
+
+
+def test_an_empty_cleanup_job_is_refused_as_no_job_id(cli):
+    # `--cleanup ""` is the cleanup asked with no id, not the agent's run
+    rc, _, err = cli("node-agent", "--cleanup", "", env={"DOCKER_HOST": NO_DOCKER})
+    assert rc == 2 and "'' is not a Slurm job id" in err, err
