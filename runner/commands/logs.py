@@ -19,6 +19,11 @@ def run(out: "Output", *, selection: "Selection") -> int:
     from runner.runs.commands import recorded_logs
     from runner.ui.exits import interrupt_ends_follow
 
+    if not selection.names:  # `logs ""`: the CLI drops an empty name
+        from runner.errors import UsageError
+
+        raise UsageError("`logs` needs a run id, a job or container name, or a Slurm job id",
+                         "primus-runner runs lists the runs; primus-runner ps the containers")
     key = selection.names[0]
     with interrupt_ends_follow() if selection.follow else nullcontext():
         shown = recorded_logs(key, out, selection.sources, follow=selection.follow, tail=selection.tail, node=selection.node)

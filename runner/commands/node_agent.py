@@ -12,4 +12,4 @@ if TYPE_CHECKING:
 def run(out: "Output", *, plan_file: str | None, cleanup: str | None) -> int:
     from runner.engines.slurm import agent
 
-    return agent.cleanup(cleanup, out, plan_file) if cleanup else agent.run_node(plan_file, out)
+    return agent.cleanup(cleanup, out, plan_file) if cleanup is not None else agent.run_node(plan_file, out)

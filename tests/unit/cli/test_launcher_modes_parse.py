@@ -1,5 +1,7 @@
-"""Launcher modes without an engine: the inner command, the entry split, `slurm`'s default launcher,
-the Slurm flag checks (nothing widens --export or injects a directive), names and owner labels."""
+"""Launcher modes through the CLI without an engine: the Slurm flag checks (nothing widens --export or
+injects a directive), the dry runs of each entry, names and owner labels. (The modes' parsing is
+tests/unit/cli/test_launcher_args.py, their translation test_launcher_translate.py, their run
+tests/unit/commands/test_launcher.py.)"""
 
 from __future__ import annotations
 
@@ -11,56 +13,10 @@ import pytest
 from cli_runner import run_cli
 from plan_factory import plan_from
 
-from runner.cli.launcher_args import default_launcher, parse
-from runner.commands.launcher import find_checkout, inner_command
 from runner.options import LaunchFlags
 from runner.plan import LABEL_OWNER
 
 TRAIN = ["train", "pretrain", "--config", "exp.yaml"]
-
-
-def test_checkout_from_primus_path_or_cwd(tmp_path):
-    assert find_checkout({"PRIMUS_PATH": str(tmp_path / "p")}, "/") == str(tmp_path / "p")
-    assert find_checkout({}, str(tmp_path)) is None
-    (tmp_path / "runner").mkdir()
-    (tmp_path / "runner" / "primus-cli-direct.sh").write_text("#!/bin/sh\n")
-    assert find_checkout({}, str(tmp_path)) == str(tmp_path)
-
-
-def test_inner_command_follows_the_launcher():
-    """The script path is absolute (a container's --workdir cannot break it); on a host the direct
-    launcher gets `-- ARGS` as `primus-cli direct -- ARGS` hands them over (`--help` reaches Primus)."""
-    assert inner_command(TRAIN, "/ck", None, on_host=False) == (("bash", "/ck/runner/primus-cli-direct.sh", *TRAIN), "/ck")
-    assert inner_command(TRAIN, "/ck", None, on_host=True) == (("bash", "/ck/runner/primus-cli-direct.sh", "--", *TRAIN), "/ck")
-    assert inner_command(["--help"], "/ck", None, on_host=True) == (("bash", "/ck/runner/primus-cli-direct.sh", "--", "--help"), "/ck")
-    assert inner_command(TRAIN, None, None, on_host=False) == (("primus-cli", "direct", "--", *TRAIN), None)
-    assert inner_command(TRAIN, None, ["my-entry"], on_host=True) == (("my-entry", *TRAIN), None)
-    assert inner_command(TRAIN, None, None, True, ("--single",)) == (("primus-cli", "direct", "--single", "--", *TRAIN), None)
-
-
-def test_slurm_entry_split():
-    """What follows slurm's first --: an entry (container|direct) or, as the launcher routes it, the container entry."""
-    def split(tokens):
-        got = parse("slurm", ["-N", "2", "--", *tokens])
-        return got.entry, got.options, got.primus_args
-    assert split(TRAIN) == ("container", [], TRAIN)
-    assert split(["preflight", "--quick"]) == ("container", [], ["preflight", "--quick"])
-    assert split(["container", "--image", "x", "--", *TRAIN]) == ("container", [("image", "x")], TRAIN)
-    assert split(["direct", "--", *TRAIN]) == ("direct", [], TRAIN)
-
-
-@pytest.mark.parametrize("argv, expected", [
-    (["slurm", "-N", "2", "--", "x"], ["slurm", "srun", "-N", "2", "--", "x"]),
-    (["--dry-run", "slurm", "--", "x"], ["--dry-run", "slurm", "srun", "--", "x"]),
-    (["--config", "f.yaml", "slurm", "sbatch", "--", "x"], ["--config", "f.yaml", "slurm", "sbatch", "--", "x"]),
-    (["slurm", "--json", "sbatch", "--", "x"], ["slurm", "--json", "sbatch", "--", "x"]),
-    (["slurm", "--help"], ["slurm", "--help"]),
-    (["slurm", "--config", "f.yaml", "--debug", "-N", "2", "--", "x"], ["slurm", "srun", "--config", "f.yaml", "--debug", "-N", "2", "--", "x"]),
-    (["slurm", "--dry-run", "sbatch", "--", "x"], ["slurm", "--dry-run", "sbatch", "--", "x"]),
-    (["up", "--", "slurm"], ["up", "--", "slurm"]),
-])
-def test_slurm_defaults_to_srun(argv, expected):
-    assert default_launcher(argv) == expected
 
 
 @pytest.fixture
@@ -139,22 +95,6 @@ def test_dry_run_wherever_the_launcher_accepts_it(project, args):
     result = run_cli(project, *args, "--", *TRAIN)
     assert result.returncode == 0, result.stderr
     assert "#SBATCH --nodes=2" in result.stdout and not (project / "primus-runs").exists()
-
-
-def test_an_exported_docker_image_is_the_image_as_the_launcher_takes_it(tmp_path):
-    (tmp_path / ".primus.yaml").write_text("container:\n  gpu: none\n  options:\n    image: busybox\n")
-    result = run_cli(tmp_path, "--json", "--dry-run", "container", "--", "benchmark", "gemm", env={"DOCKER_IMAGE": "exported/img:2"})
-    assert result.rc == 0 and json.loads(result.stdout)["image"] == "exported/img:2", result.stderr
-    assert "from DOCKER_IMAGE" in result.stderr
-    typed = run_cli(tmp_path, "--json", "--dry-run", "container", "--image", "typed/img:3", "--", "x", env={"DOCKER_IMAGE": "exported/img:2"})
-    assert json.loads(typed.stdout)["image"] == "typed/img:3" and "--image typed/img:3 on the command line wins" in typed.stderr
-
-
-def test_outside_a_checkout_one_notice_says_the_images_own_launcher_runs(tmp_path):
-    (tmp_path / ".primus.yaml").write_text("container:\n  gpu: none\n  options:\n    image: busybox\n")
-    result = run_cli(tmp_path, "--dry-run", "container", "--", "benchmark", "gemm")
-    assert result.rc == 0, result.stderr
-    assert result.stderr.count("no Primus checkout here") == 1 and "PRIMUS_PATH" in result.stderr
 
 
 def test_the_launchers_own_allowlist_unset_is_one_line(tmp_path):

@@ -75,3 +75,15 @@ def test_in_a_container_the_keys_reach_the_inner_script_too(checkout):
     command = _command(checkout, "container:\n  gpu: none\n  options:\n    image: busybox\ndirect:\n  run_mode: single\n",
                        "--", "x", where="container")
     assert command[:3] == ["bash", str(checkout / "runner" / "primus-cli-direct.sh"), "--single"]
+
+
+def test_the_file_the_script_reads_itself(tmp_path):
+    from runner.commands.launcher_direct import own_file
+
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    assert own_file("/ck", str(home), on_host=True) == "/ck/runner/.primus.yaml"
+    (home / ".primus.yaml").write_text("direct: {}\n")
+    assert own_file("/ck", str(home), on_host=True) == str(home / ".primus.yaml")
+    assert own_file("/ck", str(home), on_host=False) == "/ck/runner/.primus.yaml"  # a container's HOME holds none of the user's
+    assert own_file(None, str(home), on_host=False) is None
