@@ -1,5 +1,7 @@
 """The post-build scan and ``audit IMAGE``: a secret value in scope found in an image's config, history
-or layers, named by place (a field, a layer's diff id, a file) and by the secret's name."""
+or layers, named by place (a field, a layer's diff id, a file) and by the secret's name, never by its value.
+``Engine`` below answers the few engine calls the scan makes from fixed data; one test speaks the real
+Engine API client to a loopback server, for the paths the scan asks."""
 
 from __future__ import annotations
 
@@ -7,7 +9,9 @@ import hashlib
 import io
 import tarfile
 
+from loopback_servers import Server
 from runner.clients.engine_api import ApiError
+from runner.clients.engine_api.api import Engine as ApiEngine
 from runner.images import scan
 from runner.secrets import Masker, secret_scope
 
@@ -106,3 +110,83 @@ def test_removing_an_image_the_daemon_keeps_is_not_an_error():
     eng = Engine({})
     scan.remove_image(eng, "sha256:img")
     assert eng.deleted == ["/images/sha256%3Aimg"]
+
+
+def test_the_images_comment_author_container_config_and_history_comments_and_tags_are_scanned_too():
+    image = {"Id": "sha256:img", "Comment": f"built with {CANARY}", "Author": "alice", "Config": {"Env": ["A=1"], "Labels": None},
+             "ContainerConfig": {"Cmd": ["/bin/sh", "-c", f"export T={CANARY}"]}}
+    history = [{"CreatedBy": "RUN true", "Comment": f"note {CANARY}"}, {"CreatedBy": "RUN true", "Tags": [f"repo:{CANARY}"]}]
+    found = scan.scan_image(Engine({"img": image}, history), "img", MASKER)
+    assert found == ["ContainerConfig.Cmd", "Comment", "history[0].Comment", "history[1].Tags"]
+    assert CANARY not in " ".join(found)
+    # An image the daemon does not know: its history is still read, nothing else is guessed.
+    assert scan.scan_image(Engine({}, history), "img", MASKER) == ["history[0].Comment", "history[1].Tags"]
+
+
+def test_a_value_split_across_two_reads_is_found_in_a_saved_layer_and_an_overlay_file(tmp_path):
+    # 32-byte reads: the layer's file data starts at 512 (after its tar header), the value at 532, across the read at 544.
+    layer = tar_of({"app/notes": b"x" * 20 + CANARY.encode()})
+    image = {"RootFS": {"Layers": [diff_id(layer)]}}
+    eng = Engine({"img": image}, saved=tar_of({"manifest.json": b"[]", "ddd444/layer.tar": layer}))
+    assert scan.scan_layers(eng, "img", None, MASKER, chunk=32) == [f"layer {diff_id(layer)}"]
+    top = tmp_path / "top"
+    (top / "app").mkdir(parents=True)
+    (top / "app" / "notes").write_text("x" * 20 + CANARY)  # bytes 20..45, across the read at 32
+    overlay = {"RootFS": {"Layers": ["sha256:one"]}, "GraphDriver": {"Name": "overlay2", "Data": {"UpperDir": str(top)}}}
+    assert scan.scan_layers(Engine({"img": overlay}), "img", None, MASKER, chunk=32) == ["layer sha256:one"]
+    (top / "app" / "notes").write_text("x" * 20 + CANARY[:-1])
+    assert scan.scan_layers(Engine({"img": overlay}), "img", None, MASKER, chunk=32) == []
+
+
+def test_storage_this_process_cannot_read_as_layers_falls_back_to_the_saved_image(tmp_path):
+    dirs = [tmp_path / str(i) for i in range(3)]
+    for d in dirs:
+        d.mkdir()
+    lower = f"{dirs[1]}:{dirs[0]}"
+    for driver in ({"Name": "btrfs", "Data": {"UpperDir": str(dirs[2])}},  # not overlay
+                   {"Name": "overlay2", "Data": {"LowerDir": str(dirs[0]), "UpperDir": str(dirs[2])}},  # 2 dirs, 3 layers
+                   {"Name": "overlay2", "Data": {"LowerDir": f"{lower}:{tmp_path / 'gone'}", "UpperDir": str(dirs[2])}},
+                   {"Name": "overlay2", "Data": {"LowerDir": lower}}):  # no upper directory
+        eng = Engine({"img": {**IMAGE, "GraphDriver": driver}, "base": BASE}, saved=saved_archive())
+        # The empty directories hold nothing: a hit can only come from the saved archive.
+        assert scan.scan_layers(eng, "img", "base", MASKER) == [f"layer {diff_id(LEAKY_LAYER)}"], driver
+
+
+def test_a_base_whose_layers_are_not_the_images_first_ones_leaves_every_layer_the_builds(tmp_path):
+    dirs = []
+    for i, text in enumerate((CANARY, "clean", CANARY)):
+        (tmp_path / str(i)).mkdir()
+        (tmp_path / str(i) / "f").write_text(text)
+        dirs.append(str(tmp_path / str(i)))
+    overlay = {**IMAGE, "GraphDriver": {"Name": "overlay2", "Data": {"LowerDir": f"{dirs[1]}:{dirs[0]}", "UpperDir": dirs[2]}}}
+    other_base = {"RootFS": {"Layers": ["sha256:something-else"]}}
+    layers = IMAGE["RootFS"]["Layers"]
+    assert scan.scan_layers(Engine({"img": overlay, "base": other_base}), "img", "base", MASKER) == [f"layer {layers[0]}", f"layer {layers[2]}"]
+
+
+def test_nothing_in_scope_asks_the_engine_nothing():
+    class Silent:  # any call is a failure: with no secret in scope there is nothing to look for
+        def __getattr__(self, name):
+            raise AssertionError(f"the scan asked the engine ({name})")
+
+    assert scan.scan_image(Silent(), "img", Masker()) == []
+    assert scan.scan_layers(Silent(), "img", "base", Masker()) == []
+
+
+def test_against_an_engine_api_the_name_is_one_path_segment_and_removal_is_forced():
+    def answer(_server, request):
+        path = request["path"].split("?")[0]
+        if path.endswith("/_ping") or path.endswith("/version"):
+            return 200, {"Api-Version": "1.43", "Content-Type": "application/json"}, {"ApiVersion": "1.43", "Version": "24.0.0"}
+        if path.endswith("/images/registry.example%3A5000%2Fteam%2Fapp%3Av1/json"):
+            return 200, {"Content-Type": "application/json"}, {"Config": {"Env": [f"HF_TOKEN={CANARY}"]}}
+        if path.endswith("/history"):
+            return 200, {"Content-Type": "application/json"}, b'[{"CreatedBy": "RUN true"}]'
+        return 409, {"Content-Type": "application/json"}, {"message": "conflict: image is being used by a container"}
+
+    with Server(answer) as server:
+        engine = ApiEngine(host=f"tcp://{server.netloc}")
+        assert scan.scan_image(engine, "registry.example:5000/team/app:v1", MASKER) == ["Config.Env"]
+        scan.remove_image(engine, "sha256:img")  # the daemon keeps it (409): not an error
+    [delete] = [r for r in server.requests if r["method"] == "DELETE"]
+    assert delete["path"].split("?")[0].endswith("/images/sha256%3Aimg") and delete["path"].split("?")[1] == "force=1"
