@@ -1,13 +1,21 @@
-"""The front half runs once per command: one config load and one plan, secret references included."""
+"""The front half of every command (runner.session.prepare): it runs once per command (one config load and one
+plan, secret references included), resolves only the references a launch forwards, and installs the masker
+that keeps every value in scope (a reference's too) out of what is printed afterwards."""
 
 from __future__ import annotations
 
 import json
 
+import pytest
+
 import runner.config
 import runner.session.prepare as prepare_module
+from engine_fixtures import assert_no_leak
+from runner.errors import ConfigError
 from runner.options import Sources
+from runner.secrets import Secret
 from runner.ui import Output
+from secret_ref_helpers import canary
 
 CANARY = "prepare-once-canary-9d2e71"
 
@@ -96,3 +104,81 @@ def test_plan_runs_no_secret_reference_and_check_does(cli, tmp_path):
     assert not marker.exists()
     cli("--trust-project", "check", "--", "true")
     assert marker.exists()  # check asks the store: the reference runs (the test could see it)
+
+
+# ------------------------------------------------------------------ what prepare gives and installs
+
+IMAGE = "container:\n  gpu: none\n  options:\n    image: primus-test/busybox:latest\n"
+
+
+def program(path, body: str):
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return path
+
+
+def test_a_references_value_is_masked_in_everything_printed_after_prepare(work, monkeypatch, capsys):
+    value = canary("ref")
+    # The value exists only in the program's output: not in the config, the environment or the env file.
+    store = program(work / "store", f"echo {value}\n")
+    (work / ".primus.yaml").write_text(IMAGE + "    env: [MODEL_SETTING]\nsecrets:\n  MODEL_SETTING: cmd:" + str(store) + "\n")
+    monkeypatch.setenv("PRIMUS_RUNNER_TRUST_PROJECT", "1")
+    out = Output()
+    prepared = prepare_module.prepare(out, Sources(), ["true"])
+    assert prepared.plan.job.secret_env()["MODEL_SETTING"].reveal() == value  # a reference makes any name a secret
+    assert "MODEL_SETTING" in prepared.config.data["passthrough"]["secrets"]
+    out.result(f"stdout {value}")
+    out.warn(f"stderr {value}")
+    shown = capsys.readouterr()
+    assert_no_leak(shown.out + shown.err, [value], "what prepare's caller printed")
+    assert "stdout ***" in shown.out
+
+
+def test_a_failing_references_stderr_is_masked_by_the_environments_secrets(work, monkeypatch):
+    value = canary("env")
+    monkeypatch.setenv("OTHER_TOKEN", value)  # a secret by its name, in the runner's environment
+    store = program(work / "store", f"echo 'cannot log in as {value}' >&2\nexit 1\n")  # the store echoes it back
+    (work / ".primus.yaml").write_text(IMAGE + "    env: [HF_TOKEN]\nsecrets:\n  HF_TOKEN: cmd:" + str(store) + "\n")
+    monkeypatch.setenv("PRIMUS_RUNNER_TRUST_PROJECT", "1")
+    with pytest.raises(ConfigError) as refused:
+        prepare_module.prepare(Output(), Sources(), ["true"])
+    text = str(refused.value) + repr(refused.value)
+    assert "secret HF_TOKEN" in text and "cannot log in as ***" in text
+    assert_no_leak(text, [value], "the failing reference's message")
+
+
+def test_a_reference_the_launch_does_not_forward_is_never_run_and_given_values_are_used_as_they_are(work, monkeypatch):
+    ran, unused_ran = work / "ran", work / "unused-ran"
+    store = program(work / "store", f"touch {ran}\necho from-the-store\n")
+    unused = program(work / "unused", f"touch {unused_ran}\necho from-the-store\n")
+    (work / ".primus.yaml").write_text(IMAGE + "    env: [HF_TOKEN]\nsecrets:\n"
+                                       f"  UNUSED_TOKEN: cmd:{unused}\n  HF_TOKEN: cmd:{store}\n")
+    monkeypatch.setenv("PRIMUS_RUNNER_TRUST_PROJECT", "1")
+    given = canary("given")
+    plan = prepare_module.prepare(Output(), Sources(), ["true"], resolved={"HF_TOKEN": Secret(given)}).plan
+    assert not ran.exists()  # check resolved it already: not asked again
+    assert plan.job.secret_env()["HF_TOKEN"].reveal() == given and "UNUSED_TOKEN" not in plan.job.secret_env()
+    prepare_module.prepare(Output(), Sources(), ["true"])
+    assert ran.exists() and not unused_ran.exists()  # UNUSED_TOKEN is not forwarded: nothing asks for it
+
+
+def test_lookup_reads_the_environment_first_then_the_env_file(work, monkeypatch):
+    (work / ".primus.yaml").write_text(IMAGE)
+    (work / "job.env").write_text("ONLY_IN_FILE=file\nIN_BOTH=file\n")
+    monkeypatch.setenv("IN_BOTH", "environment")
+    monkeypatch.delenv("ONLY_IN_FILE", raising=False)
+    prepared = prepare_module.prepare(Output(), Sources(env_file=str(work / "job.env")), ["true"])
+    assert prepared.lookup("IN_BOTH") == "environment" and prepared.lookup("ONLY_IN_FILE") == "file"
+    assert prepared.lookup("NOWHERE_SET") is None
+
+
+def test_an_unset_allowlisted_name_is_one_notice_unless_quiet_or_the_caller_lists_it(work, monkeypatch, capsys):
+    (work / ".primus.yaml").write_text(IMAGE + "    env: [NOT_SET_HERE, ALSO_NOT_SET]\n")
+    for name in ("NOT_SET_HERE", "ALSO_NOT_SET"):
+        monkeypatch.delenv(name, raising=False)
+    prepare_module.prepare(Output(), Sources(), ["true"])
+    err = capsys.readouterr().err
+    assert err.count(prepare_module.unset_notice(["NOT_SET_HERE", "ALSO_NOT_SET"])) == 1
+    prepare_module.prepare(Output(), Sources(), ["true"], quiet=True)
+    prepare_module.prepare(Output(), Sources(), ["true"], report_unset=False)
+    assert "NOT_SET_HERE" not in capsys.readouterr().err
