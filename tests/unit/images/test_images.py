@@ -120,9 +120,47 @@ def test_build_without_daemon_exits_1(project):
     assert b"not reachable" in proc.stderr and b"Traceback" not in proc.stderr
 
 
-def test_builder_status_names_a_builder_or_what_it_needs():
+@pytest.fixture
+def docker_clis(tmp_path, monkeypatch):
+    """``docker_clis(script)``: the only Docker CLI this process can find is ``script`` (None: there is none).
+    Debian's fixed path is pointed into the test's directory, so what the host has installed plays no part."""
+    from runner.images import builder
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(builder, "DEBIAN_CLI", str(tmp_path / "debian" / "docker"))
+
+    def use(script: str | None) -> Path:
+        builder.find_buildkit.cache_clear()  # a process remembers its answer: each case asks afresh
+        bin_dir = tmp_path / f"bin{len(list(tmp_path.glob('bin*')))}"
+        bin_dir.mkdir()
+        if script is not None:
+            (bin_dir / "docker").write_text("#!/bin/sh\n" + script)
+            (bin_dir / "docker").chmod(0o755)
+        monkeypatch.setenv("PATH", str(bin_dir))
+        return bin_dir / "docker"
+    yield use
+    builder.find_buildkit.cache_clear()  # nor does a later test get this one's stand-in
+
+
+def test_builder_status_names_the_builder_it_found(docker_clis):
     from runner.images import builder_status
 
+    cli = docker_clis('[ "$1" = "--version" ] && echo "Docker version 20.10.24, build x"\n')
     status = builder_status()
-    assert status["classic"] is True
-    assert (status["buildkit"] and status["builder"]) or ("buildx" in status["needs"] and "/usr/bin/docker" in status["needs"])
+    assert (status["classic"], status["buildkit"], status["secrets"], status["needs"]) == (True, True, True, None)
+    assert status["builder"] == f"buildkit ({cli}, docker CLI 20.10, DOCKER_BUILDKIT=1)"
+    cli = docker_clis('[ "$1" = "--version" ] && echo "Docker version 27.1.0" && exit 0\n'
+                      '[ "$1 $2" = "buildx version" ] && echo "github.com/docker/buildx v0.24.0 abc" && exit 0\nexit 1\n')
+    assert builder_status()["builder"] == f"buildkit ({cli}, buildx v0.24.0)"
+
+
+@pytest.mark.parametrize("script", [None, '[ "$1" = "--version" ] && echo "Docker version 27.1.0" && exit 0\nexit 1\n'],
+                         ids=["no CLI", "a CLI without buildx"])
+def test_builder_status_without_buildkit_says_what_it_needs(docker_clis, script):
+    from runner.images import builder_status
+    from runner.images.builder import NEEDS
+
+    docker_clis(script)
+    status = builder_status()
+    assert (status["classic"], status["buildkit"], status["builder"], status["secrets"]) == (True, False, None, False)
+    assert status["needs"] == NEEDS and "buildx" in NEEDS and "/usr/bin/docker" in NEEDS

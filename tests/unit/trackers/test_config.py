@@ -1,4 +1,5 @@
-"""The ``trackers:`` section: what each tracker needs, what the job sees, on real config layers."""
+"""The ``trackers:`` section (runner.trackers.config): what each tracker needs, what the job sees, on real
+config layers, and the decisions themselves on a merged config."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ import pytest
 
 from plan_factory import plan_from
 
-from runner.config import load_config
+from runner.config import Config, load_config
 from runner.config.envfile import EnvFile
 from runner.plan import LaunchFlags
 from runner.secrets import Secret
-from runner.trackers.config import is_primus_training
+from runner.trackers import TRACKERS
+from runner.trackers.config import analyze_trackers, declared_settings, is_primus_training, job_lookup, literal_values
 from runner.trackers.mlflow.settings import is_databricks_uri
 
 CANARY = "canary-trackers-7f3e0a19c2"
@@ -279,3 +281,46 @@ def test_unknown_tracker_key_is_a_schema_error_with_did_you_mean(work):
     with pytest.raises(Exception) as info:
         load_config()
     assert "disable_wandb" in str(info.value)
+
+
+# ------------------------------------------------------------------ the decisions on a merged config, directly
+
+def decided(trackers: dict, env: dict | None = None, command=()):
+    return analyze_trackers(Config({"trackers": trackers}), (env or {}).get, command)
+
+
+def test_the_value_a_tracker_decision_sees_is_the_literal_the_job_gets_before_the_hosts():
+    config = Config({"container": {"options": {"env": ["WANDB_MODE=offline", "HF_HOME", "EMPTY=", "A=1=2"]}}})
+    literals = literal_values(config, ["WANDB_MODE=disabled", "ONLY_NAME"])
+    assert literals == {"WANDB_MODE": "disabled", "EMPTY": "", "A": "1=2"}  # --env comes last and wins; a bare name is no literal
+    lookup = job_lookup(literals, {"WANDB_MODE": "online", "EMPTY": "host", "HF_HOME": "/h"}.get)
+    assert (lookup("WANDB_MODE"), lookup("EMPTY"), lookup("HF_HOME"), lookup("UNSET")) == ("disabled", "", "/h", None)
+
+
+def test_torchtitan_turns_trackers_on_by_its_own_switches_and_says_when_megatrons_has_no_effect():
+    plan = decided({"framework": "torchtitan", "disable_wandb": False, "disable_mlflow": False})
+    assert plan.enabled == ()  # disable_wandb is Megatron's name: TorchTitan's switch is metrics.enable_wandb
+    assert plan.warnings == ("trackers.disable_mlflow: TorchTitan has no MLflow integration; the setting has no effect",)
+    on = decided({"framework": "torchtitan", "metrics": {"enable_wandb": True, "enable_tensorboard": True}}, {"WANDB_MODE": "offline"})
+    assert on.enabled == ("tensorboard", "wandb") and on.warnings == ()
+
+
+def test_generic_reads_megatrons_switches_and_the_client_mode_is_the_jobs_value_normalised():
+    plan = decided({"framework": "generic", "disable_wandb": False}, {"WANDB_MODE": "  OFFLINE "})
+    assert plan.framework == "generic" and plan.enabled == ("wandb",) and plan.wandb_mode == "offline"
+    assert decided({}).wandb_mode == "online" and decided({}).framework == "megatron"
+
+
+def test_the_trackers_are_decided_in_their_declared_order_and_each_is_registered():
+    names = [d.name for d in declared_settings()]
+    assert sorted(names) == sorted(TRACKERS) and [d.order for d in declared_settings()] == sorted(d.order for d in declared_settings())
+    plan = decided({"disable_mlflow": False, "disable_wandb": False, "disable_tensorboard": False, "mlflow_run_name": "r"},
+                   {"WANDB_MODE": "offline", "MLFLOW_TRACKING_URI": "http://127.0.0.1:1"})
+    assert plan.enabled == tuple(names) and plan.run_name == "r"
+
+
+def test_primus_training_is_train_then_pretrain_or_posttrain_anywhere_in_the_command():
+    assert is_primus_training(["primus-cli", "direct", "--", "train", "posttrain", "--config", "x.yaml"])
+    assert is_primus_training(["python", "primus/cli/main.py", "train", "pretrain"])
+    assert not is_primus_training(["train", "pretraining"]) and not is_primus_training(["pretrain", "train"])
+    assert not is_primus_training(["python", "train.py"]) and not is_primus_training(["train"])

@@ -9,7 +9,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from runner.trackers import handshake
+from runner.errors import CredentialRefused
+from runner.secrets import Masker
+from runner.trackers import TRACKERS, handshake, tracker
+from runner.ui import Output
+from tracker_plans import planned_for
 
 
 def fake(name, run_env=(), finisher=None, barrier=None, calls=None):
@@ -70,3 +74,35 @@ def test_prefetch_asks_every_enabled_tracker(trackers):
     trackers(fake("a", calls=calls), fake("b", calls=calls))
     handshake.prefetch(object())
     assert calls == ["a", "b"]
+
+
+def test_a_refused_begin_is_raised_as_it_is_and_no_tracker_after_it_begins(trackers):
+    begun = []
+
+    def refuse(plan, out, hs):
+        raise CredentialRefused("toy refused the credentials")
+
+    later = fake("b")
+    later.begin = lambda plan, out, hs: begun.append("b")
+    trackers(SimpleNamespace(NAME="a", RUN_ENV=(), begin=refuse), later)
+    with pytest.raises(CredentialRefused) as refused:
+        handshake.begin(object(), out=None)
+    assert refused.value.exit_code == 2 and begun == []  # nothing starts after a refusal
+
+
+# ------------------------------------------------------------------ on a real plan: the trackers its trackers: section turns on
+
+def test_a_plan_without_trackers_checks_reserves_and_begins_nothing(work):
+    plan = planned_for(work, "  framework: megatron\n", {}).plan
+    assert handshake.online_check(plan) == [] and handshake.run_env_names(plan) == ()
+    handshake.prefetch(plan)
+    hs = handshake.begin(plan, Output(masker=Masker()))
+    assert (hs.env, hs.links) == ({}, {})
+    hs.finish(0, b"")
+
+
+def test_a_plans_run_variables_are_its_trackers_in_registry_order(work):
+    plan = planned_for(work, "  disable_wandb: false\n  disable_mlflow: false\n",
+                       {"WANDB_MODE": "offline", "MLFLOW_TRACKING_URI": "http://127.0.0.1:1"}).plan
+    assert handshake.run_env_names(plan) == tracker("mlflow").RUN_ENV + tracker("wandb").RUN_ENV
+    assert list(TRACKERS).index("mlflow") < list(TRACKERS).index("wandb")

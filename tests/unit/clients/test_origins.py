@@ -1,4 +1,5 @@
-"""The registry login check never carries a credential to another origin or over a downgrade.
+"""Where a credential may travel (runner.clients.origins): the registry login check never carries
+one to another origin or over a downgrade, and the rules themselves, case by case.
 
 Hostile registries on 127.0.0.1 (https with a throw-away certificate trusted
 through SSL_CERT_FILE, or plain http) answer the login with a redirect or a
@@ -15,6 +16,7 @@ import pytest
 
 from engine_fixtures import assert_no_leak
 from loopback_servers import Server, make_cert
+from runner.clients.origins import is_loopback, origin, same_origin, show_origin, transport_refusal
 from runner.clients.registry import RegistryCredential, check_login
 from runner.errors import EngineUnavailable
 from runner.secrets import Secret
@@ -164,3 +166,49 @@ def test_a_failing_credential_helper_never_has_its_answer_quoted(tmp_path, monke
     text = f"{info.value} {info.value.hint}"
     assert_no_leak(text, [secret], "the helper failure")
     assert info.value.exit_code == 2 and "docker-credential-primusfails" in text and "status 1" in text
+
+
+# ------------------------------------------------------------------ the rules themselves (runner.clients.origins)
+
+def test_an_origin_is_scheme_host_and_port_with_the_default_filled_in_and_case_folded():
+    assert origin("HTTPS://Registry.Example/v2/") == ("https", "registry.example", 443)
+    assert origin("http://h:8080/x?y") == ("http", "h", 8080)
+    assert origin("http://h:notaport/") == ("http", "h", None)  # a port urllib cannot read is no port, not a crash
+    assert origin("ftp://h/") == ("ftp", "h", None)
+    assert same_origin("http://h/a", "http://H:80/b") and same_origin("https://[::1]/", "https://[::1]:443/")
+    assert not same_origin("http://h/", "https://h/") and not same_origin("http://h:5000/", "http://h:5001/")
+    assert not same_origin("http://127.0.0.1/", "http://localhost/")  # two names are two origins
+
+
+def test_an_origin_is_shown_without_the_userinfo_a_url_carries():
+    secret = f"canary-userinfo-{uuid.uuid4().hex}"
+    url = f"http://alice:{secret}@registry.example:5000/v2/"
+    assert show_origin(url) == "http://registry.example:5000"
+    assert show_origin("https://[::1]/token") == "https://[::1]:443"
+    refusal = transport_refusal(f"https://bob:{secret}@registry.example/", url) or ""
+    assert "no downgrade" in refusal
+    assert_no_leak(refusal, [secret], "the transport refusal")
+
+
+@pytest.mark.parametrize("host, loopback", [
+    ("localhost", True), ("LOCALHOST", True), ("127.0.0.1", True), ("127.9.9.9", True), ("::1", True), ("[::1]", True),
+    ("localhost.evil.example", False), ("127.0.0.1.nip.io", False), ("10.0.0.1", False), ("::ffff:10.0.0.1", False), ("", False),
+])
+def test_only_localhost_and_loopback_addresses_are_loopback(host, loopback):
+    assert is_loopback(host) is loopback
+
+
+@pytest.mark.parametrize("configured, url, refusal", [
+    ("https://r.example/", "https://auth.other.example/token", None),  # a token realm on another https host is normal
+    ("http://127.0.0.1:5000/", "https://auth.other.example/token", None),
+    ("http://127.0.0.1:5000/", "http://localhost:5001/token", None),  # plain http between loopback addresses only
+    ("https://r.example/", "ftp://r.example/x", "ftp://r.example is not an http(s) address"),
+    ("https://127.0.0.1:5000/", "http://127.0.0.1:5000/v2/",
+     "http://127.0.0.1:5000 is plain http and https://127.0.0.1:5000 was reached over https (no downgrade)"),
+    ("http://127.0.0.1:5000/", "http://r.example/token",
+     "http://r.example:80 is plain http; credentials travel over plain http only on loopback"),
+    ("http://r.example/", "http://127.0.0.1/token",
+     "http://127.0.0.1:80 is plain http; credentials travel over plain http only on loopback"),
+])
+def test_where_a_credential_may_travel(configured, url, refusal):
+    assert transport_refusal(configured, url) == refusal
