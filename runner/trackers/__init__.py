@@ -54,4 +54,4 @@ def as_recorded(kept: dict):
     """The part of a plan ``after_line`` reads, rebuilt from ``recorded(plan)``'s fields of a record."""
     from types import SimpleNamespace
 
-    return SimpleNamespace(trackers=SimpleNamespace(wandb_mode=kept.get("client_mode") or "online"))
+    return SimpleNamespace(job=SimpleNamespace(trackers=SimpleNamespace(wandb_mode=kept.get("client_mode") or "online")))

@@ -144,3 +144,19 @@ def test_the_toy_handshake_runs_through_the_registry(toy):
     assert runs.run_env_names(plan) == ("TOY_RUN_ID",)
     handshake = runs.begin(plan, Output())
     assert handshake.env == {"TOY_RUN_ID": "toy-job-1"} and handshake.links == {"toy": "toy://demo"}
+
+
+@pytest.mark.parametrize("mode", ["offline", "online"])
+def test_a_runs_record_gives_each_trackers_after_line_what_the_plan_gave(tmp_path, mode):
+    """``runs show`` says what each output holds from the record alone, as the launch said it from the plan."""
+    from runner.launch_plan import ContainerSpec, JobSpec, LaunchPlan
+    from runner.trackers import TRACKERS, as_recorded, recorded, settings
+    from runner.trackers.config import TrackerPlan
+
+    plan = LaunchPlan(JobSpec(command=("true",), name="job", gpu="none", env=(),
+                              trackers=TrackerPlan("megatron", tuple(TRACKERS), {}, wandb_mode=mode)), ContainerSpec(image="img:1"))
+    (tmp_path / "wandb" / "offline-run-20261203_101010-abc123").mkdir(parents=True)
+    kept = as_recorded(recorded(plan))
+    for name in TRACKERS:
+        after = settings(name).after_line
+        assert after(tmp_path, kept, "abc123") == after(tmp_path, plan, "abc123"), name
