@@ -137,17 +137,6 @@ def test_a_store_credential_the_policy_does_not_mask_is_not_forwarded(work, monk
     assert CANARY not in repr(planned.warnings)
 
 
-def test_analyze_trackers_steps_are_short():
-    """Issue 11: functions under 60 lines."""
-    import inspect
-
-    from runner.trackers import config as tracker_config
-
-    for name, fn in inspect.getmembers(tracker_config, inspect.isfunction):
-        if fn.__module__ == tracker_config.__name__:
-            assert len(inspect.getsource(fn).splitlines()) < 60, name
-
-
 def test_databricks_uc_is_not_a_tracking_uri_needing_host():
     assert not is_databricks_uri("databricks-uc")
     assert not is_databricks_uri("http://databricks.example")

@@ -106,7 +106,7 @@ REDIRECT_PASSWORD = "canary-redirect-password-0b9e6d4c2a18f357"
 @pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
 @pytest.mark.parametrize("auth", ["bearer", "basic", "uri"])
 def test_credentials_never_follow_a_redirect_to_another_origin(work, stand_in, redirector, status, auth):
-    """Issue 12 item 4: the configured server redirects to a second server on another port (another origin)."""
+    """The configured server redirects to a second server on another port (another origin)."""
     other = stand_in(200, {"experiments": [{"experiment_id": "0"}]})
     front = redirector(other.url, status)
     host = {"MLFLOW_TRACKING_URI": front.url}
