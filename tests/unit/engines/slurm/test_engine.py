@@ -137,3 +137,9 @@ def test_each_nodes_container_is_the_docker_request_with_placeholders(work, engi
     assert argv[:4] == [kind, "run", "--name", "primus-<job>-<rank>"]
     assert "io.primus-runner.job=primus-<job>-<rank>" in argv and "io.primus-runner.slurm-job=<job>" in argv
     assert argv[-2:] == ["python", "train.py"] and CANARY not in " ".join(argv)
+
+
+def test_ups_switches_the_slurm_engine_does_not_take_are_refused_with_exit_2(cli):
+    rc, _, err = cli("up", "--engine", "slurm", "--keep", "-i", "--", "true")
+    assert rc == 2 and err.startswith("error: the slurm engine does not take --keep, -i\n  fix: drop them, or launch with --engine docker")
+    assert SlurmEngine.launch_options == ()
