@@ -38,7 +38,7 @@ _JOB_ID = re.compile(r"^\d+(_\d+)?$")
 
 def is_job_id(text: str) -> bool:
     """``1234`` or ``1234_5`` (an array task): Slurm's own kind of id."""
-    return bool(_JOB_ID.match(text))
+    return bool(_JOB_ID.fullmatch(text))  # not match: its $ also matches before a final newline
 
 
 def require_job_id(job: str) -> str:

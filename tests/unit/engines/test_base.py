@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 import runner
 from runner.engines.base import EngineBase, Launched
 
@@ -40,3 +42,33 @@ def test_no_module_probes_an_engine_fact_with_a_default():
     found = [f"{path.relative_to(ROOT.parent)}:{n}" for path in ROOT.rglob("*.py")
              for n, line in enumerate(path.read_text().splitlines(), 1) if probe.search(line)]
     assert found == []
+
+
+class _NoContainer(EngineBase):
+    name = "bare"
+    runs_in_container = False
+
+
+class _NoGpus(EngineBase):
+    name = "nogpu"
+    gpu_mode = "off"
+
+
+@pytest.mark.parametrize("engine, flags, message", [
+    (_NoContainer(), {"memory": "4g"}, "the bare engine cannot honour --memory: it would run the job without it"),
+    (_NoContainer(), {"image": "img:1", "shm_size": "1g"}, "the bare engine cannot honour --image, --shm-size: it would run the job without them"),
+    (_NoGpus(), {"gpus": "0,1"}, "the nogpu engine cannot honour --gpus: it would run the job without it"),
+    (_NoGpus(), {"memory": "4g"}, None),  # it runs a container: the field is carried
+    (_NoContainer(), {"name": "j"}, None),  # the job's own field, not the container's
+])
+def test_a_launch_flag_the_engine_cannot_carry_out_is_one_usage_error(engine, flags, message):
+    from runner.errors import UsageError
+    from runner.options import LaunchFlags
+
+    if message is None:
+        engine.refuse_unhonoured(LaunchFlags(**flags))
+        return
+    with pytest.raises(UsageError) as info:
+        engine.refuse_unhonoured(LaunchFlags(**flags))
+    assert info.value.message == message and info.value.exit_code == 2
+    assert info.value.hint.endswith("or launch with --engine docker")

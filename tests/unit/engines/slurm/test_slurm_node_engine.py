@@ -45,14 +45,3 @@ def test_the_dry_run_shows_each_node_running_the_chosen_engine(work):
     config, plan, scope = _plan("podman")
     ctx = RunContext(RunOptions(command=("true",)), scope, Output(), SlurmEngine.settings(config, RunOptions(command=("true",))))
     assert list(SlurmEngine().request(plan, ctx).node_command)[:2] == ["podman", "run"]
-
-
-def test_an_unreadable_or_old_plan_file_means_auto(work):
-    assert planned_engine(None) == "auto"
-    assert planned_engine(work / "absent.json") == "auto"
-    (work / "old.json").write_text(json.dumps({"plan": {"image": "x"}}))
-    assert planned_engine(work / "old.json") == "auto"
-    (work / "bad.json").write_text("{not json")
-    assert planned_engine(work / "bad.json") == "auto"
-
-

@@ -71,3 +71,25 @@ def test_status_and_cancel_need_a_job_id_and_a_job_id_is_this_engines():
             verb(Selection(), Output(color=False))
     assert verbs.claims("1234") and verbs.claims("1234_5")
     assert not verbs.claims("primus-train") and not verbs.claims("12; rm")
+
+
+def test_logs_reads_the_job_under_slurm_output_dir_masked_with_the_secrets_in_scope(work, tmp_path, monkeypatch, capsys):
+    """The ``work`` project forwards HF_TOKEN: a value the job printed is masked; slurm.output_dir is where the job's directory is."""
+    canary = "verbs-slurm-canary-1f2e3d"
+    job_dir = tmp_path / "shared" / "r1-train"
+    job_dir.mkdir(parents=True)
+    (job_dir / "slurm-4242.out").write_text(f"0: step 1\n1: token={canary}\n")
+    with (work / ".primus.yaml").open("a") as fh:
+        fh.write(f"  output_dir: {tmp_path / 'shared'}\n")
+    monkeypatch.setenv("HF_TOKEN", canary)
+    tools(tmp_path / "bin", monkeypatch)  # no scontrol: the job is known by its directory alone
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:/usr/bin:/bin")
+    assert verbs.logs(Selection(names=("4242",)), Output(color=False)) == 0
+    out = capsys.readouterr().out
+    assert out == "[0] step 1\n[1] token=***\n" and canary not in out
+
+
+def test_logs_of_a_job_without_an_output_file_is_a_usage_error(work, tmp_path, monkeypatch):
+    tools(tmp_path / "bin", monkeypatch)
+    with pytest.raises(UsageError, match="no output file of job 4243 found"):
+        verbs.logs(Selection(names=("4243",)), Output(color=False))

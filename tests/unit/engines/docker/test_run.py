@@ -1,0 +1,173 @@
+"""Running one container (runner.engines.docker.run) against a loopback daemon: create's refusals in the
+runner's words, nothing left behind when the start fails, the job's output demultiplexed and masked, its
+exit code, the container removed; the signal guard's deferral; the daemon's errors as config hints."""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import socket
+import struct
+
+import pytest
+
+from loopback_servers import Server
+from plan_factory import plan_from_layer
+from runner.clients.engine_api import Engine
+from runner.engines.docker.request import make_request
+from runner.engines.docker.run import _Interrupted, _SignalGuard, daemon_hint, launch, pump, watch
+from runner.engines.output import Sink
+from runner.errors import ConfigError, RuntimeFailure
+from runner.options import LaunchFlags
+from runner.secrets import secret_scope
+from runner.ui import Output
+
+CANARY = "run-canary-0a1b2c3d"
+MASKER = secret_scope(extra=[("HF_TOKEN", CANARY)]).masker
+
+
+def frame(stream: int, data: bytes) -> bytes:
+    return struct.pack(">BxxxI", stream, len(data)) + data
+
+
+def _request(env=("A=1",), host=None):
+    layer = {"container": {"gpu": "none", "secrets_via": "env", "options": {
+        "image": "img:1", "privileged": False, "ulimit": [], "group-add": [], "env": list(env)}}}
+    _, planned = plan_from_layer(layer, ["train"], host=host or {"PATH": "/usr/bin"}, flags=LaunchFlags(name="j"))
+    return make_request(planned.require(), {}, run_id="r1")
+
+
+def daemon(create=(201, {"Id": "c1"}), start=(204, b""), attach=b"", wait=0):
+    """A Docker daemon on loopback: each call answered as given, every request recorded."""
+    def answer(server, request):
+        path, method = request["path"].split("?")[0], request["method"]
+        json_ = {"Content-Type": "application/json"}
+        if path == "/_ping":
+            return 200, {"Api-Version": "1.43"}, b"OK"
+        if path.endswith("/containers/create"):
+            return create[0], json_, create[1]
+        if path.endswith("/attach"):
+            return 101, {"Content-Type": "application/vnd.docker.raw-stream", "Upgrade": "tcp"}, attach
+        if path.endswith("/start"):
+            return start[0], json_, start[1]
+        if path.endswith("/wait"):
+            return 200, json_, {"StatusCode": wait}
+        if method == "DELETE":
+            return 204, {}, b""
+        return 404, json_, {"message": f"unexpected {method} {path}"}
+    return Server(answer)
+
+
+def _calls(server) -> list[str]:
+    return [f"{r['method']} {r['path'].split('?')[0].split('/', 2)[-1]}" for r in server.requests if r["path"] != "/_ping"]
+
+
+@pytest.mark.parametrize("create, error", [
+    ((409, {"message": "Conflict. The container name \"/j\" is already in use"}), "a container named j already exists"),
+    ((404, {"message": "No such image: img:1"}), "image img:1 not found locally"),
+    ((500, {"message": "error setting rlimit type 7: operation not permitted"}), "the container could not be created: error setting rlimit type 7"),
+])
+def test_a_refused_create_is_said_in_the_runners_words_and_nothing_else_is_asked(create, error):
+    with daemon(create=create) as server:
+        with pytest.raises(RuntimeFailure) as info:
+            launch(Engine(host=f"tcp://{server.netloc}"), _request(), MASKER, Output())
+        assert _calls(server) == ["POST containers/create"]
+    assert info.value.message.startswith(error)
+
+
+def test_a_start_that_fails_removes_the_container_and_hints_at_the_cause():
+    with daemon(start=(500, {"message": "error gathering device information while adding custom device"})) as server:
+        with pytest.raises(RuntimeFailure, match="the container could not be started") as info:
+            launch(Engine(host=f"tcp://{server.netloc}"), _request(), MASKER, Output())
+        assert _calls(server) == ["POST containers/create", "POST containers/c1/attach", "POST containers/c1/start", "DELETE containers/c1"]
+    assert "use --gpu none or the right flavor" in info.value.hint
+
+
+def test_a_secret_in_the_public_body_is_refused_before_the_create():
+    request = _request(env=(f"NOTE=see {CANARY}",))
+    with daemon() as server:
+        with pytest.raises(ConfigError):
+            launch(Engine(host=f"tcp://{server.netloc}"), request, MASKER, Output())
+        assert _calls(server) == []
+
+
+def test_the_job_runs_its_output_is_masked_and_its_container_removed(capsys):
+    stream = frame(1, b"step 1\n") + frame(2, f"token {CANARY[:7]}".encode()) + frame(2, f"{CANARY[7:]} end\n".encode())
+    stdout = io.BytesIO()
+    with daemon(attach=stream, wait=3) as server:
+        eng = Engine(host=f"tcp://{server.netloc}")
+        run = launch(eng, _request(), MASKER, Output())
+        assert watch(run, MASKER, Output(), keep=False, tail=None, stdout=stdout) == 3
+        assert _calls(server)[-2:] == ["POST containers/c1/wait", "DELETE containers/c1"]
+    assert stdout.getvalue() == b"step 1\n"
+    err = capsys.readouterr().err
+    assert "token *** end" in err and CANARY not in err
+
+
+def test_a_kept_container_is_not_removed():
+    with daemon(attach=frame(1, b"ok\n")) as server:
+        run = launch(Engine(host=f"tcp://{server.netloc}"), _request(), MASKER, Output())
+        assert watch(run, MASKER, Output(), keep=True, tail=None, stdout=io.BytesIO()) == 0
+        assert not any(call.startswith("DELETE") for call in _calls(server))
+
+
+def test_pump_demultiplexes_frames_split_anywhere_and_masks_across_them():
+    ours, theirs = socket.socketpair()
+    out, err = io.BytesIO(), io.BytesIO()
+    data = frame(1, b"a" * 10) + frame(2, f"x{CANARY}y".encode()) + frame(1, b"b\n")
+    with ours:
+        theirs.sendall(data[5:17])
+        theirs.sendall(data[17:])
+        theirs.close()
+        out_sink, err_sink = Sink(out, MASKER, None), Sink(err, MASKER, None)
+        pump(ours, data[:5], out_sink, err_sink)
+        out_sink.close()
+        err_sink.close()
+    assert out.getvalue() == b"a" * 10 + b"b\n" and err.getvalue() == b"x***y"
+
+
+def test_pump_raw_is_one_stream_as_the_terminal_wrote_it():
+    ours, theirs = socket.socketpair()
+    out, err = io.BytesIO(), io.BytesIO()
+    with ours:
+        theirs.sendall(f"\x01\x00{CANARY}\r\n".encode())
+        theirs.close()
+        sink = Sink(out, MASKER, None)
+        pump(ours, b"$ ", sink, Sink(err, MASKER, None), raw=True)
+        sink.close()
+    assert out.getvalue() == b"$ \x01\x00***\r\n" and err.getvalue() == b""
+
+
+def test_the_guard_defers_a_signal_until_a_checkpoint_and_raises_it_while_armed():
+    guard = _SignalGuard().install()
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)  # during a call that must complete: only recorded
+        assert guard.got == signal.SIGTERM
+        with pytest.raises(_Interrupted) as info:
+            guard.check()
+        assert info.value.signum == signal.SIGTERM
+        guard.got = None
+        guard.arm()
+        with pytest.raises(_Interrupted):
+            os.kill(os.getpid(), signal.SIGINT)  # while waiting for the job: raised at once
+            signal.sigtimedwait([], 0)  # a bytecode boundary for the handler to run at
+        assert not guard.armed  # once: cleanup is never interrupted again
+        os.kill(os.getpid(), signal.SIGINT)
+        assert guard.got == signal.SIGINT
+    finally:
+        guard.restore()
+
+
+@pytest.mark.parametrize("message, hint_part", [
+    ("OCI runtime create failed: apply caps: operation not permitted", "privileged: false"),
+    ("error setting rlimit type 7", "lower container.options.ulimit"),
+    ("Unable to find group render", "container.options.group-add"),
+    ("error gathering device information while adding custom device \"/dev/kfd\"", "--gpu none"),
+    ("statfs /dev/mqueue: permission denied", "--ipc private"),
+    ("could not select device driver \"\" with capabilities: [[gpu]]", "nvidia-container-toolkit"),
+    ("no space left on device", None),
+])
+def test_a_daemons_refusal_is_given_a_config_hint(message, hint_part):
+    hint = daemon_hint(message)
+    assert (hint is None) if hint_part is None else (hint_part in hint)
