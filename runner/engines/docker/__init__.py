@@ -76,8 +76,6 @@ class DockerEngine(EngineBase):
 
     refusals = delegate("runner.engines.refusals", "missing_devices")  # a device the daemon would refuse at start, before it
 
-    refusals = delegate("runner.engines.refusals", "missing_devices")  # a device the daemon would refuse at start, before it
-
     def __init__(self, extra_labels: dict[str, str] | None = None):
         self.extra_labels = dict(extra_labels or {})
 
