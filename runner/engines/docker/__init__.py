@@ -74,7 +74,7 @@ class DockerEngine(EngineBase):
     dry_run_lists_unset = True  # its dry run shows the plan, which lists the names not set
     launch_options = ("keep", "build", "interactive", "tty")  # up's flags it honours beyond the plan's (runner.engines.base.Engine)
 
-    refusals = delegate("runner.engines.refusals", "missing_devices")  # a device the daemon would refuse at start, before it
+    refusals = delegate("runner.engines.refusals", "missing_devices")  # a device the daemon would refuse at start, found before anything is created
 
     def __init__(self, extra_labels: dict[str, str] | None = None):
         self.extra_labels = dict(extra_labels or {})
