@@ -322,6 +322,24 @@ def test_the_test_tree_keeps_its_rules():
     assert tree_problems(sorted(TESTS.rglob("*.py"))) == []
 
 
+def unmirrored(root: Path = ROOT, unit: Path = TESTS / "unit") -> list[str]:
+    """Modules of ``runner/`` without their ``tests/unit/<package>/test_<module>.py``."""
+    return sorted(str(m.relative_to(root.parent)) for m in root.rglob("*.py")
+                  if m.name not in ("__init__.py", "__main__.py")
+                  and not (unit / m.parent.relative_to(root) / f"test_{m.name}").is_file())
+
+
+def test_every_module_has_its_mirrored_unit_test_file():
+    assert unmirrored() == []
+
+
+def test_the_mirror_check_finds_a_module_without_its_test(tmp_path):
+    for rel in ("runner/a/b.py", "runner/a/__init__.py", "runner/c.py", "tests/unit/a/test_b.py", "tests/unit/test_d.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("")
+    assert unmirrored(tmp_path / "runner", tmp_path / "tests" / "unit") == ["runner/c.py"]
+
+
 def test_pytest_imports_test_files_by_path():
     # Mirrored names repeat across folders (tests/unit/engines/docker/test_verbs.py, tests/unit/engines/slurm/test_verbs.py):
     # only importlib mode imports both.
