@@ -12,3 +12,12 @@ def work(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.chdir(tmp_path)
     return tmp_path
+
+
+@pytest.fixture(autouse=True)
+def _ci_output_restored(monkeypatch):
+    """A test that runs the node agent or a node's context in process switches CI output off for the
+    process (``runner.ui.ci.disable``); the next test gets it back as it was."""
+    from runner.ui import ci
+
+    monkeypatch.setattr(ci, "_enabled", ci._enabled)
