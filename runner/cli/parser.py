@@ -64,6 +64,7 @@ class Scouted:
     engine: str | None = None  # --engine, before --
     config: str | None = None  # --config, --env-file, before or after the command (a usage error's masker reads them)
     env_file: str | None = None
+    help: bool = False  # -h/--help before the command: the top level's help, which lists every command
 
 
 class _Unparsable(Exception):
@@ -86,20 +87,22 @@ def scout(argv: list[str]) -> Scouted:
     top = _Scout()
     _global_options(top, None)
     _top_switches(top)
+    top.add_argument("-h", "--help", action="store_true")
     top.add_argument("command", nargs="?")
     top.add_argument("rest", nargs=argparse.REMAINDER)
     anywhere = _Scout()
     for flag in ("--config", "--env-file", "--engine"):
         anywhere.add_argument(flag)
     try:
-        command = top.parse_known_args(argv)[0].command
+        seen = top.parse_known_args(argv)[0]
+        command, wants_help = seen.command, seen.help
     except _Unparsable:
-        command = None
+        command, wants_help = None, False
     try:
         found = anywhere.parse_known_args(argv)[0]
     except _Unparsable:
         found = argparse.Namespace(config=None, env_file=None, engine=None)
-    return Scouted(command, found.engine, found.config, found.env_file)
+    return Scouted(command, found.engine, found.config, found.env_file, wants_help)
 
 
 def _top_switches(p: argparse.ArgumentParser) -> None:
@@ -462,8 +465,10 @@ ARGUMENTS = {
 
 
 def build_parser(scouted: Scouted | None = None) -> argparse.ArgumentParser:
-    """The command line. Every command is listed; with ``scouted``, only the arguments of the command
-    it names are configured (a run parses one command), else every command's (completion, tests)."""
+    """The command line. With ``scouted`` naming a command, only that command's parser is built (a run
+    parses one command; each parser argparse builds costs start-up); else every command is listed (the
+    top level's help, an unknown command's did-you-mean) and, without ``scouted``, every command's
+    arguments are configured (completion, tests)."""
     parser = _Parser(
         prog="primus-runner",
         description="Launch ML training jobs in containers (local Docker, CI, Slurm) without leaking a secret.",
@@ -475,7 +480,10 @@ def build_parser(scouted: Scouted | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=VERSION_TEXT)
     sub = parser.add_subparsers(dest="cmd", metavar="COMMAND", parser_class=_Parser)
     _Parser.root, _Parser.scouted = parser, scouted
+    only = scouted.command if scouted is not None and scouted.command in COMMANDS and not scouted.help else None
     for name, shown in COMMANDS.items():
+        if only is not None and name != only:
+            continue
         if shown is None:
             p = sub.add_parser(name)  # no help=: hidden from --help, completion and errors
         else:
