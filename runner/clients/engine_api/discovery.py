@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import socket
 from dataclasses import dataclass, field
 
 from runner.errors import ConfigError, EngineUnavailable, Problem
@@ -63,7 +62,9 @@ def _answers(path: str) -> str:
     """``ok`` if something accepts a connection on the unix socket ``path``; else why not."""
     if not os.path.exists(path):
         return "absent"
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    import _socket  # the C module alone: ``socket``'s enums and selectors cost start-up, and a connect needs neither
+
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     sock.settimeout(1.0)
     try:
         sock.connect(path)
