@@ -1,4 +1,5 @@
-"""Typed options: what the command line asked for, as small frozen dataclasses.
+"""Typed options: what the command line asked for, as small frozen records (dataclasses where
+``dataclasses.replace``/``fields`` reach them, else named tuples: cheaper to define at start-up).
 
 ``runner.cli`` turns argparse's namespace into these; nothing below the CLI
 knows argparse exists. Each command takes only the dataclass it needs.
@@ -7,10 +8,10 @@ knows argparse exists. Each command takes only the dataclass it needs.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Sources:
+class Sources(NamedTuple):
     """Where configuration and values come from (the global options)."""
 
     config_file: str | None = None
@@ -18,8 +19,7 @@ class Sources:
     trust_project: bool = False  # --trust-project: the project's own files as they are (runner.config.trust)
 
 
-@dataclass(frozen=True)
-class BuildOptions:
+class BuildOptions(NamedTuple):
     """``primus-runner build`` (and the build behind ``up --build``)."""
 
     sources: Sources = Sources()
@@ -143,8 +143,7 @@ class RunOptions:
     engine_flags_for = _engine_flags_for
 
 
-@dataclass(frozen=True)
-class CheckOptions:
+class CheckOptions(NamedTuple):
     command: tuple[str, ...]
     sources: Sources = Sources()
     flags: LaunchFlags = LaunchFlags()
@@ -153,8 +152,7 @@ class CheckOptions:
     timeout: float = 10.0
 
 
-@dataclass(frozen=True)
-class Selection:
+class Selection(NamedTuple):
     """What an engine's verb (``ps``, ``logs``, ``down``, ``exec``, ``status``, ``cancel``) acts on:
     container names or a job id, and the command's own switches."""
 
@@ -175,8 +173,7 @@ class Selection:
     engine: str | None = None  # --engine: a registry name; None: the first engine declaring the verb
 
 
-@dataclass(frozen=True)
-class ModeOptions:
+class ModeOptions(NamedTuple):
     """The Primus launcher's modes (``container``, ``slurm``, ``direct``) as the command line gave them.
 
     ``primus_args`` are the Primus CLI's arguments (after ``--``); ``runner.commands.launcher``

@@ -12,7 +12,6 @@ import functools
 import os
 import posixpath
 import re
-import secrets as _random
 from dataclasses import dataclass, field, replace
 from typing import Callable, Mapping, Sequence
 
@@ -152,7 +151,7 @@ def _per_job(name, host_env: Mapping[str, str]) -> str | None:
 def default_name(run_id: str | None = None) -> str:
     """A job's name when nothing names it: the run id's own random part (``primus-3fa9c1`` for run
     ``20261201-103512-3fa9c1``), so the name, the run and its container's labels tell each other."""
-    return f"primus-{run_id.rsplit('-', 1)[-1] if run_id else _random.token_hex(3)}"
+    return f"primus-{run_id.rsplit('-', 1)[-1] if run_id else os.urandom(3).hex()}"
 
 
 def build_plan(

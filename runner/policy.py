@@ -7,9 +7,9 @@ is the one place a name is classified.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, NamedTuple
 
 from runner.config import ENV_PATH, Config
 from runner.errors import Problem
@@ -114,8 +114,7 @@ class EnvDecision:
     where: str | None = None
 
 
-@dataclass(frozen=True)
-class Wanted:
+class Wanted(NamedTuple):
     """A name something other than the allowlist asks for (a tracker, a computed setting)."""
 
     name: str
@@ -124,11 +123,11 @@ class Wanted:
     value: str | None = None  # a value the runner computed from the config (tracker settings)
 
 
-@dataclass
 class EnvResolution:
-    decisions: list[EnvDecision] = field(default_factory=list)
-    problems: list[Problem] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    def __init__(self):
+        self.decisions: list[EnvDecision] = []
+        self.problems: list[Problem] = []
+        self.warnings: list[str] = []
 
     @property
     def forwarded(self) -> list[EnvDecision]:

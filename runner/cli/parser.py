@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from runner import VERSION_TEXT
 
@@ -56,8 +56,7 @@ class _Parser(argparse.ArgumentParser):
             self.description = plain
 
 
-@dataclass(frozen=True)
-class Scouted:
+class Scouted(NamedTuple):
     """What a command line says before its parser is built."""
 
     command: str | None = None  # the first word after the global options

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -14,4 +13,4 @@ def run(out: "Output", *, selection: "Selection") -> int:
     from runner.commands.launch import dry_run
     from runner.commands.verbs import run_verb
 
-    return run_verb("cancel", replace(selection, dry_run=dry_run(selection.dry_run, selection.sources)), out)
+    return run_verb("cancel", selection._replace(dry_run=dry_run(selection.dry_run, selection.sources)), out)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -14,7 +13,7 @@ def run(out: "Output", *, selection: "Selection") -> int:
     from runner.commands.launch import dry_run
     from runner.engines import engine_for_verb, verb
 
-    selection = replace(selection, dry_run=dry_run(selection.dry_run, selection.sources))
+    selection = selection._replace(dry_run=dry_run(selection.dry_run, selection.sources))
     engine = engine_for_verb("down", selection.engine)
     if not selection.dry_run:
         from runner.runs import detached

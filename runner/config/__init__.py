@@ -13,7 +13,7 @@ import copy
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from runner.errors import ConfigError, Problem
 from runner.resources import policies_dir
@@ -35,8 +35,7 @@ CUMULATIVE = {
 ENV_PATH = ("container", "options", "env")
 
 
-@dataclass(frozen=True)
-class LoadedFile:
+class LoadedFile(NamedTuple):
     """A config file a command read: its path, whose it is, and whether it was trusted."""
 
     path: str

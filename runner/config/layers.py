@@ -24,9 +24,8 @@ in: it is a project file, not the user's.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, NamedTuple
 
 from runner.errors import ConfigError, Problem
 
@@ -36,8 +35,7 @@ CHECKOUT_FILE = "runner/.primus.yaml"
 DIRECT_SCRIPT = "runner/primus-cli-direct.sh"
 
 
-@dataclass(frozen=True)
-class LayerFile:
+class LayerFile(NamedTuple):
     """One file layer: where it is, whether it must exist, and whose it is."""
 
     path: Path

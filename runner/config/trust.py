@@ -20,9 +20,8 @@ import json
 import os
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, NamedTuple
 
 from runner.config.yamlsource import dotted
 from runner.errors import Problem
@@ -111,8 +110,7 @@ def record(files: Iterable[tuple[Path, str]], revoke: bool = False) -> Path:
 # ------------------------------------------------------------------ what an untrusted file asks for
 
 
-@dataclass(frozen=True)
-class Ask:
+class Ask(NamedTuple):
     """One thing a project file asks for that only the user may: the key, why, ``file:line``."""
 
     key: str

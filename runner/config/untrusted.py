@@ -21,7 +21,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, NamedTuple
 
 from runner.resources import policies_dir
 from runner.secrets.names import is_runner_variable
@@ -78,8 +78,7 @@ class Where:
     cwd: Path
 
 
-@dataclass(frozen=True)
-class Kind:
+class Kind(NamedTuple):
     """A kind of value an untrusted file may give; ``refuse`` says why a value is an ask (None: it is not)."""
 
     name: str

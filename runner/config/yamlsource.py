@@ -8,7 +8,6 @@ against hostile input (size, alias expansion, depth) and every value keeps its
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +22,13 @@ MAX_DEPTH = 64
 Path_ = tuple  # a key path such as ("container", "options", "env", 3)
 
 
-@dataclass
 class Located:
     """A parsed document plus ``path -> "file:line"`` for every key and list item."""
 
-    data: Any
-    lines: dict[tuple, str] = field(default_factory=dict)
-    source: str = ""
+    def __init__(self, data: Any, lines: dict[tuple, str] | None = None, source: str = ""):
+        self.data = data
+        self.lines = {} if lines is None else lines
+        self.source = source
 
     def where(self, path: tuple) -> str | None:
         return nearest_line(self.lines, path) or self.lines.get((), None)

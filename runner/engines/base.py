@@ -16,8 +16,6 @@ import importlib
 from collections import deque
 from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple, Protocol
 
-from dataclasses import dataclass, field
-
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -44,14 +42,12 @@ class Request(Protocol):
         """The same request with the tracker handshake's values (run ids) set by name."""
 
 
-@dataclass
 class Launched:
     """A launched job: its id and name, and the engine's own state for ``watch``."""
 
-    id: str
-    name: str
-    state: Any = None
-    still_running: bool = False  # the runner stopped following; the job goes on (its tracker run too)
+    def __init__(self, id: str, name: str, state: Any = None, still_running: bool = False):
+        self.id, self.name, self.state = id, name, state
+        self.still_running = still_running  # the runner stopped following; the job goes on (its tracker run too)
 
 
 class Tail:
@@ -89,23 +85,22 @@ class RunPlacement(NamedTuple):
     lock_fd: "int | None" = None  # the descriptor holding the run's lock: a detached job's keeper holds it too
 
 
-@dataclass
 class RunContext:
     """What the pipeline hands an engine for one launch."""
 
-    options: "RunOptions"
-    scope: "SecretScope"
-    out: "Output"
-    settings: Any = None  # the engine's own typed, validated options (``Engine.settings``)
-    tail: Tail = field(default_factory=Tail)
-    lookup: Callable[[str], "str | None"] = lambda name: None  # a variable's value: environment, then env file
-    config: Any = None  # the merged config: where each setting came from, for --verbose
-    run: RunPlacement = RunPlacement()
-    dry_run: bool = False  # decided once, by the pipeline (the flag, or dry_run: true in the config)
+    def __init__(self, options: "RunOptions", scope: "SecretScope", out: "Output", settings: Any = None, tail: Tail | None = None,
+                 lookup: Callable[[str], "str | None"] = lambda name: None, config: Any = None, run: RunPlacement | None = None,
+                 dry_run: bool = False):
+        self.options, self.scope, self.out = options, scope, out
+        self.settings = settings  # the engine's own typed, validated options (``Engine.settings``)
+        self.tail = Tail() if tail is None else tail
+        self.lookup = lookup  # a variable's value: environment, then env file
+        self.config = config  # the merged config: where each setting came from, for --verbose
+        self.run = RunPlacement() if run is None else run
+        self.dry_run = dry_run  # decided once, by the pipeline (the flag, or dry_run: true in the config)
 
 
-@dataclass(frozen=True)
-class Connection:
+class Connection(NamedTuple):
     """What ``launch`` gets beside the request: where it speaks (the output, masked) and the secret
     scope whose values it reveals at the last moment. No options, no config: nothing to decide with."""
 
@@ -245,8 +240,7 @@ FLAG_SPELLING = {"labels": "--label", "run_options": "docker run options", "cap_
                  "security_opt": "--security-opt", "group_add": "--group-add", "shm_size": "--shm-size"}
 
 
-@dataclass(frozen=True)
-class Option:
+class Option(NamedTuple):
     """One command-line option an engine declares (TorchX ``runopts``): data, which ``runner.cli``
     alone turns into argparse. ``flags`` as typed (``("-N", "--nodes")``); ``commands`` it is on;
     ``short_on``: the commands that take the short forms too (the others the long ones only)."""

@@ -10,7 +10,7 @@ visible-devices variable forwarded from the host (a host index) is a conflict.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Callable, Mapping, Sequence
 
 from runner.errors import Problem
@@ -25,11 +25,11 @@ NUMBERED = ("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES
 TOOLKIT = ("AMD_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES")
 
 
-@dataclass
 class Resolved:
-    gpus: tuple[Gpu, ...] = ()
-    problems: list[Problem] = field(default_factory=list)
-    found: int = 0  # how many GPUs of the flavor the host has (0: none found, or not looked for)
+    def __init__(self):
+        self.gpus: tuple[Gpu, ...] = ()
+        self.problems: list[Problem] = []
+        self.found = 0  # how many GPUs of the flavor the host has (0: none found, or not looked for)
 
 
 def resolve(flavor: str, text, explicit: bool, root: str, held: Callable[[], Mapping[str, str]] | None,

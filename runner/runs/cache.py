@@ -21,8 +21,9 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
+from typing import NamedTuple
 
 from runner.launch_plan import LaunchPlan, Mount
 from runner.runs.paths import CONTAINER_ROOT, cache_home
@@ -44,8 +45,7 @@ HF_PLACED_BY = ("HF_HOME", "HF_HUB_CACHE", "DATA_PATH")
 REASON = "cache"
 
 
-@dataclass(frozen=True)
-class CacheSettings:
+class CacheSettings(NamedTuple):
     enabled: bool
     dir: str
     node_dir: str

@@ -17,9 +17,9 @@ system, and is named so.
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from runner.errors import Problem
 from runner.launch_plan import LaunchPlan, Mount
@@ -29,8 +29,7 @@ from runner.trackers.job_paths import covering
 MODES = ("mount", "refuse")
 
 
-@dataclass(frozen=True)
-class TrackerOutput:
+class TrackerOutput(NamedTuple):
     tracker: str  # the tracker's registry name (runner.trackers.TRACKERS)
     setting: str  # the setting that names the path
     path: str  # inside the job

@@ -8,7 +8,6 @@ are stored relative to it, so the whole directory can be moved.
 from __future__ import annotations
 
 import os
-import secrets
 import time
 from pathlib import Path
 
@@ -36,7 +35,7 @@ def cache_home() -> Path:
 
 def new_run_id() -> str:
     """Sortable by start (local time) and unique enough for concurrent launches: 20261201-103512-3fa9c1."""
-    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + os.urandom(3).hex()  # secrets.token_hex, without its imports
 
 
 def stored(path: str | os.PathLike | None) -> str | None:

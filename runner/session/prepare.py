@@ -7,7 +7,6 @@ point on no secret value in scope can reach the terminal.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Sequence
 
 from runner.config import Config, _merge, load_config, load_env_and_config
@@ -20,11 +19,9 @@ from runner.secrets import SecretScope
 from runner.ui import Output
 
 
-@dataclass
 class Prepared:
-    config: Config
-    env_file: EnvFile
-    planned: Planned
+    def __init__(self, config: Config, env_file: EnvFile, planned: Planned):
+        self.config, self.env_file, self.planned = config, env_file, planned
 
     @property
     def plan(self) -> LaunchPlan:

@@ -82,40 +82,41 @@ class TrackedPlan(Protocol):
     container: TrackedContainer
 
 
-@dataclass
 class Handshake:
     """What a launch gets from the trackers before it starts, and reports back after."""
 
-    env: dict[str, str] = field(default_factory=dict)  # e.g. MLFLOW_RUN_ID, WANDB_RUN_ID
-    links: dict[str, str] = field(default_factory=dict)  # tracker -> run URL / path, for reports
-    _finish: Finisher | None = None
+    def __init__(self, env: dict[str, str] | None = None, links: dict[str, str] | None = None, _finish: Finisher | None = None):
+        self.env = {} if env is None else env  # e.g. MLFLOW_RUN_ID, WANDB_RUN_ID
+        self.links = {} if links is None else links  # tracker -> run URL / path, for reports
+        self._finish = _finish
 
     def finish(self, exit_code: int, masked_output: bytes = b"") -> None:
         if self._finish is not None:
             self._finish(exit_code, masked_output)
 
 
-@dataclass
 class Findings:
     """What the analysis of the ``trackers:`` section finds, gathered so every problem is reported at once."""
 
-    problems: list[Problem] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    notices: list[str] = field(default_factory=list)
-    wanted: list[Wanted] = field(default_factory=list)
+    def __init__(self):
+        self.problems: list[Problem] = []
+        self.warnings: list[str] = []
+        self.notices: list[str] = []
+        self.wanted: list[Wanted] = []
 
 
-@dataclass
 class Analysis:
     """What a tracker's ``needs`` sees of a launch it takes part in, and where it puts what it wants."""
 
-    declared: "TrackerSettings"
-    framework: str  # as configured (``generic`` included)
-    settings: Mapping[str, Any]  # the merged ``trackers:`` section
-    lookup: Callable[[str], str | None]  # the value the job would see (literals, host, env file)
-    config: "Config"
-    settings_env: Mapping[str, str]  # variables set from ``trackers:`` keys: they beat the host's
-    found: Findings
+    def __init__(self, declared: "TrackerSettings", framework: str, settings: Mapping[str, Any], lookup: Callable[[str], str | None],
+                 config: "Config", settings_env: Mapping[str, str], found: Findings):
+        self.declared = declared
+        self.framework = framework  # as configured (``generic`` included)
+        self.settings = settings  # the merged ``trackers:`` section
+        self.lookup = lookup  # the value the job would see (literals, host, env file)
+        self.config = config
+        self.settings_env = settings_env  # variables set from ``trackers:`` keys: they beat the host's
+        self.found = found
 
     @functools.cached_property
     def classifier(self) -> Classifier:

@@ -3,7 +3,6 @@ rank logs to one run), the API key checked by ``check --online``; offline modes 
 
 from __future__ import annotations
 
-import secrets as _random
 from typing import TYPE_CHECKING
 
 from runner.trackers.base import Handshake, TrackedPlan
@@ -60,7 +59,9 @@ _ID_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"  # W&B's own run ids
 
 def new_wandb_run_id() -> str:
     """8 characters of [a-z0-9], the shape wandb's own ids have."""
-    return "".join(_random.choice(_ID_ALPHABET) for _ in range(8))
+    import secrets  # a launch's, not a plan's import
+
+    return "".join(secrets.choice(_ID_ALPHABET) for _ in range(8))
 
 
 def _wandb_begin(plan: TrackedPlan, out: Output, hs: Handshake) -> None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from runner.errors import ConfigError, EngineUnavailable, Problem
 
@@ -30,8 +30,7 @@ DOCKER_SOCKET = "/var/run/docker.sock"
 PODMAN_ROOTFUL_SOCKET = "/run/podman/podman.sock"
 
 
-@dataclass(frozen=True)
-class EngineLocation:
+class EngineLocation(NamedTuple):
     """Where the engine API is and how it was found.
 
     ``kind`` is what the location suggests (``docker`` or ``podman``); the daemon's
@@ -45,7 +44,7 @@ class EngineLocation:
     tls: bool = False
     tls_verify: bool = False
     cert_path: str | None = None
-    tried: tuple[str, ...] = field(default=(), compare=False)
+    tried: tuple[str, ...] = ()
 
     @property
     def socket_path(self) -> str | None:

@@ -15,8 +15,7 @@ recorded in the request), ``launch`` sends it as is. The dry run renders it
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from runner.engines.base import Connection, EngineBase, Launched, RunContext, delegate
 from runner.engines.docker.container import DockerRequest
@@ -36,8 +35,7 @@ def _shared_client(preference: str | None = None):
     return engine_client(preference)
 
 
-@dataclass(frozen=True)
-class DockerSettings:
+class DockerSettings(NamedTuple):
     """The Docker engine's own options, from the config (validated by its schema)."""
 
     engine: str = "auto"  # container.engine: auto | docker | podman
