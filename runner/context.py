@@ -9,9 +9,8 @@ names with the one classifier, ``runner.policy.Classifier``.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 from runner.config import Config, default_layer_paths, load_config, load_env_and_config
 from runner.config.envfile import EnvFile, env_lookup, load_env_file
@@ -21,8 +20,7 @@ from runner.secrets import Secret, SecretScope, secret_scope
 from runner.ui import Output
 
 
-@dataclass(frozen=True)
-class Context:
+class Context(NamedTuple):
     """A command's configuration without a launch: merged config, env file, secret scope."""
 
     config: Config

@@ -6,11 +6,10 @@ usage/config/policy (nothing launched), 3 run-time failure, 4 leak found.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Problem:
+class Problem(NamedTuple):
     """One thing wrong with the input; ``where`` is ``file:line`` when known."""
 
     message: str

@@ -12,7 +12,7 @@ import functools
 import os
 import posixpath
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Callable, Mapping, Sequence
 
 from runner import __version__
@@ -41,19 +41,21 @@ IMAGE_RE = re.compile(
     re.ASCII,
 )
 
-@dataclass
 class Planned:
     """The outcome of planning: a plan (when nothing is wrong) and everything found."""
 
-    plan: LaunchPlan | None
-    problems: list[Problem] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    scope: SecretScope = field(default_factory=SecretScope)  # every secret value in scope, and the one masker
-    absent_optional: list[str] = field(default_factory=list)  # optional tracker names not set: for --verbose only
-    # Names the user's own files or flags allowlist that are not set here: worth one notice at launch
-    # (the built-in defaults' names, and names an engine computes, are not: the plan still lists them).
-    unset: list[str] = field(default_factory=list)
-    unset_launcher: int = 0  # how many names only the launcher's own runner/.primus.yaml allowlists are not set (one line)
+    def __init__(self, plan: LaunchPlan | None, problems: list[Problem] | None = None, warnings: list[str] | None = None,
+                 scope: SecretScope | None = None, absent_optional: list[str] | None = None, unset: list[str] | None = None,
+                 unset_launcher: int = 0):
+        self.plan = plan
+        self.problems = [] if problems is None else problems
+        self.warnings = [] if warnings is None else warnings
+        self.scope = SecretScope() if scope is None else scope  # every secret value in scope, and the one masker
+        self.absent_optional = [] if absent_optional is None else absent_optional  # optional tracker names not set (--verbose)
+        # Names the user's own files or flags allowlist that are not set here: worth one notice at launch
+        # (the built-in defaults' names, and names an engine computes, are not: the plan still lists them).
+        self.unset = [] if unset is None else unset
+        self.unset_launcher = unset_launcher  # how many names only the launcher's own runner/.primus.yaml allowlists are not set (one line)
 
     def require(self) -> LaunchPlan:
         if self.problems or self.plan is None:

@@ -28,8 +28,7 @@ MIN_PREFIX_LEN = 3  # "" or "P" forwards (nearly) the whole host environment
 BROAD_PREFIX_SHARE = 0.5  # a prefix that matches more than half of a (non-tiny) environment is refused
 
 
-@dataclass(frozen=True)
-class Classifier:
+class Classifier(NamedTuple):
     """Secret and deny classification from policy data (names and shell patterns).
 
     ``passthrough.secrets`` holds names and patterns of secrets; an entry ``!NAME``

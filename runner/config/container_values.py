@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([bkmgt]?)b?\s*$", re.IGNORECASE)
 _ULIMIT_NAME = re.compile(r"^[a-z]+$")
@@ -28,8 +28,7 @@ def parse_bytes(text) -> int:
     return int(float(number) * 1024 ** "bkmgt".index((unit or "b").lower()))
 
 
-@dataclass(frozen=True)
-class Ulimit:
+class Ulimit(NamedTuple):
     name: str
     soft: int
     hard: int
@@ -56,8 +55,7 @@ def parse_ulimit(spec) -> Ulimit:
     return ulimit
 
 
-@dataclass(frozen=True)
-class DeviceMapping:
+class DeviceMapping(NamedTuple):
     host: str
     inner: str
     perms: str = "rwm"

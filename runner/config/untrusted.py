@@ -19,7 +19,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, NamedTuple
 
@@ -70,8 +69,7 @@ def _schema_knows(key_path: tuple) -> bool:
     return _schema_node(key_path) is not None
 
 
-@dataclass(frozen=True)
-class Where:
+class Where(NamedTuple):
     """What a kind needs besides the value: the file it is in and the current directory."""
 
     path: Path

@@ -60,7 +60,7 @@ def resolve(flavor: str, text, explicit: bool, root: str, held: Callable[[], Map
             return result  # all GPUs of a host whose topology is not readable here: the flavor's default devices
         result.gpus = tuple(holders.choose(selection, found, flavor, held() if (held and selection.explicit) else {}))
     except GpuError as exc:
-        result.problems += [replace(p, where=p.where or where) for p in exc.problems]
+        result.problems += [p._replace(where=p.where or where) for p in exc.problems]
     return result
 
 

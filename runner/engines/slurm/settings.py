@@ -6,15 +6,14 @@ checked as a launch checks it. Apart from the batch script and the plan file (``
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from runner.engines.slurm import values
 from runner.engines.slurm.flags import SlurmFlags
 from runner.errors import ConfigError, Problem
 
 
-@dataclass(frozen=True)
-class SlurmSettings:
+class SlurmSettings(NamedTuple):
     """The ``slurm:`` config section with the command line on top."""
 
     nodes: int
