@@ -119,8 +119,7 @@ def _engine_flags_for(options, engine: str):
     return next((flags for name, flags in options.engine_flags if name == engine), None)
 
 
-@dataclass(frozen=True)
-class RunOptions:
+class RunOptions(NamedTuple):
     """One launch (``up``, ``submit``): what to run and what to do around it."""
 
     command: tuple[str, ...]

@@ -67,7 +67,8 @@ class Classifier(NamedTuple):
         upper = name.upper()
         if upper in self.public:
             return False
-        return any(fnmatchcase(upper, pattern.upper()) for pattern in self.secret_patterns)
+        # a name without a wildcard is compared, not matched: fnmatch compiles a regex for each pattern it sees
+        return any(fnmatchcase(upper, p.upper()) if any(c in p for c in "*?[") else upper == p.upper() for p in self.secret_patterns)
 
     def is_denied(self, name: str) -> bool:
         """On ``passthrough.deny``, or a variable that configures the runner itself (whatever the rules say)."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -15,4 +14,4 @@ def run(out: "Output", *, options: "RunOptions", engine: str | None) -> int:
     from runner.commands.launch import launch_engine
     from runner.session import pipeline
 
-    return pipeline.run(replace(options, dry_run=True, compact=True), launch_engine(engine), out)
+    return pipeline.run(options._replace(dry_run=True, compact=True), launch_engine(engine), out)

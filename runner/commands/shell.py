@@ -3,7 +3,6 @@ secrets (``up -it`` running the image's bash, else sh)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -20,7 +19,7 @@ def run(out: "Output", *, options: "RunOptions") -> int:
     if options.command:
         raise UsageError("shell takes no command (it runs the image's shell)",
                          f"run a command with: primus-runner up -it -- {' '.join(options.command)}")
-    options = replace(options, command=SHELL_COMMAND, interactive=True, tty=True)
+    options = options._replace(command=SHELL_COMMAND, interactive=True, tty=True)
     chosen = launch_engine(None, keep=options.keep, build=options.build)  # the default engine: the shell is a container's
     check_terminal_options(True, True, False, options.dry_run)
     return pipeline.run(options, chosen, out)

@@ -42,6 +42,9 @@ NOT_IN_PLAN = (
     "logging", "subprocess", "getpass", "configparser",
     # The launcher modes' parser (`container`, `direct`, `slurm` only), a did-you-mean's difflib, glob.
     "runner.cli.launcher_args", "difflib", "glob",
+    # Whether a socket answers is one connect through _socket (socket's enums and selectors are a client's);
+    # a run id's random part is os.urandom (secrets brings hmac and random).
+    "socket", "selectors", "secrets", "hmac",
 )
 # How many of the runner's own modules each may load at most: a guard against what the lists above do
 # not name (75 and 42 loaded when it was last counted, plus a little room; the agent's 42 through the CLI,
@@ -151,3 +154,31 @@ def test_the_node_agent_loads_none_of_the_submit_side(tmp_path, how):
         assert "site" not in names and command[0] == "-S"
         assert sorted(n for n in ("argparse", "runner.cli", "runner.context", "runner.clients.registry", "runner.config.envfile") if n in names) == []
     assert len(runner_modules(names)) <= AGENT_RUNNER_MODULES, runner_modules(names)
+
+
+def _commands_built(argv: list[str]) -> list[str]:
+    from runner.cli.parser import build_parser, scout
+
+    parser = build_parser(scout(argv))
+    return next(list(a.choices) for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+
+
+def test_a_run_builds_the_parser_of_its_command_alone():
+    """Each command's parser costs start-up; a run parses one command."""
+    from runner.cli.parser import COMMANDS
+
+    assert _commands_built(["plan", "--", "true"]) == ["plan"]
+    assert _commands_built(["--json", "up", "--gpu", "none", "--", "python", "--help"]) == ["up"]  # a job's --help is the job's
+    # the top level's help, an unknown command's did-you-mean and no command at all list every command
+    for argv in (["--help", "plan"], ["-h"], ["plna"], []):
+        assert _commands_built(argv) == list(COMMANDS), argv
+
+
+def test_the_top_level_help_before_a_command_lists_every_command(cli):
+    from runner.cli.suggest import visible_commands
+    from runner.cli.parser import build_parser
+
+    rc, out, err = cli("--help", "plan")
+    assert rc == 0, err
+    listed = [line.split()[0] for line in out.splitlines() if line.startswith("    ") and line.split()]
+    assert [name for name in visible_commands(build_parser()) if name not in listed] == []
