@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import socket
 from typing import NamedTuple
 
 from runner.errors import ConfigError, EngineUnavailable, Problem
@@ -61,9 +62,7 @@ def _answers(path: str) -> str:
     """``ok`` if something accepts a connection on the unix socket ``path``; else why not."""
     if not os.path.exists(path):
         return "absent"
-    import _socket  # the C module alone: ``socket``'s enums and selectors cost start-up, and a connect needs neither
-
-    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(1.0)
     try:
         sock.connect(path)

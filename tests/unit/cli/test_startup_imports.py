@@ -42,9 +42,8 @@ NOT_IN_PLAN = (
     "logging", "subprocess", "getpass", "configparser",
     # The launcher modes' parser (`container`, `direct`, `slurm` only), a did-you-mean's difflib, glob.
     "runner.cli.launcher_args", "difflib", "glob",
-    # Whether a socket answers is one connect through _socket (socket's enums and selectors are a client's);
-    # a run id's random part is os.urandom (secrets brings hmac and random).
-    "socket", "selectors", "secrets", "hmac",
+    # A run id's random part is os.urandom (secrets brings hmac and random).
+    "secrets", "hmac",
 )
 # How many of the runner's own modules each may load at most: a guard against what the lists above do
 # not name (75 and 42 loaded when it was last counted, plus a little room; the agent's 42 through the CLI,
