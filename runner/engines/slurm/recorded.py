@@ -29,14 +29,12 @@ def unseen(path: Path) -> str | None:
     return f"the Slurm nodes do not see the state directory {path}: {reason}" if seen is False else None
 
 
-def started(launched, job_dir: Path | None) -> dict:
-    """The record's fields once the job is queued: its id, its files, its output, its nodes."""
-    request = (launched.state or {}).get("request")
-    job_dir = getattr(request, "job_dir", None) or job_dir
-    fields = {"job_id": launched.id, "nodes": getattr(getattr(request, "settings", None), "nodes", None)}
-    if job_dir is not None:
-        fields.update(job_dir=paths.stored(job_dir), log=paths.stored(Path(job_dir) / f"slurm-{launched.id}.out"))
-    return fields
+def started(launched, job_dir: Path | None = None) -> dict:
+    """The record's fields once the job is queued: its id, its files, its output, its nodes, as the
+    request that queued it (``launched.state["request"]``, a ``SlurmRequest``) decided them."""
+    request = launched.state["request"]
+    return {"job_id": launched.id, "nodes": request.settings.nodes, "job_dir": paths.stored(request.job_dir),
+            "log": paths.stored(Path(request.job_dir) / f"slurm-{launched.id}.out")}
 
 
 def ended(rec: dict) -> tuple[int | None, str | None] | None:

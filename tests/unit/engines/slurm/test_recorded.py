@@ -51,10 +51,9 @@ def test_started_records_the_job_its_files_relative_to_the_state_dir_and_its_nod
     launched = SimpleNamespace(id="77", state={"request": request})
     assert recorded.started(launched, None) == {"job_id": "77", "nodes": 2, "job_dir": "runs/r1/slurm",
                                                 "log": "runs/r1/slurm/slurm-77.out"}
-    bare = SimpleNamespace(id="78", state=None)
-    assert recorded.started(bare, Path("/shared/jobs/r2")) == {"job_id": "78", "nodes": None, "job_dir": "/shared/jobs/r2",
-                                                             "log": "/shared/jobs/r2/slurm-78.out"}
-    assert recorded.started(bare, None) == {"job_id": "78", "nodes": None}
+    shared = SimpleNamespace(job_dir=Path("/shared/jobs/r2"), settings=SimpleNamespace(nodes=4))
+    assert recorded.started(SimpleNamespace(id="78", state={"request": shared}), None) == {
+        "job_id": "78", "nodes": 4, "job_dir": "/shared/jobs/r2", "log": "/shared/jobs/r2/slurm-78.out"}  # outside the state dir: as it is
 
 
 def scontrol_job(state_word: str, exit_code: str = "0:0") -> str:
