@@ -63,3 +63,8 @@ def run_in_clone(repo: Path, *args: str, env: dict | None = None, cwd: Path | No
     root = Path(repo).parent
     return run_cli(cwd or repo, *args, home=root / "home",
                    env={"XDG_CACHE_HOME": str(root / "cache"), "XDG_STATE_HOME": str(root / "state"), **(env or {})}, **kw)
+
+
+def files_under(root: Path) -> set:
+    """Every path under ``root``, relative to it: taken before and after a command, what it wrote."""
+    return {p.relative_to(root) for p in Path(root).rglob("*")}

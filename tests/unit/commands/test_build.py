@@ -5,19 +5,17 @@ from __future__ import annotations
 
 import json
 
-
-def _files(root) -> set:
-    return {p.relative_to(root) for p in root.rglob("*")}
+from cli_runner import files_under
 
 
 def test_a_dry_build_is_the_resolved_build_of_the_flavor(cli, tmp_path):
-    before = _files(tmp_path)
+    before = files_under(tmp_path)
     rc, out, err = cli("--json", "build", "--dry-run", "--flavor", "cuda", "--tag", "my/img:1", "--build-arg", "X=1")
     assert rc == 0, err
     build = json.loads(out)
     assert (build["flavor"], build["tag"], build["dockerfile"]) == ("cuda", "my/img:1", "cuda/Dockerfile")
     assert build["build_args"]["X"] == "1"
-    assert _files(tmp_path) == before
+    assert files_under(tmp_path) == before
 
 
 def test_the_global_dry_run_and_the_configs_switch_are_dry_builds(cli, tmp_path):

@@ -6,11 +6,9 @@ from __future__ import annotations
 import json
 import subprocess
 
+from cli_runner import files_under
+
 CONFIG = "container:\n  gpu: none\n  options:\n    image: busybox:1\n"
-
-
-def _files(root) -> set:
-    return {p.relative_to(root) for p in root.rglob("*")}
 
 
 def test_shell_takes_no_command(cli, tmp_path):
@@ -21,14 +19,14 @@ def test_shell_takes_no_command(cli, tmp_path):
 
 def test_a_dry_shell_is_the_images_shell_with_a_terminal_and_writes_nothing(cli, tmp_path):
     (tmp_path / ".primus.yaml").write_text(CONFIG)
-    before = _files(tmp_path)
+    before = files_under(tmp_path)
     rc, out, err = cli("--json", "shell", "--dry-run", stdin=subprocess.DEVNULL)
     assert rc == 0, err
     plan = json.loads(out)
     assert plan["command"] == ["/bin/sh", "-c", "if command -v bash >/dev/null 2>&1; then exec bash; fi; exec sh"]
     assert plan["image"] == "busybox:1"
     assert (plan["request"]["create"]["Tty"], plan["request"]["create"]["OpenStdin"]) == (True, True)
-    assert _files(tmp_path) == before
+    assert files_under(tmp_path) == before
 
 
 def test_shell_without_a_terminal_is_refused(cli, tmp_path):

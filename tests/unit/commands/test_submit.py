@@ -5,21 +5,19 @@ from __future__ import annotations
 
 import json
 
+from cli_runner import files_under
+
 CONFIG = "container:\n  gpu: none\n  options:\n    image: busybox:1\n"
-
-
-def _files(root) -> set:
-    return {p.relative_to(root) for p in root.rglob("*")}
 
 
 def test_a_dry_submit_prints_the_batch_script_of_the_slurm_engine(cli, tmp_path):
     (tmp_path / ".primus.yaml").write_text(CONFIG)
-    before = _files(tmp_path)
+    before = files_under(tmp_path)
     rc, out, err = cli("submit", "--dry-run", "-N", "2", "-p", "gpu", "--", "python", "train.py")
     assert rc == 0, err
     assert "sbatch --parsable" in out and "#!/bin/bash" in out
     assert "#SBATCH --nodes=2\n" in out and "#SBATCH --partition=gpu\n" in out
-    assert _files(tmp_path) == before  # the script's path is shown, nothing is written there
+    assert files_under(tmp_path) == before  # the script's path is shown, nothing is written there
 
 
 def test_submit_json_is_the_same_plan_as_plan_engine_slurm(cli, tmp_path):

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import subprocess
 
-
-def _files(root) -> set:
-    return {p.relative_to(root) for p in root.rglob("*")}
+from cli_runner import files_under
 
 
 def test_up_runs_the_job_and_returns_its_exit_code(cli, tmp_path):
@@ -18,18 +16,18 @@ def test_up_runs_the_job_and_returns_its_exit_code(cli, tmp_path):
 
 
 def test_up_dry_run_starts_nothing_and_writes_nothing(cli, tmp_path):
-    before = _files(tmp_path)
+    before = files_under(tmp_path)
     rc, out, err = cli("up", "--dry-run", "--engine", "process", "--", "sh", "-c", "touch ran")
     assert rc == 0, err
     assert "command  sh -c 'touch ran'" in out
-    assert _files(tmp_path) == before
+    assert files_under(tmp_path) == before
 
 
 def test_the_global_dry_run_is_ups_dry_run(cli, tmp_path):
-    before = _files(tmp_path)
+    before = files_under(tmp_path)
     rc, _, err = cli("--dry-run", "up", "--engine", "process", "--", "sh", "-c", "touch ran")
     assert rc == 0, err
-    assert _files(tmp_path) == before
+    assert files_under(tmp_path) == before
 
 
 def test_a_switch_the_engine_does_not_honour_is_exit_2_before_anything(cli, tmp_path):
