@@ -25,8 +25,7 @@ import signal
 import subprocess
 import threading
 import time
-from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Mapping, NamedTuple, Sequence
 
 from runner.errors import EngineUnavailable, RuntimeFailure
 
@@ -53,8 +52,7 @@ class OutputTooLarge(RuntimeFailure):
     """The program printed more than the bound; it was killed."""
 
 
-@dataclass(frozen=True)
-class Completed:
+class Completed(NamedTuple):
     argv: tuple[str, ...]
     returncode: int
     stdout: bytes

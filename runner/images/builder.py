@@ -19,9 +19,8 @@ import functools
 import os
 import re
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Mapping, NamedTuple, Sequence
 
 from runner import subprocesses
 from runner.errors import EngineUnavailable, RunnerError
@@ -34,8 +33,7 @@ NEEDS = ("install the buildx plugin (docker-buildx-plugin), or Debian's docker.i
          "(apt-get install docker.io), which drives the daemon's own BuildKit")
 
 
-@dataclass(frozen=True)
-class Builder:
+class Builder(NamedTuple):
     kind: str  # classic | buildkit | podman
     cli: str | None = None  # the program (buildkit, podman)
     detail: str = ""  # e.g. "buildx v0.24" or "docker CLI 20.10 (DOCKER_BUILDKIT=1)"

@@ -15,7 +15,6 @@ a password is refused (build args are recorded in the image history); every
 
 from __future__ import annotations
 
-import configparser
 import os
 import re
 import urllib.parse
@@ -142,8 +141,10 @@ def _pip_config_files(home: Path, host_env: Mapping[str, str]) -> list[Path]:
     return files
 
 
-def host_pip_settings(host_env: Mapping[str, str], home: Path | None = None) -> tuple[dict[str, str], str | None, list[str]]:
-    """(build args, CA file, notes) from the host's pip config and environment.
+def host_pip_settings(host_env: Mapping[str, str], home: Path | None = None,
+                      config_files: bool = True) -> tuple[dict[str, str], str | None, list[str]]:
+    """(build args, CA file, notes) from the host's pip config and environment (its config files
+    only with ``config_files``).
 
     Only settings that work inside the build container are forwarded: http(s)
     index URLs, trusted hosts, timeouts. Host paths (``file://`` indexes,
@@ -154,7 +155,9 @@ def host_pip_settings(host_env: Mapping[str, str], home: Path | None = None) -> 
     home = home or Path.home()
     merged: dict[str, str] = {}
     origin: dict[str, str] = {}
-    for path in _pip_config_files(home, host_env):
+    for path in [p for p in _pip_config_files(home, host_env) if p.exists()] if config_files else ():
+        import configparser  # only when the host has a pip config file
+
         parser = configparser.RawConfigParser()
         try:
             if not parser.read(path, encoding="utf-8"):
@@ -265,14 +268,16 @@ def resolve_build(opts: BuildOptions, context_info, host_env: Mapping[str, str] 
     if flavor is not None:
         section = (config.get("images", flavor) if config is not None else None) or {}
         base = base or section.get("base") or DEFAULT_BASES[flavor]
-    pip_args, ca, pip_notes = host_pip_settings(host_env)
+    declared = declared_args((Path(outside) if outside else context / dockerfile).read_text(encoding="utf-8", errors="replace"))
+    # pip's config counts for the project's recipes (their CA bundle) and a Dockerfile that takes a pip setting.
+    uses_pip = flavor is not None or not declared.isdisjoint(PIP_KEYS.values())
+    pip_args, ca, pip_notes = host_pip_settings(host_env, config_files=uses_pip)
     notes += [n for n in pip_notes if not any(f"--secret {name}" in n for name in secrets)]  # already given as a secret
     if base and not any(k == "BASE_IMAGE" for k, _ in pairs):
         pairs.insert(0, ("BASE_IMAGE", base))
     elif any(k == "BASE_IMAGE" for k, _ in pairs):
         base = next(v for k, v in pairs if k == "BASE_IMAGE")
     given = {k for k, _ in pairs} | set(secrets)  # a name given as a secret is never also a build arg
-    declared = declared_args((Path(outside) if outside else context / dockerfile).read_text(encoding="utf-8", errors="replace"))
     # The host's pip settings only where the Dockerfile asks for them (the proxies are Docker's own args).
     pairs += [(k, v) for k, v in pip_args.items() if k not in given and (k in declared or k in PROXY_ARGS)]
 

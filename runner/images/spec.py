@@ -3,8 +3,8 @@ names every part of image building shares (the CA bundle's name in the context, 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from runner import LABEL_VERSION
 
@@ -32,8 +32,7 @@ L_RECIPE = "io.primus-runner.recipe-hash"
 L_BUILD_KEY = "io.primus-runner.build-key"
 
 
-@dataclass(frozen=True)
-class BuildSpec:
+class BuildSpec(NamedTuple):
     """Everything a build will do, decided before the daemon is contacted. Holds secret NAMES only."""
 
     flavor: str | None  # None for a user's own Dockerfile
@@ -76,8 +75,7 @@ class BuildSpec:
         }
 
 
-@dataclass
-class BuildResult:
+class BuildResult(NamedTuple):
     image_id: str
     tag: str
     flavor: str | None
@@ -87,7 +85,7 @@ class BuildResult:
     cache_hits: int = 0
     ran: int = 0
     seconds: float = 0.0
-    log: list[str] = field(default_factory=list)
+    log: tuple[str, ...] | list[str] = ()  # the builder's output, masked
 
     def to_dict(self) -> dict:
         return {"image_id": self.image_id, "tag": self.tag, "flavor": self.flavor, "labels": self.labels, "builder": self.builder,

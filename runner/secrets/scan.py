@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, NamedTuple
 
 from runner.secrets.scope import SecretScope
 
@@ -22,8 +21,7 @@ CHUNK = 1 << 20  # files are streamed in 1 MiB chunks, with an overlap of the lo
 NL = b"\n"
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(NamedTuple):
     """One leak: the secret's NAME and where it was found, never its value."""
 
     secret: str

@@ -12,15 +12,14 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from runner.clients.engine_api.transport import Transport, error_message
 from runner.clients.engine_api.types import API_VERSION, MAX_API_VERSION, MIN_API_VERSION, api_tuple, query
 from runner.errors import EngineUnavailable, UsageError
 
 
-@dataclass(frozen=True)
-class Negotiated:
+class Negotiated(NamedTuple):
     """The outcome of one negotiation: the version in use and what the daemon said about itself."""
 
     api_version: str

@@ -7,7 +7,7 @@ connection that sends it (``transport``) and the calls that send it (``api``).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 from urllib.parse import quote, urlencode
 
 from runner.errors import UsageError
@@ -52,8 +52,7 @@ def container_ref(name: str) -> str:
     return quote(str(name), safe="")
 
 
-@dataclass(frozen=True)
-class Capabilities:
+class Capabilities(NamedTuple):
     """What differs between the engines behind the same API, as the runner meets it.
 
     - ``reports_oom``: ``State.OOMKilled`` is set when the kernel OOM-kills the job. Podman

@@ -73,3 +73,28 @@ def test_secret_names_from_flags_and_config_and_all_missing_at_once():
     with pytest.raises(ConfigError) as missing:
         build_recipe.secret_values(["A_ONE", "HF_TOKEN", "B_TWO"], {"HF_TOKEN": "x"}, {})
     assert missing.value.exit_code == 2 and [p.message.split()[2] for p in missing.value.problems] == ["A_ONE", "B_TWO"]
+
+
+def test_a_users_dockerfile_reads_pips_config_only_when_it_takes_a_pip_setting(tmp_path, monkeypatch):
+    from runner.config import Config
+    from runner.config.envfile import EnvFile
+    from runner.context import Context
+    from runner.options import BuildOptions
+    from runner.secrets import SecretScope
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    conf = tmp_path / "pip.conf"
+    conf.write_text("[global]\nindex-url = https://mirror.example.com/simple\nextra-index-url = file:///opt/pypi/simple\n")
+    host_env = {"PIP_CONFIG_FILE": str(conf), "XDG_CONFIG_DIRS": str(tmp_path / "none"), "XDG_CONFIG_HOME": str(tmp_path / "none")}
+    (tmp_path / "ctx").mkdir()
+    context = Context(Config({}), EnvFile(None), SecretScope())
+
+    def resolved(dockerfile: str):
+        (tmp_path / "ctx" / "Dockerfile").write_text(dockerfile)
+        return build_recipe.resolve_build(BuildOptions(file=str(tmp_path / "ctx" / "Dockerfile")), context, host_env=host_env)
+
+    plain = resolved("FROM scratch\nCOPY Dockerfile /\n")
+    assert "PIP_INDEX_URL" not in dict(plain.build_args) and not any("pip" in note for note in plain.notes)
+    takes_pip = resolved("FROM scratch\nARG PIP_INDEX_URL\nCOPY Dockerfile /\n")
+    assert dict(takes_pip.build_args)["PIP_INDEX_URL"] == "https://mirror.example.com/simple"
+    assert any("host-local" in note for note in takes_pip.notes)
