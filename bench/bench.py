@@ -133,6 +133,56 @@ _BENCH_CONFIG = """container:
 """
 
 
+def _instructions(cmd: list[str], **kwargs) -> int | None:
+    """Instructions the process executes (valgrind's callgrind; its children are not counted), None
+    without valgrind. Unlike a time, a count does not move with the host's load."""
+    if shutil.which("valgrind") is None:
+        return None
+    found = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd], capture_output=True,
+                           text=True, **kwargs)
+    counts = [line.split()[-1] for line in found.stderr.splitlines() if "Collected :" in line]
+    return int(counts[0]) if counts and found.returncode == 0 else None
+
+
+def _private_home(home: str) -> dict:
+    return _installed_env(HOME=home, PYTHONHASHSEED="0",
+                          **{f"XDG_{k}_HOME": str(Path(home, k.lower())) for k in ("CACHE", "CONFIG", "STATE", "DATA")})
+
+
+def bench_instructions() -> None:
+    """The two start-up targets as instruction counts (valgrind), which a busy host does not move:
+    `plan -- true` against the naive floor (first sight and after a launch, as `plan_floor`), and a
+    no-change `build` against `plan -- true` in `build_nochange`'s project (the runner's own process
+    each: the builder and git children are the same programs a raw build runs or ~1 M each)."""
+    policies = REPO / "policies"
+    floor = [sys.executable, "-c", _PLAN_FLOOR, str(policies / "config.schema.json"), str(policies / "defaults.yaml"),
+             str(REPO / ".primus.yaml")]
+    plan = RUNNER + ["plan", "--", "true"]
+    with tempfile.TemporaryDirectory() as home:
+        env = _private_home(home)
+        base = _instructions(floor, env=env, cwd=REPO)
+        if base is None:
+            print("instructions: not measured (valgrind is not installed)", flush=True)
+            return
+        first = _instructions(plan, env=env, cwd=REPO)
+        subprocess.run(RUNNER + ["up", "--engine", "process", "--", "true"], env=env, cwd=REPO, check=True, capture_output=True)
+        after = _instructions(plan, env=env, cwd=REPO)
+    for moment, count in (("first sight", first), ("after a launch", after)):
+        print(f"instructions, plan -- true ({moment}): {count / 1e6:.0f} M; naive floor {base / 1e6:.0f} M; "
+              f"ratio {count / base:.2f}x", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        project = Path(tmp, "project")
+        project.mkdir()
+        _nochange_project(project)
+        env = _private_home(str(Path(tmp, "home")))
+        build = RUNNER + ["build", "--file", "Dockerfile", "--context", ".", "--tag", "primus-bench/nochange:bench"]
+        subprocess.run(build, env=env, cwd=project, check=True, capture_output=True)  # the first build runs its steps
+        rebuild, planned = _instructions(build, env=env, cwd=project), _instructions(plan, env=env, cwd=project)
+        subprocess.run([shutil.which("docker") or "docker", "rmi", "primus-bench/nochange:bench"], capture_output=True)
+    print(f"instructions, build no-change: {rebuild / 1e6:.0f} M; plan -- true in the same project {planned / 1e6:.0f} M; "
+          f"ratio {rebuild / planned:.2f}x (the target: the build's own work no more than plan's)", flush=True)
+
+
 def _bench_dir() -> tempfile.TemporaryDirectory:
     tmp = tempfile.TemporaryDirectory()
     Path(tmp.name, ".primus.yaml").write_text(_BENCH_CONFIG)
