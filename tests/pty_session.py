@@ -3,7 +3,8 @@
 ``PtySession(argv, cwd, env)`` starts it with the terminal as its stdin, stdout and
 stderr and a fixed window size; ``expect`` waits for a pattern in what the terminal
 shows, ``send``/``sendline``/``sendcontrol`` type, ``finish`` reads to the end and
-returns the exit code (128 + N for a signal). ``transcript`` is every byte shown.
+returns the exit code (128 + N for a signal), ``resize`` changes the window as a user
+drags it (the kernel sends SIGWINCH). ``transcript`` is every byte shown.
 As a context manager it kills what is still running when the block ends. Every
 test that drives a terminal uses it.
 A failure message never quotes the transcript: it may hold what a test looks for.
@@ -72,6 +73,10 @@ class PtySession:
 
     def sendcontrol(self, key: str) -> None:
         self.send(bytes([ord(key.lower()) & 0x1F]))
+
+    def resize(self, rows: int, cols: int) -> None:
+        """The window to ``rows`` x ``cols``: the kernel tells the terminal's foreground job (SIGWINCH)."""
+        fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
 
     def kill(self, signum: int) -> None:
         os.kill(self.pid, signum)

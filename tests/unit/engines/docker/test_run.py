@@ -1,22 +1,29 @@
 """Running one container (runner.engines.docker.run) against a loopback daemon: create's refusals in the
 runner's words, nothing left behind when the start fails, the job's output demultiplexed and masked, its
-exit code, the container removed; the signal guard's deferral; the daemon's errors as config hints."""
+exit code, the container removed; the secrets handed to the shim (after its ready marker with a terminal,
+never when it ends first); the signal guard's deferral; the daemon's errors as config hints."""
 
 from __future__ import annotations
 
 import io
+import json
 import os
+import select
 import signal
 import socket
 import struct
+import subprocess
+import sys
+import threading
 
 import pytest
 
 from loopback_servers import Server
 from plan_factory import plan_from_layer
 from runner.clients.engine_api import Engine
+from runner.engines.docker import shim
 from runner.engines.docker.request import make_request
-from runner.engines.docker.run import _Interrupted, _SignalGuard, daemon_hint, launch, pump, watch
+from runner.engines.docker.run import _hand_over, _Interrupted, _SignalGuard, daemon_hint, launch, pump, watch
 from runner.engines.output import Sink
 from runner.errors import ConfigError, RuntimeFailure
 from runner.options import LaunchFlags
@@ -31,11 +38,17 @@ def frame(stream: int, data: bytes) -> bytes:
     return struct.pack(">BxxxI", stream, len(data)) + data
 
 
-def _request(env=("A=1",), host=None):
-    layer = {"container": {"gpu": "none", "secrets_via": "env", "options": {
+def _request(env=("A=1",), host=None, secrets_via="env", entrypoint=None, **request_kw):
+    layer = {"container": {"gpu": "none", "secrets_via": secrets_via, "options": {
         "image": "img:1", "privileged": False, "ulimit": [], "group-add": [], "env": list(env)}}}
-    _, planned = plan_from_layer(layer, ["train"], host=host or {"PATH": "/usr/bin"}, flags=LaunchFlags(name="j"))
-    return make_request(planned.require(), {}, run_id="r1")
+    _, planned = plan_from_layer(layer, ["train"], host=host or {"PATH": "/usr/bin"}, flags=LaunchFlags(name="j", entrypoint=entrypoint))
+    return make_request(planned.require(), {}, run_id="r1", **request_kw)
+
+
+def _shim_request(secret: str, tty: bool = False):
+    """HF_TOKEN (``secret``) through the stdin shim; no image entrypoint to resolve (``--entrypoint ""``)."""
+    return _request(env=("HF_TOKEN", "A=1"), host={"HF_TOKEN": secret, "PATH": "/usr/bin"}, secrets_via="stdin",
+                    entrypoint="", tty=tty)
 
 
 def daemon(create=(201, {"Id": "c1"}), start=(204, b""), attach=b"", wait=0):
@@ -49,6 +62,8 @@ def daemon(create=(201, {"Id": "c1"}), start=(204, b""), attach=b"", wait=0):
             return create[0], json_, create[1]
         if path.endswith("/attach"):
             return 101, {"Content-Type": "application/vnd.docker.raw-stream", "Upgrade": "tcp"}, attach
+        if path.endswith("/archive"):  # has_path: the image has /bin/sh for the shim
+            return 200, {}, b""
         if path.endswith("/start"):
             return start[0], json_, start[1]
         if path.endswith("/wait"):
@@ -61,6 +76,38 @@ def daemon(create=(201, {"Id": "c1"}), start=(204, b""), attach=b"", wait=0):
 
 def _calls(server) -> list[str]:
     return [f"{r['method']} {r['path'].split('?')[0].split('/', 2)[-1]}" for r in server.requests if r["path"] != "/_ping"]
+
+
+class _AttachedTo(Engine):
+    """The loopback daemon for every call but the attach, whose stream is ``stream`` (one end of a
+    socketpair: the other is the shim's stdin and terminal, which a loopback HTTP server cannot carry
+    past its 101 answer). ``early``: the stream bytes the attach had already read."""
+
+    def __init__(self, host: str, stream: socket.socket, early: bytes):
+        super().__init__(host=host)
+        self._stream, self._early = stream, early
+
+    def attach(self, container_id: str, stdin: bool):
+        return self._stream, self._early
+
+
+def _read_to_eof(sock: socket.socket) -> bytes:
+    sock.settimeout(5)
+    data = b""
+    while chunk := sock.recv(65536):
+        data += chunk
+    return data
+
+
+DUMP = "import json, os, sys; sys.stdout.write(json.dumps({k: os.environ.get(k) for k in sys.argv[1:]}))"
+
+
+def _exported_by_the_shim(payload: bytes, *names: str) -> dict:
+    """What the shim's own reader (its /bin/sh script) exports from ``payload``: the decoder the job gets."""
+    result = subprocess.run(["/bin/sh", "-c", shim.SHIM, shim.SHIM_ARGV0, sys.executable, "-c", DUMP, *names],
+                            input=payload, capture_output=True, timeout=30, env={"PATH": os.environ["PATH"]})
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
 
 
 @pytest.mark.parametrize("create, error", [
@@ -110,6 +157,64 @@ def test_a_kept_container_is_not_removed():
         run = launch(Engine(host=f"tcp://{server.netloc}"), _request(), MASKER, Output())
         assert watch(run, MASKER, Output(), keep=True, tail=None, stdout=io.BytesIO()) == 0
         assert not any(call.startswith("DELETE") for call in _calls(server))
+
+
+@pytest.mark.parametrize("tty, shim_says, passed_on", [
+    (False, b"", b"<"),  # a batch job: the secrets, then its stdin's EOF
+    (True, b"motd " + shim.READY + b"$ ", b"<motd $ "),  # a terminal: after the marker, which the pump never prints
+])
+def test_launch_hands_the_secrets_to_the_shim_and_passes_its_output_on(canary, tty, shim_says, passed_on):
+    secret = canary["HF_TOKEN"]
+    request = _shim_request(secret, tty=tty)
+    assert request.use_shim and request.config.get("Tty", False) is tty
+    ours, shim_end = socket.socketpair()
+    with daemon() as server, ours, shim_end:
+        shim_end.sendall(shim_says)
+        run = launch(_AttachedTo(f"tcp://{server.netloc}", ours, b"<"), request, MASKER, Output())
+        run.guard.restore()
+        if tty:  # a terminal's stdin stays open (its EOF would end the job's output): ended here to read it all
+            ours.shutdown(socket.SHUT_WR)
+        received = _read_to_eof(shim_end)
+        assert _calls(server) == ["POST containers/create", "HEAD containers/c1/archive", "POST containers/c1/start"]
+    assert run.leftover == passed_on
+    assert received == shim.encode_payload(request.plan.job.secret_env())
+    assert _exported_by_the_shim(received, "HF_TOKEN", "A") == {"HF_TOKEN": secret, "A": None}
+
+
+def test_with_a_terminal_nothing_is_written_before_the_shims_ready_marker(canary):
+    secret = canary["HF_TOKEN"]
+    request = _shim_request(secret, tty=True)
+    ours, shim_end = socket.socketpair()
+    handed: dict = {}
+    with ours, shim_end:
+        shim_end.sendall(b"motd " + shim.READY[:5])  # the marker not yet whole: the terminal still echoes
+        handing = threading.Thread(target=lambda: handed.update(left=_hand_over(ours, b"<", request, _SignalGuard())))
+        handing.start()
+        early = select.select([shim_end], [], [], 0.3)[0]
+        shim_end.sendall(shim.READY[5:] + b"$ ")
+        handing.join(5)
+        ours.shutdown(socket.SHUT_WR)
+        received = _read_to_eof(shim_end)
+    assert early == [], "the runner wrote to the terminal before the shim turned its echo off"
+    assert handed["left"] == b"<motd $ "
+    assert _exported_by_the_shim(received, "HF_TOKEN") == {"HF_TOKEN": secret}
+
+
+def test_a_shim_that_ends_before_its_ready_marker_is_written_no_secret(canary):
+    secret = canary["HF_TOKEN"]
+    request = _shim_request(secret, tty=True)
+    refusal = b"primus-runner: this image has no working stty\r\n"
+    ours, shim_end = socket.socketpair()
+    with ours, shim_end:
+        shim_end.sendall(refusal)
+        shim_end.shutdown(socket.SHUT_WR)  # the shim exits; its end still receives whatever is written
+        left = _hand_over(ours, b"<", request, _SignalGuard())
+        ours.shutdown(socket.SHUT_WR)
+        received = _read_to_eof(shim_end)
+    assert left == b"<" + refusal  # the refusal is printed (masked) by the pump
+    escaped = shim.encode_payload(request.plan.job.secret_env()).split(b"=", 1)[1].rstrip(b"\n")
+    assert secret.encode() not in received and escaped not in received  # the payload carries the value octal-escaped
+    assert received == b""
 
 
 def test_pump_demultiplexes_frames_split_anywhere_and_masks_across_them():
