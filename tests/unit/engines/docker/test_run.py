@@ -1,7 +1,8 @@
 """Running one container (runner.engines.docker.run) against a loopback daemon: create's refusals in the
 runner's words, nothing left behind when the start fails, the job's output demultiplexed and masked, its
 exit code, the container removed; the secrets handed to the shim (after its ready marker with a terminal,
-never when it ends first); the signal guard's deferral; the daemon's errors as config hints."""
+never when it ends first or a signal stops the wait; with -i the job's stdin left open for the user's);
+the signal guard's deferral; the daemon's errors as config hints."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -25,7 +27,7 @@ from runner.engines.docker import shim
 from runner.engines.docker.request import make_request
 from runner.engines.docker.run import _hand_over, _Interrupted, _SignalGuard, daemon_hint, launch, pump, watch
 from runner.engines.output import Sink
-from runner.errors import ConfigError, RuntimeFailure
+from runner.errors import ConfigError, Interrupted, RuntimeFailure
 from runner.options import LaunchFlags
 from runner.secrets import secret_scope
 from runner.ui import Output
@@ -45,10 +47,10 @@ def _request(env=("A=1",), host=None, secrets_via="env", entrypoint=None, **requ
     return make_request(planned.require(), {}, run_id="r1", **request_kw)
 
 
-def _shim_request(secret: str, tty: bool = False):
+def _shim_request(secret: str, tty: bool = False, interactive: bool = False):
     """HF_TOKEN (``secret``) through the stdin shim; no image entrypoint to resolve (``--entrypoint ""``)."""
     return _request(env=("HF_TOKEN", "A=1"), host={"HF_TOKEN": secret, "PATH": "/usr/bin"}, secrets_via="stdin",
-                    entrypoint="", tty=tty)
+                    entrypoint="", tty=tty, interactive=interactive)
 
 
 def daemon(create=(201, {"Id": "c1"}), start=(204, b""), attach=b"", wait=0):
@@ -215,6 +217,74 @@ def test_a_shim_that_ends_before_its_ready_marker_is_written_no_secret(canary):
     escaped = shim.encode_payload(request.plan.job.secret_env()).split(b"=", 1)[1].rstrip(b"\n")
     assert secret.encode() not in received and escaped not in received  # the payload carries the value octal-escaped
     assert received == b""
+
+
+def _signal_once_started(server, signum: int, shim_end: socket.socket) -> None:
+    """``signum`` to the runner's main thread (where Ctrl-C's handler runs and the recv is interrupted) once
+    the container is started and the runner waits for the ready marker. Should the wait outlive the signal,
+    the rest of the marker follows, so a runner that ignores it is seen writing instead of hanging."""
+    deadline = time.monotonic() + 5
+    while not any(r["path"].split("?")[0].endswith("/start") for r in server.requests) and time.monotonic() < deadline:
+        time.sleep(0.005)
+    time.sleep(0.05)  # into await_ready's recv
+    signal.pthread_kill(threading.main_thread().ident, signum)
+    if not select.select([shim_end], [], [], 0.5)[0]:  # readable: the runner closed its end
+        shim_end.sendall(shim.READY[5:] + b"$ ")
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_while_waiting_for_the_ready_marker_removes_the_container_and_writes_no_secret(canary, signum, code):
+    secret = canary["HF_TOKEN"]
+    request = _shim_request(secret, tty=True)
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    ours, shim_end = socket.socketpair()
+    with daemon() as server, ours, shim_end:
+        shim_end.sendall(b"motd " + shim.READY[:5])  # the shim's terminal still echoes
+        sender = threading.Thread(target=_signal_once_started, args=(server, signum, shim_end))
+        sender.start()
+        with pytest.raises(Interrupted) as info:
+            launch(_AttachedTo(f"tcp://{server.netloc}", ours, b""), request, MASKER, Output())
+        sender.join(5)
+        received = _read_to_eof(shim_end)
+        calls = _calls(server)
+    assert info.value.exit_code == code
+    assert info.value.message == f"interrupted ({signal.Signals(signum).name}): while starting j; the container was removed"
+    assert calls == ["POST containers/create", "HEAD containers/c1/archive", "POST containers/c1/start", "DELETE containers/c1"]
+    escaped = shim.encode_payload(request.plan.job.secret_env()).split(b"=", 1)[1].rstrip(b"\n")
+    assert secret.encode() not in received and escaped not in received  # the payload carries the value octal-escaped
+    assert received == b""
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before  # the guard is gone
+
+
+def test_with_i_and_no_terminal_the_users_stdin_follows_the_secrets_on_the_open_socket(canary, monkeypatch):
+    secret = canary["HF_TOKEN"]
+    request = _shim_request(secret, interactive=True)
+    assert request.use_shim and request.interactive and not request.config.get("Tty")
+    payload = shim.encode_payload(request.plan.job.secret_env())
+    user_stdin, user_types = os.pipe()
+    monkeypatch.setattr(sys, "stdin", os.fdopen(user_stdin, "r"))  # a pipe, not a terminal: -i alone
+    ours, shim_end = socket.socketpair()
+    job: dict = {}
+
+    def the_job():  # the shim's stdin: the secrets, then the user's until their EOF; then the job ends
+        job["stdin"] = _read_to_eof(shim_end)
+        shim_end.shutdown(socket.SHUT_WR)
+
+    with daemon() as server, ours, shim_end:
+        run = launch(_AttachedTo(f"tcp://{server.netloc}", ours, b""), request, MASKER, Output())
+        shim_end.setblocking(False)
+        assert shim_end.recv(len(payload)) == payload
+        with pytest.raises(BlockingIOError):  # more may come: the runner did not end the job's stdin
+            shim_end.recv(1)
+        os.write(user_types, b"user line\n")
+        os.close(user_types)
+        reader = threading.Thread(target=the_job)
+        reader.start()
+        assert watch(run, MASKER, Output(), keep=False, tail=None, stdout=io.BytesIO()) == 0
+        reader.join(5)
+        assert _calls(server)[-2:] == ["POST containers/c1/wait", "DELETE containers/c1"]
+    assert job["stdin"] == b"user line\n"
+    assert _exported_by_the_shim(payload + job["stdin"], "HF_TOKEN") == {"HF_TOKEN": secret}
 
 
 def test_pump_demultiplexes_frames_split_anywhere_and_masks_across_them():
