@@ -26,18 +26,6 @@ from runner.engines.docker.interactive import attached, await_ready, check_termi
 from runner.errors import UsageError
 
 
-@pytest.fixture
-def stdin_pipe(monkeypatch):
-    """sys.stdin is the read end of a pipe (not a terminal); the write end is returned."""
-    read, write = os.pipe()
-    monkeypatch.setattr(sys, "stdin", os.fdopen(read, "r"))
-    yield write
-    try:
-        os.close(write)
-    except OSError:  # the test closed it (the user's EOF)
-        pass
-
-
 @pytest.mark.parametrize("interactive, tty, detach, dry_run, message", [
     (True, False, True, False, "-i/-t and --detach do not go together: a detached job has no terminal or stdin to attach"),
     (False, True, True, True, "-i/-t and --detach do not go together: a detached job has no terminal or stdin to attach"),

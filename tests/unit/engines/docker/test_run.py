@@ -256,13 +256,12 @@ def test_a_signal_while_waiting_for_the_ready_marker_removes_the_container_and_w
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before  # the guard is gone
 
 
-def test_with_i_and_no_terminal_the_users_stdin_follows_the_secrets_on_the_open_socket(canary, monkeypatch):
+def test_with_i_and_no_terminal_the_users_stdin_follows_the_secrets_on_the_open_socket(canary, stdin_pipe):
     secret = canary["HF_TOKEN"]
     request = _shim_request(secret, interactive=True)
     assert request.use_shim and request.interactive and not request.config.get("Tty")
     payload = shim.encode_payload(request.plan.job.secret_env())
-    user_stdin, user_types = os.pipe()
-    monkeypatch.setattr(sys, "stdin", os.fdopen(user_stdin, "r"))  # a pipe, not a terminal: -i alone
+    user_types = stdin_pipe  # the user's stdin is a pipe, not a terminal: -i alone
     ours, shim_end = socket.socketpair()
     job: dict = {}
 
