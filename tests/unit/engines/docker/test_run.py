@@ -266,8 +266,10 @@ def test_with_i_and_no_terminal_the_users_stdin_follows_the_secrets_on_the_open_
     job: dict = {}
 
     def the_job():  # the shim's stdin: the secrets, then the user's until their EOF; then the job ends
-        job["stdin"] = _read_to_eof(shim_end)
-        shim_end.shutdown(socket.SHUT_WR)
+        try:
+            job["stdin"] = _read_to_eof(shim_end)
+        finally:  # also when nothing came within the read's timeout: the job ends, so watch returns
+            shim_end.shutdown(socket.SHUT_WR)
 
     with daemon() as server, ours, shim_end:
         run = launch(_AttachedTo(f"tcp://{server.netloc}", ours, b""), request, MASKER, Output())
@@ -282,7 +284,7 @@ def test_with_i_and_no_terminal_the_users_stdin_follows_the_secrets_on_the_open_
         assert watch(run, MASKER, Output(), keep=False, tail=None, stdout=io.BytesIO()) == 0
         reader.join(5)
         assert _calls(server)[-2:] == ["POST containers/c1/wait", "DELETE containers/c1"]
-    assert job["stdin"] == b"user line\n"
+    assert job.get("stdin") == b"user line\n"
     assert _exported_by_the_shim(payload + job["stdin"], "HF_TOKEN") == {"HF_TOKEN": secret}
 
 
