@@ -155,7 +155,8 @@ def host_pip_settings(host_env: Mapping[str, str], home: Path | None = None,
     home = home or Path.home()
     merged: dict[str, str] = {}
     origin: dict[str, str] = {}
-    for path in [p for p in _pip_config_files(home, host_env) if p.exists()] if config_files else ():
+    present = [p for p in _pip_config_files(home, host_env) if p.exists()] if config_files else []
+    for path in present:
         import configparser  # only when the host has a pip config file
 
         parser = configparser.RawConfigParser()
